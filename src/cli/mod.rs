@@ -1,0 +1,4 @@
+//! The binary's own modules: the clap definition and the renderers.
+
+pub mod args;
+pub mod output;

@@ -1,0 +1,251 @@
+//! Checked names: [`ModuleId`] for the modules we make, [`DirName`] for any single path component
+//! found on disk (the daemon's own `m-<escaped>_<n>` directories), and the decoder of the daemon's
+//! naming scheme.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::error::Error;
+
+/// Longest module id, in bytes.
+pub const MAX_ID_LEN: usize = 64;
+
+/// A module id: 1 to 64 characters of `[A-Za-z0-9_-]`, starting with a letter or digit.
+///
+/// The only way to name a module cgroup that this crate creates. Anything else (`../x`, `a/b`,
+/// `.`, an empty string, a name of a cgroup interface file like `cgroup.procs`) is refused before
+/// any file is touched.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct ModuleId(String);
+
+impl ModuleId {
+    /// Check `s` and wrap it.
+    pub fn new(s: &str) -> Result<ModuleId, Error> {
+        let bad = |why: &str| {
+            Error::bad_input(format!("invalid module id {s:?}: {why}")).with_hint(
+                "a module id is 1 to 64 characters of A-Z a-z 0-9 _ -, starting with a letter or digit",
+            )
+        };
+        if s.is_empty() {
+            return Err(bad("it is empty"));
+        }
+        if s.len() > MAX_ID_LEN {
+            return Err(bad("it is longer than 64 characters"));
+        }
+        let first = s.as_bytes()[0];
+        if !first.is_ascii_alphanumeric() {
+            return Err(bad("it must start with a letter or digit"));
+        }
+        if let Some(c) = s
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+        {
+            return Err(bad(&format!("{c:?} is not allowed")));
+        }
+        Ok(ModuleId(s.to_string()))
+    }
+
+    /// The id as a string (also the module's directory name).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromStr for ModuleId {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ModuleId::new(s)
+    }
+}
+
+impl fmt::Display for ModuleId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for ModuleId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A single path component naming an existing module directory: not empty, not `.` or `..`, no
+/// `/`, no NUL, at most 255 bytes. Used to act on directories found on disk (the daemon's own
+/// placement) by the name as found.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct DirName(String);
+
+impl DirName {
+    /// Check `s` and wrap it.
+    pub fn new(s: &str) -> Result<DirName, Error> {
+        let bad = |why: &str| {
+            Error::bad_input(format!("invalid module name {s:?}: {why}"))
+                .with_hint("name a module by its id or by its directory name as `list` shows it")
+        };
+        if s.is_empty() {
+            return Err(bad("it is empty"));
+        }
+        if s == "." || s == ".." {
+            return Err(bad("it is not a directory name"));
+        }
+        if s.contains('/') {
+            return Err(bad("it is not a single path component"));
+        }
+        if s.contains('\0') {
+            return Err(bad("it contains NUL"));
+        }
+        if s.len() > 255 {
+            return Err(bad("it is longer than 255 bytes"));
+        }
+        Ok(DirName(s.to_string()))
+    }
+
+    /// The name as a string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<ModuleId> for DirName {
+    fn from(id: ModuleId) -> DirName {
+        DirName(id.0)
+    }
+}
+
+impl fmt::Display for DirName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A daemon-layout directory name, decoded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DaemonName {
+    /// The module id the daemon was given (possibly cut at 64 bytes by the daemon).
+    pub module: String,
+    /// The daemon's alternate ("swap") slot.
+    pub swap: bool,
+    /// The launch number that makes each spawn a distinct kill domain.
+    pub launch: String,
+}
+
+/// Decode a directory name made by subc-daemon 0.39's built-in placement:
+/// `m-` + escape(escape(id) [+ `_swap`] + `_` + decimal launch number), where escape keeps
+/// `[A-Za-z0-9.-]` and writes every other byte as `_` and two lowercase hex digits.
+///
+/// Returns `None` where the name does not follow that encoding (it is then listed as found).
+pub fn decode_daemon_name(dir: &str) -> Option<DaemonName> {
+    let inner = unescape(dir.strip_prefix("m-")?)?;
+    let (slot, launch) = inner.rsplit_once('_')?;
+    if launch.is_empty() || !launch.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (slot, swap) = match slot.strip_suffix("_swap") {
+        Some(s) => (s, true),
+        None => (slot, false),
+    };
+    let module = unescape(slot)?;
+    if module.is_empty() {
+        return None;
+    }
+    Some(DaemonName {
+        module,
+        swap,
+        launch: launch.to_string(),
+    })
+}
+
+fn unescape(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'_' => {
+                let hex = s.get(i + 1..i + 3)?;
+                if !hex
+                    .bytes()
+                    .all(|h| h.is_ascii_digit() || (b'a'..=b'f').contains(&h))
+                {
+                    return None;
+                }
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            c if c.is_ascii_alphanumeric() || c == b'-' || c == b'.' => {
+                out.push(c);
+                i += 1;
+            }
+            _ => return None,
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_ids() {
+        for ok in ["a", "aft", "Broca_2", "0-x", &"x".repeat(64)] {
+            assert!(ModuleId::new(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "../x",
+            "..",
+            ".",
+            "a/b",
+            "-a",
+            "_a",
+            "a.b",
+            "cgroup.procs",
+            "a b",
+            "é",
+            &"x".repeat(65),
+        ] {
+            let e = ModuleId::new(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+        }
+    }
+
+    #[test]
+    fn dir_names() {
+        assert!(DirName::new("m-aft_5f1").is_ok());
+        assert!(DirName::new("m-a.b_5f1").is_ok());
+        for bad in ["", ".", "..", "a/b", "../x", "a\0b"] {
+            assert!(DirName::new(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn daemon_names_decode() {
+        // "aft" launch 123 -> swap name "aft", "aft_123", escaped "m-aft_5f123".
+        assert_eq!(
+            decode_daemon_name("m-aft_5f123"),
+            Some(DaemonName {
+                module: "aft".into(),
+                swap: false,
+                launch: "123".into()
+            })
+        );
+        // "mcp:x" -> "mcp_3ax" -> "mcp_3ax_7" -> "m-mcp_5f3ax_5f7".
+        let d = decode_daemon_name("m-mcp_5f3ax_5f7").unwrap();
+        assert_eq!(d.module, "mcp:x");
+        // The alternate slot.
+        let d = decode_daemon_name("m-aft_5fswap_5f9").unwrap();
+        assert_eq!((d.module.as_str(), d.swap), ("aft", true));
+        // Ids with dots and dashes stay literal.
+        assert_eq!(decode_daemon_name("m-a.b-c_5f1").unwrap().module, "a.b-c");
+        // Not the daemon's encoding.
+        for raw in ["aft", "m-", "m-aft", "m-aft_5fx", "m-a_zz_5f1", "m-_5f1", "m-a b_5f1"] {
+            assert_eq!(decode_daemon_name(raw), None, "{raw}");
+        }
+    }
+}

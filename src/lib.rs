@@ -1,0 +1,31 @@
+//! `ck_cgroup`: module cgroups for the ck-subc supervisor on a cgroup-v2 tree.
+//!
+//! Each module of the daemon gets its own leaf cgroup `subc-modules/<id>` beside the daemon's
+//! leaf `daemon/`, inside the subtree that systemd delegated to the service. A module's process is
+//! placed there before it can fork ([`spawn`]), the whole tree is found by membership rather than
+//! by parent pid, and it is killed and removed as a set ([`Root::kill`]). A [`Sandbox`] is an
+//! isolated root for tests: a fresh cgroup that is emptied and removed when it is dropped.
+//!
+//! Layers, each calling only downwards:
+//! [`parse`] (kernel files to types) ← [`root`] (an open cgroup2 directory; every access beneath
+//! it through `openat2`) ← [`module`] (operations on a service root) ← the `ck-cgroup` binary.
+//!
+//! Kernel reference: <https://docs.kernel.org/admin-guide/cgroup-v2.html>.
+
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod discover;
+pub mod error;
+pub mod id;
+pub mod module;
+pub mod parse;
+pub mod root;
+pub mod sandbox;
+pub mod wait;
+
+pub use error::{Class, Error, Result};
+pub use id::{DirName, ModuleId};
+pub use module::{Layout, ModuleRef, Root};
+pub use root::CgroupDir;
+pub use sandbox::Sandbox;

@@ -1,0 +1,570 @@
+//! Operations on a service root: `init`, module `create` / `place` / `list` / `remove` / `kill`.
+//!
+//! Layout inside a root (see `docs/design.md`):
+//!
+//! ```text
+//! <root>/                     the cgroup systemd made for the service (Delegate=)
+//! ├── daemon/                 the daemon's leaf
+//! │   └── subc-modules/m-…    the daemon's own built-in placement (subc-daemon 0.39), read too
+//! └── subc-modules/           controllers enabled in its cgroup.subtree_control
+//!     └── <id>/               one leaf per module
+//! ```
+//!
+//! Of the root itself only `cgroup.subtree_control` and `cgroup.procs` are ever written.
+//! Kernel reference: <https://docs.kernel.org/admin-guide/cgroup-v2.html>.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rustix::io::Errno;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::id::{DirName, ModuleId, decode_daemon_name};
+use crate::parse;
+use crate::root::CgroupDir;
+use crate::wait::{Waited, join, wait_empty};
+
+/// The daemon's leaf, as `DelegateSubgroup=daemon` names it.
+pub const DAEMON_LEAF: &str = "daemon";
+/// The directory that holds one leaf per module.
+pub const MODULES_DIR: &str = "subc-modules";
+/// The controllers the helper uses; `init` reports those the root cannot enable.
+pub const WANTED_CONTROLLERS: [&str; 4] = ["memory", "pids", "cpu", "io"];
+
+/// Which placement made a module's cgroup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layout {
+    /// Ours: `subc-modules/<id>` beside the daemon's leaf.
+    Ck,
+    /// The daemon's built-in placement: `daemon/subc-modules/m-<escaped>_<n>`.
+    Daemon,
+}
+
+impl Layout {
+    fn dir(self) -> &'static str {
+        match self {
+            Layout::Ck => MODULES_DIR,
+            Layout::Daemon => "daemon/subc-modules",
+        }
+    }
+}
+
+/// An existing module's cgroup, found on disk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModuleRef {
+    /// Which placement made it.
+    pub layout: Layout,
+    /// Its directory name as found.
+    pub name: DirName,
+}
+
+impl ModuleRef {
+    /// Our module `subc-modules/<id>`.
+    pub fn ck(id: &ModuleId) -> ModuleRef {
+        ModuleRef {
+            layout: Layout::Ck,
+            name: DirName::from(id.clone()),
+        }
+    }
+
+    /// Its path relative to the root.
+    pub fn rel(&self) -> String {
+        format!("{}/{}", self.layout.dir(), self.name)
+    }
+
+    /// The module name: the id for ours, the decoded id for the daemon's (where it decodes).
+    pub fn module_name(&self) -> Option<String> {
+        match self.layout {
+            Layout::Ck => Some(self.name.to_string()),
+            Layout::Daemon => decode_daemon_name(self.name.as_str()).map(|d| d.module),
+        }
+    }
+}
+
+/// A service root: a cgroup2 directory below the hierarchy's root.
+#[derive(Debug)]
+pub struct Root {
+    dir: CgroupDir,
+}
+
+/// What `init` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct InitReport {
+    /// The root.
+    pub root: PathBuf,
+    /// Directories made now (`daemon`, `subc-modules`); empty when they existed.
+    pub created: Vec<String>,
+    /// Pids moved from the root into `daemon/`.
+    pub moved: Vec<u32>,
+    /// The root's `cgroup.controllers`.
+    pub available: Vec<String>,
+    /// `subc-modules/cgroup.subtree_control` after init: what each module gets.
+    pub enabled: Vec<String>,
+    /// Controllers the helper uses that the root does not have.
+    pub missing: Vec<String>,
+}
+
+/// What `create` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct CreateReport {
+    /// The module.
+    pub module: ModuleId,
+    /// Its cgroup directory.
+    pub path: PathBuf,
+    /// Made now (false: it existed).
+    pub created: bool,
+}
+
+/// What `place` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlaceReport {
+    /// The module.
+    pub module: ModuleId,
+    /// Its cgroup directory.
+    pub path: PathBuf,
+    /// The pids moved in.
+    pub placed: Vec<u32>,
+}
+
+/// One module in `list`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModuleEntry {
+    /// Directory name as found (what `kill` and `remove` take).
+    pub name: DirName,
+    /// The module id; for the daemon's layout decoded from the name, `null` where it does not decode.
+    pub module: Option<String>,
+    /// Which placement made it.
+    pub layout: Layout,
+    /// Path relative to the root.
+    pub path: String,
+    /// `cgroup.events` `populated`; `null` when it could not be read.
+    pub populated: Option<bool>,
+    /// Processes in the module and its sub-cgroups; `null` when it could not be read.
+    pub procs: Option<usize>,
+}
+
+/// What `remove` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct RemoveReport {
+    /// The name asked for.
+    pub module: String,
+    /// Its path, when found.
+    pub path: Option<PathBuf>,
+    /// Removed now.
+    pub removed: bool,
+    /// It did not exist.
+    pub already_gone: bool,
+}
+
+/// The kill mechanism that ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KillMethod {
+    /// `1` written to `cgroup.kill` (kernel 5.14 and later).
+    CgroupKill,
+}
+
+/// What `kill` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct KillReport {
+    /// The name asked for.
+    pub module: String,
+    /// Which placement made it; `null` when it was already gone.
+    pub layout: Option<Layout>,
+    /// Its path, when found.
+    pub path: Option<PathBuf>,
+    /// It did not exist: nothing to do.
+    pub already_gone: bool,
+    /// The method that ran; `null` when already gone.
+    pub method: Option<KillMethod>,
+    /// Processes in the subtree when the kill was sent.
+    pub signalled: usize,
+    /// Milliseconds from the kill to `populated 0` (or to the timeout).
+    pub waited_ms: u64,
+    /// The subtree was empty at the end.
+    pub empty: bool,
+    /// The directory was removed.
+    pub removed: bool,
+}
+
+impl Root {
+    /// Open `path` as a service root: a cgroup2 directory (statfs-checked) below the hierarchy's
+    /// root. The hierarchy's root itself is refused: it would hold every process of the machine.
+    pub fn open(path: &Path) -> Result<Root> {
+        let dir = CgroupDir::open(path)?;
+        Root::from_dir(dir)
+    }
+
+    /// Wrap an already opened cgroup2 directory.
+    pub fn from_dir(dir: CgroupDir) -> Result<Root> {
+        // cgroup.events exists on every cgroup but the hierarchy's root.
+        if !dir.exists("cgroup.events") {
+            return Err(Error::bad_input(format!(
+                "{} is the root of the cgroup2 hierarchy, not a service's cgroup",
+                dir.path().display()
+            ))
+            .with_hint(
+                "pass the service's delegated cgroup with --root, or use `ck-cgroup sandbox`",
+            ));
+        }
+        Ok(Root { dir })
+    }
+
+    /// The root's path.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The underlying directory handle.
+    pub fn dir(&self) -> &CgroupDir {
+        &self.dir
+    }
+
+    /// Make `daemon/` and `subc-modules/`, move every process of the root into `daemon/`, and
+    /// enable every available controller in the root's and `subc-modules/`'s
+    /// `cgroup.subtree_control`. Idempotent.
+    pub fn init(&self) -> Result<InitReport> {
+        let mut created = Vec::new();
+        for d in [DAEMON_LEAF, MODULES_DIR] {
+            if self.dir.mkdir(d)? {
+                created.push(d.to_string());
+            }
+        }
+        let moved = self.evacuate_root()?;
+        let available = parse::controllers(&self.dir.read("cgroup.controllers")?);
+        let enabled = self.enable_controllers(&available)?;
+        let missing = WANTED_CONTROLLERS
+            .iter()
+            .filter(|c| !available.iter().any(|a| a == *c))
+            .map(|c| c.to_string())
+            .collect();
+        Ok(InitReport {
+            root: self.path().to_path_buf(),
+            created,
+            moved,
+            available,
+            enabled,
+            missing,
+        })
+    }
+
+    /// Move every process in the root's own `cgroup.procs` into `daemon/` (no internal processes).
+    fn evacuate_root(&self) -> Result<Vec<u32>> {
+        let mut moved = Vec::new();
+        // Processes may fork while we move them; each round moves what is there now.
+        for _ in 0..64 {
+            let pids = parse::pids(&self.dir.read("cgroup.procs")?);
+            if pids.is_empty() {
+                return Ok(moved);
+            }
+            for pid in pids {
+                match self.dir.write_raw("daemon/cgroup.procs", &pid.to_string()) {
+                    Ok(()) => moved.push(pid),
+                    Err(Errno::SRCH) => {}
+                    Err(e) => {
+                        return Err(Error::io(
+                            format_args!("write \"{pid}\" to"),
+                            self.dir.display_path("daemon/cgroup.procs"),
+                            e,
+                        ));
+                    }
+                }
+            }
+        }
+        Err(Error::failed(format!(
+            "processes keep appearing in {}/cgroup.procs faster than they can be moved into daemon/",
+            self.path().display()
+        )))
+    }
+
+    /// Enable `controllers` in the root's and `subc-modules/`'s `cgroup.subtree_control`;
+    /// return what `subc-modules/` has enabled afterwards.
+    fn enable_controllers(&self, controllers: &[String]) -> Result<Vec<String>> {
+        if !controllers.is_empty() {
+            let line = controllers
+                .iter()
+                .map(|c| format!("+{c}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            for rel in ["cgroup.subtree_control", "subc-modules/cgroup.subtree_control"] {
+                self.dir.write(rel, &line).map_err(|e| {
+                    e.with_hint(
+                        "a cgroup with processes in it cannot enable controllers for its children: run `ck-cgroup init` to move them into daemon/",
+                    )
+                })?;
+            }
+        }
+        Ok(parse::controllers(
+            &self.dir.read("subc-modules/cgroup.subtree_control")?,
+        ))
+    }
+
+    /// Make the module's cgroup `subc-modules/<id>` (idempotent). Makes `subc-modules/` and
+    /// enables controllers first when the root has not been initialised (as with
+    /// `DelegateSubgroup=daemon`, where the daemon already sits in `daemon/`).
+    pub fn create(&self, id: &ModuleId) -> Result<CreateReport> {
+        let m = ModuleRef::ck(id);
+        let rel = m.rel();
+        let created = match self.dir.mkdir(&rel) {
+            Ok(c) => c,
+            Err(e) if e.errno() == Some(Errno::NOENT) => {
+                self.ensure_modules_dir()?;
+                self.dir.mkdir(&rel)?
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(CreateReport {
+            module: id.clone(),
+            path: self.dir.display_path(&rel),
+            created,
+        })
+    }
+
+    fn ensure_modules_dir(&self) -> Result<()> {
+        let made = self.dir.mkdir(MODULES_DIR)?;
+        let available = parse::controllers(&self.dir.read("cgroup.controllers")?);
+        if let Err(e) = self.enable_controllers(&available) {
+            if made {
+                // Leave nothing half-made.
+                let _ = self.dir.rmdir_raw(MODULES_DIR);
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Find an existing module by id or by directory name as `list` shows it: ours
+    /// (`subc-modules/<name>`) first, then the daemon's (`daemon/subc-modules/<name>`).
+    pub fn find(&self, name: &str) -> Result<Option<ModuleRef>> {
+        let name = DirName::new(name)?;
+        for layout in [Layout::Ck, Layout::Daemon] {
+            let m = ModuleRef {
+                layout,
+                name: name.clone(),
+            };
+            if self.dir.is_dir(&m.rel())? {
+                return Ok(Some(m));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Move existing processes into the module (made if needed). Every pid is checked to exist
+    /// before any is moved.
+    pub fn place(&self, id: &ModuleId, pids: &[u32]) -> Result<PlaceReport> {
+        for &pid in pids {
+            if pid == 0 || !Path::new(&format!("/proc/{pid}")).exists() {
+                return Err(Error::bad_input(format!("no process with pid {pid}"))
+                    .with_hint("pass the pids of running processes"));
+            }
+        }
+        let created = self.create(id)?;
+        let rel = join(&ModuleRef::ck(id).rel(), "cgroup.procs");
+        for &pid in pids {
+            self.move_pid(&rel, pid)?;
+        }
+        Ok(PlaceReport {
+            module: id.clone(),
+            path: created.path,
+            placed: pids.to_vec(),
+        })
+    }
+
+    fn move_pid(&self, procs_rel: &str, pid: u32) -> Result<()> {
+        if cfg!(feature = "mutation-no-placement") {
+            return Ok(());
+        }
+        self.dir.write(procs_rel, &pid.to_string())
+    }
+
+    /// Move the calling process into the module (made if needed): what `exec` does before
+    /// `execve(2)`, so the module's process is the pid the daemon spawned.
+    pub fn enter(&self, id: &ModuleId) -> Result<PathBuf> {
+        let rel = ModuleRef::ck(id).rel();
+        let procs = join(&rel, "cgroup.procs");
+        match self.move_pid(&procs, 0) {
+            Err(e) if e.errno() == Some(Errno::NOENT) => {
+                self.create(id)?;
+                self.move_pid(&procs, 0)?;
+            }
+            other => other?,
+        }
+        Ok(self.dir.display_path(&rel))
+    }
+
+    /// Every module, ours and the daemon's, with its populated state and process count.
+    pub fn list(&self) -> Result<Vec<ModuleEntry>> {
+        let mut out = Vec::new();
+        for layout in [Layout::Ck, Layout::Daemon] {
+            for name in self.dir.subdirs(layout.dir())? {
+                let Ok(name) = DirName::new(&name) else {
+                    continue;
+                };
+                let m = ModuleRef { layout, name };
+                let rel = m.rel();
+                out.push(ModuleEntry {
+                    module: m.module_name(),
+                    populated: self.events(&rel).ok().and_then(|e| e.populated),
+                    procs: self.procs(&rel).ok().map(|p| p.len()),
+                    path: rel,
+                    layout,
+                    name: m.name,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// `cgroup.events` of `rel`.
+    pub fn events(&self, rel: &str) -> Result<parse::Events> {
+        Ok(parse::events(&self.dir.read(&join(rel, "cgroup.events"))?))
+    }
+
+    /// The pids in `rel` and every cgroup below it (`cgroup.procs` of each).
+    pub fn procs(&self, rel: &str) -> Result<Vec<u32>> {
+        let mut out = parse::pids(&self.dir.read(&join(rel, "cgroup.procs"))?);
+        for sub in self.dir.subdirs(rel)? {
+            match self.procs(&join(rel, &sub)) {
+                Ok(p) => out.extend(p),
+                // A sub-cgroup removed while we walk is empty.
+                Err(e) if e.errno() == Some(Errno::NOENT) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Remove an empty module. A populated one is refused with the number of its processes.
+    pub fn remove(&self, name: &str) -> Result<RemoveReport> {
+        let Some(m) = self.find(name)? else {
+            return Ok(RemoveReport {
+                module: name.to_string(),
+                path: None,
+                removed: false,
+                already_gone: true,
+            });
+        };
+        let rel = m.rel();
+        let procs = self.procs(&rel)?;
+        if !procs.is_empty() {
+            return Err(Error::failed(format!(
+                "module {name} is not empty: {} process{} in {}",
+                procs.len(),
+                if procs.len() == 1 { "" } else { "es" },
+                self.dir.display_path(&rel).display()
+            ))
+            .with_hint(format!(
+                "stop them with `ck-cgroup kill {name}`, which also removes the module"
+            )));
+        }
+        self.remove_tree(&rel)?;
+        Ok(RemoveReport {
+            module: name.to_string(),
+            path: Some(self.dir.display_path(&rel)),
+            removed: true,
+            already_gone: false,
+        })
+    }
+
+    /// Remove `rel` and its sub-cgroups, deepest first. `EBUSY` (a cgroup whose last process is
+    /// still exiting) is retried for up to one second; then the real errno is reported.
+    pub fn remove_tree(&self, rel: &str) -> Result<()> {
+        if cfg!(feature = "mutation-no-rmdir") {
+            return Ok(());
+        }
+        remove_tree(&self.dir, rel)
+    }
+
+    /// SIGKILL the module's whole subtree through `cgroup.kill`, wait until `cgroup.events` says
+    /// `populated 0` (at most `timeout`), and remove its directory. A module that does not exist
+    /// is reported as already gone. A module that holds the calling process is refused.
+    pub fn kill(&self, name: &str, timeout: Duration) -> Result<KillReport> {
+        let mut report = KillReport {
+            module: name.to_string(),
+            layout: None,
+            path: None,
+            already_gone: true,
+            method: None,
+            signalled: 0,
+            waited_ms: 0,
+            empty: true,
+            removed: false,
+        };
+        let Some(m) = self.find(name)? else {
+            return Ok(report);
+        };
+        let rel = m.rel();
+        let path = self.dir.display_path(&rel);
+        let procs = self.procs(&rel)?;
+        let me = std::process::id();
+        if procs.contains(&me) {
+            return Err(Error::bad_input(format!(
+                "refusing to kill {}: it holds this process ({me})",
+                path.display()
+            ))
+            .with_hint("run `ck-cgroup kill` from outside the module, e.g. from the daemon"));
+        }
+        report.already_gone = false;
+        report.layout = Some(m.layout);
+        report.path = Some(path);
+        report.signalled = procs.len();
+        report.method = Some(KillMethod::CgroupKill);
+        let kill_rel = join(&rel, "cgroup.kill");
+        let start = Instant::now();
+        if !cfg!(feature = "mutation-no-kill") {
+            match self.dir.write_raw(&kill_rel, "1") {
+                Ok(()) => {}
+                Err(Errno::NOENT) => {
+                    return Err(Error::bad_input(format!(
+                        "{} has no cgroup.kill: the kernel is older than 5.14",
+                        self.dir.display_path(&rel).display()
+                    ))
+                    .with_hint("upgrade to kernel 5.14 or later"));
+                }
+                Err(e) => {
+                    return Err(Error::io(
+                        "write \"1\" to",
+                        self.dir.display_path(&kill_rel),
+                        e,
+                    ));
+                }
+            }
+        }
+        let waited = wait_empty(&self.dir, &rel, timeout)?;
+        report.waited_ms = start.elapsed().as_millis() as u64;
+        report.empty = waited == Waited::Empty;
+        if !report.empty {
+            let left = self.procs(&rel).map(|p| p.len()).unwrap_or(0);
+            return Err(Error::failed(format!(
+                "{} still holds {left} process{} after {} ms",
+                self.dir.display_path(&rel).display(),
+                if left == 1 { "" } else { "es" },
+                report.waited_ms
+            ))
+            .with_hint("a process in uninterruptible sleep (state D) cannot be killed until its I/O ends; see `ps -o pid,stat,wchan` for the pids in cgroup.procs"));
+        }
+        self.remove_tree(&rel)?;
+        report.removed = !cfg!(feature = "mutation-no-rmdir");
+        Ok(report)
+    }
+}
+
+/// Remove `rel` under `dir` and every cgroup below it, deepest first, retrying `EBUSY` for a
+/// bounded time. A cgroup that is already gone is fine.
+pub(crate) fn remove_tree(dir: &CgroupDir, rel: &str) -> Result<()> {
+    for sub in dir.subdirs(rel)? {
+        remove_tree(dir, &join(rel, &sub))?;
+    }
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        match dir.rmdir_raw(rel) {
+            Ok(()) | Err(Errno::NOENT) => return Ok(()),
+            Err(Errno::BUSY) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(Error::io("rmdir", dir.display_path(rel), e)),
+        }
+    }
+}

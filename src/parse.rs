@@ -1,0 +1,195 @@
+//! Parsers of kernel files: pure functions from text to types, no I/O.
+//!
+//! Unknown keys are kept or ignored, never an error. Each parser names the file it reads; the
+//! formats are those of the kernel's cgroup-v2 document
+//! (<https://docs.kernel.org/admin-guide/cgroup-v2.html>) and proc(5).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// `cgroup.events`: `populated` (this cgroup or a descendant holds a live process) and `frozen`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Events {
+    /// `populated 1`: a process is in this cgroup or below. `None` when the key is absent.
+    pub populated: Option<bool>,
+    /// `frozen 1` (kernel 5.2 and later). `None` when the key is absent.
+    pub frozen: Option<bool>,
+}
+
+/// Parse `cgroup.events`.
+pub fn events(text: &str) -> Events {
+    let keys = flat_keyed(text);
+    Events {
+        populated: keys.get("populated").map(|v| *v != 0),
+        frozen: keys.get("frozen").map(|v| *v != 0),
+    }
+}
+
+/// A flat-keyed file (`key value` per line: `cgroup.events`, `memory.events`, `cpu.stat`,
+/// `memory.stat`, `pids.events`). Lines that do not parse are skipped.
+pub fn flat_keyed(text: &str) -> BTreeMap<String, u64> {
+    text.lines()
+        .filter_map(|line| {
+            let (k, v) = line.split_once(' ')?;
+            Some((k.to_string(), v.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// `cgroup.procs` / `cgroup.threads`: one pid per line. Lines that do not parse are skipped.
+pub fn pids(text: &str) -> Vec<u32> {
+    text.lines().filter_map(|l| l.trim().parse().ok()).collect()
+}
+
+/// `cgroup.controllers` / `cgroup.subtree_control`: space-separated controller names.
+pub fn controllers(text: &str) -> Vec<String> {
+    text.split_whitespace().map(str::to_string).collect()
+}
+
+/// `/proc/<pid>/cgroup`: the cgroup-v2 path, from the `0::<path>` line. `None` on a v1-only host.
+///
+/// On a hybrid host the file also has v1 lines (`4:memory:/x`); they are ignored.
+pub fn proc_cgroup_v2(text: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(|p| p.trim_end().to_string())
+}
+
+/// One line of `/proc/self/mountinfo` (proc(5)): the fields this crate needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// Field 4: the path within the filesystem that is the root of this mount (`/` usually).
+    pub root: String,
+    /// Field 5: where it is mounted, with `\040`-style escapes decoded.
+    pub mount_point: PathBuf,
+    /// The filesystem type after the ` - ` separator (`cgroup2`, `cgroup`, `tmpfs`).
+    pub fs_type: String,
+}
+
+/// Parse `/proc/self/mountinfo`. Lines that do not parse are skipped.
+pub fn mountinfo(text: &str) -> Vec<Mount> {
+    text.lines()
+        .filter_map(|line| {
+            let (pre, post) = line.split_once(" - ")?;
+            let fields: Vec<&str> = pre.split(' ').collect();
+            let root = unescape_octal(fields.get(3)?);
+            let mount_point = PathBuf::from(unescape_octal(fields.get(4)?));
+            let fs_type = post.split(' ').next()?.to_string();
+            Some(Mount {
+                root,
+                mount_point,
+                fs_type,
+            })
+        })
+        .collect()
+}
+
+/// The cgroup2 mounts in `mountinfo`, in order.
+pub fn cgroup2_mounts(text: &str) -> Vec<Mount> {
+    mountinfo(text)
+        .into_iter()
+        .filter(|m| m.fs_type == "cgroup2")
+        .collect()
+}
+
+fn unescape_octal(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            let v = (b[i + 1] - b'0') as u32 * 64 + (b[i + 2] - b'0') as u32 * 8 + (b[i + 3] - b'0') as u32;
+            out.push(v as u8);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn fixture(name: &str) -> String {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(name);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    #[test]
+    fn events_fixture() {
+        assert_eq!(
+            events(&fixture("cgroup.events.populated")),
+            Events {
+                populated: Some(true),
+                frozen: Some(false)
+            }
+        );
+        assert_eq!(
+            events(&fixture("cgroup.events.empty")),
+            Events {
+                populated: Some(false),
+                frozen: Some(false)
+            }
+        );
+        // Before 5.2 there is no frozen key; unknown keys are ignored.
+        assert_eq!(
+            events("populated 1\nsomething_new 7\n"),
+            Events {
+                populated: Some(true),
+                frozen: None
+            }
+        );
+        assert_eq!(events(""), Events::default());
+    }
+
+    #[test]
+    fn pids_and_controllers() {
+        assert_eq!(pids("12\n345\n\n"), vec![12, 345]);
+        assert_eq!(pids(""), Vec::<u32>::new());
+        assert_eq!(
+            controllers(&fixture("cgroup.controllers")),
+            vec!["cpuset", "cpu", "io", "memory", "hugetlb", "pids", "rdma", "misc"]
+        );
+        assert!(controllers("\n").is_empty());
+    }
+
+    #[test]
+    fn proc_cgroup_hybrid_and_unified() {
+        assert_eq!(
+            proc_cgroup_v2(&fixture("proc-cgroup.hybrid")).as_deref(),
+            Some("/")
+        );
+        assert_eq!(
+            proc_cgroup_v2(&fixture("proc-cgroup.unified")).as_deref(),
+            Some("/system.slice/ck-subc.service/daemon")
+        );
+        assert_eq!(proc_cgroup_v2(&fixture("proc-cgroup.v1-only")), None);
+    }
+
+    #[test]
+    fn mountinfo_hybrid() {
+        let m = cgroup2_mounts(&fixture("mountinfo.hybrid"));
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].mount_point, Path::new("/sys/fs/cgroup/unified"));
+        assert_eq!(m[0].root, "/");
+    }
+
+    #[test]
+    fn mountinfo_unified_and_escapes() {
+        let m = cgroup2_mounts(&fixture("mountinfo.unified"));
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[0].mount_point, Path::new("/sys/fs/cgroup"));
+        assert_eq!(m[1].mount_point, Path::new("/mnt/cg root"));
+        assert_eq!(m[1].root, "/system.slice");
+        assert!(cgroup2_mounts("garbage\n\n").is_empty());
+    }
+}

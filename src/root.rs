@@ -1,0 +1,256 @@
+//! The root handle: an open directory on a cgroup2 filesystem, and every file access beneath it.
+//!
+//! Nothing else in the crate opens a cgroup path. Every open goes through `openat2(2)` with
+//! `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS` relative to the root's
+//! directory fd, so no symlink is followed and no `..` escapes; on a kernel without `openat2`
+//! (before 5.6) the path is walked one component at a time with `O_NOFOLLOW`, refusing `..`.
+//!
+//! Kernel reference: <https://docs.kernel.org/admin-guide/cgroup-v2.html>.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::io::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{self as rfs, AtFlags, Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
+
+use crate::error::{Error, Result};
+
+/// `CGROUP2_SUPER_MAGIC` from `linux/magic.h` (rustix has no constant for it).
+pub const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
+
+/// An open directory on a cgroup2 filesystem.
+///
+/// All reads, writes, `mkdir`s and `rmdir`s beneath it take a path relative to it.
+#[derive(Debug)]
+pub struct CgroupDir {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+impl CgroupDir {
+    /// Open `path` as a directory and check with `fstatfs(2)` that it is on cgroup2.
+    ///
+    /// A missing path, a file, or a directory on another filesystem is bad input (exit 2).
+    pub fn open(path: &Path) -> Result<CgroupDir> {
+        let fd = rfs::open(
+            path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| {
+            let hint = match e {
+                Errno::NOENT => "pass an existing cgroup2 directory with --root or CK_CGROUP_ROOT",
+                Errno::NOTDIR => "a root is a cgroup directory, not a file",
+                _ => "check the path and your permissions",
+            };
+            Error::io("open cgroup root", path, e)
+                .with_class(crate::error::Class::BadInput)
+                .with_hint(hint)
+        })?;
+        let st = rfs::fstatfs(&fd).map_err(|e| Error::io("statfs", path, e))?;
+        #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
+        let magic = st.f_type as i64;
+        if magic != CGROUP2_SUPER_MAGIC {
+            return Err(Error::bad_input(format!(
+                "{} is not on a cgroup2 filesystem (statfs type {magic:#x})",
+                path.display()
+            ))
+            .with_hint(
+                "pass a directory under the cgroup2 mount (see `grep cgroup2 /proc/self/mountinfo`)",
+            ));
+        }
+        Ok(CgroupDir {
+            fd,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The path this handle was opened at (for messages only; no access goes through it).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The directory fd.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// The absolute path of `rel` (for messages).
+    pub fn display_path(&self, rel: &str) -> PathBuf {
+        if rel.is_empty() {
+            self.path.clone()
+        } else {
+            self.path.join(rel)
+        }
+    }
+
+    /// Open `rel` beneath this directory with `flags`; no symlink, no `..`, no escape.
+    pub fn open_beneath(&self, rel: &str, flags: OFlags) -> std::result::Result<OwnedFd, Errno> {
+        let rel = if rel.is_empty() { "." } else { rel };
+        let flags = flags | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        match rfs::openat2(
+            &self.fd,
+            rel,
+            flags,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+        ) {
+            Err(Errno::NOSYS) => self.open_walk(rel, flags),
+            other => other,
+        }
+    }
+
+    /// The pre-5.6 path: one `openat(O_NOFOLLOW)` per component, refusing `..` and absolute paths.
+    fn open_walk(&self, rel: &str, flags: OFlags) -> std::result::Result<OwnedFd, Errno> {
+        let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+        if rel.starts_with('/') || parts.contains(&"..") {
+            return Err(Errno::XDEV);
+        }
+        let Some((last, dirs)) = parts.split_last() else {
+            return rfs::openat(&self.fd, ".", flags, Mode::empty());
+        };
+        let mut cur: Option<OwnedFd> = None;
+        for d in dirs {
+            let base = cur.as_ref().map_or(self.fd.as_fd(), |f| f.as_fd());
+            cur = Some(rfs::openat(
+                base,
+                *d,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?);
+        }
+        let base = cur.as_ref().map_or(self.fd.as_fd(), |f| f.as_fd());
+        rfs::openat(base, *last, flags, Mode::empty())
+    }
+
+    /// Read a whole kernel file beneath this directory.
+    pub fn read(&self, rel: &str) -> Result<String> {
+        self.read_raw(rel)
+            .map_err(|e| Error::io("read", self.display_path(rel), e))
+    }
+
+    /// Read a whole kernel file, returning the bare errno (callers map `ENOENT` to "absent").
+    pub fn read_raw(&self, rel: &str) -> std::result::Result<String, Errno> {
+        let fd = self.open_beneath(rel, OFlags::RDONLY)?;
+        read_fd(&fd)
+    }
+
+    /// Write `data` to a kernel file beneath this directory in one `write(2)`.
+    pub fn write(&self, rel: &str, data: &str) -> Result<()> {
+        self.write_raw(rel, data).map_err(|e| {
+            Error::io(
+                format_args!("write {data:?} to"),
+                self.display_path(rel),
+                e,
+            )
+        })
+    }
+
+    /// Write in one `write(2)`, returning the bare errno.
+    pub fn write_raw(&self, rel: &str, data: &str) -> std::result::Result<(), Errno> {
+        let fd = self.open_beneath(rel, OFlags::WRONLY)?;
+        write_all(&fd, data.as_bytes())
+    }
+
+    /// `mkdir(2)` beneath this directory. `Ok(false)` when it already existed as a directory.
+    pub fn mkdir(&self, rel: &str) -> Result<bool> {
+        let (parent, name) = split_parent(rel);
+        let res = self
+            .open_beneath(parent, OFlags::RDONLY | OFlags::DIRECTORY)
+            .and_then(|p| rfs::mkdirat(&p, name, Mode::from_raw_mode(0o755)));
+        match res {
+            Ok(()) => Ok(true),
+            Err(Errno::EXIST) => match self.open_beneath(rel, OFlags::RDONLY | OFlags::DIRECTORY) {
+                Ok(_) => Ok(false),
+                Err(e) => Err(Error::io("open", self.display_path(rel), e)),
+            },
+            Err(e) => Err(Error::io("mkdir", self.display_path(rel), e)),
+        }
+    }
+
+    /// `rmdir(2)` beneath this directory, returning the bare errno.
+    pub fn rmdir_raw(&self, rel: &str) -> std::result::Result<(), Errno> {
+        let (parent, name) = split_parent(rel);
+        let p = self.open_beneath(parent, OFlags::RDONLY | OFlags::DIRECTORY)?;
+        rfs::unlinkat(&p, name, AtFlags::REMOVEDIR)
+    }
+
+    /// Whether `rel` exists as a directory beneath this one.
+    pub fn is_dir(&self, rel: &str) -> Result<bool> {
+        match self.open_beneath(rel, OFlags::RDONLY | OFlags::DIRECTORY) {
+            Ok(_) => Ok(true),
+            Err(Errno::NOENT) | Err(Errno::NOTDIR) => Ok(false),
+            Err(e) => Err(Error::io("open", self.display_path(rel), e)),
+        }
+    }
+
+    /// Whether the file `rel` exists.
+    pub fn exists(&self, rel: &str) -> bool {
+        self.open_beneath(rel, OFlags::PATH).is_ok()
+    }
+
+    /// The names of the sub-directories of `rel` (child cgroups), sorted. A missing `rel` is empty.
+    pub fn subdirs(&self, rel: &str) -> Result<Vec<String>> {
+        let fd = match self.open_beneath(rel, OFlags::RDONLY | OFlags::DIRECTORY) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io("open", self.display_path(rel), e)),
+        };
+        let mut dir =
+            rfs::Dir::read_from(&fd).map_err(|e| Error::io("read directory", self.display_path(rel), e))?;
+        let mut out = Vec::new();
+        while let Some(ent) = dir.next() {
+            let ent = ent.map_err(|e| Error::io("read directory", self.display_path(rel), e))?;
+            if ent.file_type() != rfs::FileType::Directory {
+                continue;
+            }
+            let name = ent.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            out.push(OsStr::from_bytes(name).to_string_lossy().into_owned());
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+fn split_parent(rel: &str) -> (&str, &str) {
+    match rel.rsplit_once('/') {
+        Some((p, n)) => (p, n),
+        None => ("", rel),
+    }
+}
+
+/// Read an fd to its end from offset 0 (kernel files are small).
+pub(crate) fn read_fd(fd: &OwnedFd) -> std::result::Result<String, Errno> {
+    let mut buf = Vec::with_capacity(256);
+    let mut chunk = [0u8; 4096];
+    let mut off = 0u64;
+    loop {
+        let n = match rustix::io::pread(fd, &mut chunk, off) {
+            Ok(n) => n,
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        off += n as u64;
+    }
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+fn write_all(fd: &OwnedFd, data: &[u8]) -> std::result::Result<(), Errno> {
+    // Kernel cgroup files take one value per write(2): never split it.
+    loop {
+        match rustix::io::write(fd, data) {
+            Ok(_) => return Ok(()),
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
