@@ -1,0 +1,393 @@
+//! Integration tests: the real binary on real cgroups, each test inside its own sandbox.
+//!
+//! Mutation controls (scripts/mutation-controls): built with `--features mutation-no-placement`,
+//! `mutation-no-kill` or `mutation-no-rmdir`, the tests named there must fail.
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+use common::*;
+use serde::Deserialize;
+
+/// A module whose process starts a child that starts a grandchild, then the child exits so the
+/// grandchild is reparented away from the module's process. Returns (module pid, grandchild pid).
+fn orphaning_module(w: &World, id: &str) -> (std::process::Child, u32) {
+    let script = format!(
+        "sh -c 'sleep 600 & echo $! > {gc}; echo $$ > {c}'; exec sleep 600",
+        gc = w.tmp("gc.pid").display(),
+        c = w.tmp("c.pid").display()
+    );
+    let child = w
+        .ck()
+        .args(["exec", id, "--", "sh", "-c", &script])
+        .spawn()
+        .expect("spawn exec");
+    w.track(child.id());
+    let gc = w.pid_from("gc.pid");
+    let c = w.pid_from("c.pid");
+    eventually("the intermediate child to exit", || !alive(c));
+    assert_ne!(ppid(gc), Some(c));
+    assert_ne!(ppid(gc), Some(child.id()), "grandchild reparented away from the module's process");
+    (child, gc)
+}
+
+fn ppid(pid: u32) -> Option<u32> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+fn grandchild_reparented_away_is_in_the_module_and_killed() {
+    let w = World::new();
+    let (mut child, gc) = orphaning_module(&w, "orphans");
+    let module = v2_path(&w.root().join("subc-modules/orphans"));
+    // Membership, not ancestry: the grandchild's parent is no longer the module's process.
+    assert_eq!(cgroup_of(gc), module, "grandchild placed in the module");
+    assert_eq!(cgroup_of(child.id()), module, "module process placed");
+
+    let listed = ok(w.run(&["--json", "list"]));
+    let list: List = serde_json::from_str(&listed).unwrap();
+    assert_eq!(list.modules.len(), 1);
+    assert_eq!(list.modules[0].procs, Some(2), "{listed}");
+    assert_eq!(list.modules[0].populated, Some(true));
+
+    let out = ok(w.run(&["--json", "kill", "orphans"]));
+    let k: Kill = serde_json::from_str(&out).unwrap();
+    child.wait().unwrap();
+    assert!(!alive(gc), "grandchild {gc} survived kill");
+    assert!(k.empty && k.removed && !k.already_gone, "{out}");
+    assert_eq!(k.signalled, 2);
+    assert!(!w.root().join("subc-modules/orphans").exists());
+}
+
+#[test]
+fn exec_places_before_the_command_runs() {
+    let w = World::new();
+    let out = ok(w.run(&["exec", "early", "--", "cat", "/proc/self/cgroup"]));
+    let expected = v2_path(&w.root().join("subc-modules/early"));
+    assert_eq!(
+        ck_cgroup::parse::proc_cgroup_v2(&out).as_deref(),
+        Some(expected.as_str())
+    );
+}
+
+#[test]
+fn exec_keeps_the_pid_and_the_parent() {
+    let w = World::new();
+    // The pid the caller spawned is the module's process: `exec` replaces itself with CMD.
+    let child = w
+        .ck()
+        .args(["exec", "samepid", "--", "sh", "-c", "echo $$ $PPID"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let s = stdout(&out);
+    let mut it = s.split_whitespace();
+    assert_eq!(it.next(), Some(pid.to_string().as_str()));
+    assert_eq!(it.next(), Some(std::process::id().to_string().as_str()));
+}
+
+#[test]
+fn exec_of_a_missing_command_exits_127() {
+    let w = World::new();
+    let o = w.run(&["exec", "m", "--", "/nonexistent/cmd"]);
+    assert_eq!(o.status.code(), Some(127), "{}", stderr(&o));
+    assert!(stderr(&o).starts_with("ck-cgroup: "));
+}
+
+#[test]
+fn place_moves_existing_processes() {
+    let w = World::new();
+    let mut a = Command::new("sleep").arg("600").spawn().unwrap();
+    let mut b = Command::new("sleep").arg("600").spawn().unwrap();
+    w.track(a.id());
+    w.track(b.id());
+    let out = ok(w.run(&["--json", "place", "p", &a.id().to_string(), &b.id().to_string()]));
+    let p: Place = serde_json::from_str(&out).unwrap();
+    assert_eq!(p.placed, vec![a.id(), b.id()]);
+    let module = v2_path(&w.root().join("subc-modules/p"));
+    assert_eq!(cgroup_of(a.id()), module);
+    assert_eq!(cgroup_of(b.id()), module);
+    ok(w.run(&["kill", "p"]));
+    a.wait().unwrap();
+    b.wait().unwrap();
+}
+
+#[test]
+fn kill_removes_the_directory_and_is_repeatable() {
+    let w = World::new();
+    let mut c = w.ck().args(["exec", "k", "--", "sleep", "600"]).spawn().unwrap();
+    w.track(c.id());
+    eventually("sleep placed", || {
+        cgroup_of(c.id()) == v2_path(&w.root().join("subc-modules/k"))
+    });
+    ok(w.run(&["kill", "k"]));
+    c.wait().unwrap();
+    assert!(!w.root().join("subc-modules/k").exists(), "directory left");
+    let again = ok(w.run(&["--json", "kill", "k"]));
+    let k: Kill = serde_json::from_str(&again).unwrap();
+    assert!(k.already_gone);
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
+}
+
+#[test]
+fn remove_empty_module_leaves_no_directory() {
+    let w = World::new();
+    ok(w.run(&["create", "empty"]));
+    ok(w.run(&["create", "empty"])); // idempotent
+    assert!(w.root().join("subc-modules/empty").is_dir());
+    let r: Remove = serde_json::from_str(&ok(w.run(&["--json", "remove", "empty"]))).unwrap();
+    assert!(r.removed);
+    assert!(!w.root().join("subc-modules/empty").exists(), "directory left");
+}
+
+#[test]
+fn remove_refuses_a_populated_module_and_says_what_to_run() {
+    let w = World::new();
+    let mut c = w.ck().args(["exec", "busy", "--", "sleep", "600"]).spawn().unwrap();
+    w.track(c.id());
+    eventually("sleep placed", || {
+        cgroup_of(c.id()) == v2_path(&w.root().join("subc-modules/busy"))
+    });
+    let o = w.run(&["remove", "busy"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("1 process in"), "{e}");
+    assert!(e.contains("ck-cgroup kill busy"), "{e}");
+    assert!(w.root().join("subc-modules/busy").is_dir());
+    ok(w.run(&["kill", "busy"]));
+    c.wait().unwrap();
+}
+
+#[test]
+fn kill_refuses_the_module_that_holds_the_caller() {
+    let w = World::new();
+    let root = w.root().display().to_string();
+    let o = w.run(&["exec", "self", "--", bin(), "--root", &root, "kill", "self"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("holds this process"), "{}", stderr(&o));
+}
+
+#[test]
+fn init_moves_the_roots_processes_into_the_daemon_leaf_and_is_idempotent() {
+    let w = World::new();
+    let mut s = Command::new("sleep").arg("600").spawn().unwrap();
+    w.track(s.id());
+    std::fs::write(w.root().join("cgroup.procs"), s.id().to_string()).unwrap();
+    let r: Init = serde_json::from_str(&ok(w.run(&["--json", "init"]))).unwrap();
+    assert_eq!(r.moved, vec![s.id()]);
+    assert_eq!(cgroup_of(s.id()), v2_path(&w.root().join("daemon")));
+    let again: Init = serde_json::from_str(&ok(w.run(&["--json", "init"]))).unwrap();
+    assert!(again.moved.is_empty() && again.created.is_empty());
+    s.kill().unwrap();
+    s.wait().unwrap();
+}
+
+#[test]
+fn daemon_layout_is_listed_decoded_and_killed_by_its_name() {
+    let w = World::new();
+    // subc-daemon 0.39 places module "mcp:x" (launch 7) at daemon/subc-modules/m-mcp_5f3ax_5f7.
+    let dir = w.root().join("daemon/subc-modules/m-mcp_5f3ax_5f7");
+    std::fs::create_dir_all(&dir).unwrap();
+    let odd = w.root().join("daemon/subc-modules/not.encoded");
+    std::fs::create_dir_all(&odd).unwrap();
+    let mut s = Command::new("sleep").arg("600").spawn().unwrap();
+    w.track(s.id());
+    std::fs::write(dir.join("cgroup.procs"), s.id().to_string()).unwrap();
+
+    let list: List = serde_json::from_str(&ok(w.run(&["--json", "list"]))).unwrap();
+    let m = list
+        .modules
+        .iter()
+        .find(|m| m.name == "m-mcp_5f3ax_5f7")
+        .expect("listed");
+    assert_eq!(m.module.as_deref(), Some("mcp:x"));
+    assert_eq!(m.layout, "daemon");
+    assert_eq!(m.procs, Some(1));
+    let o = list.modules.iter().find(|m| m.name == "not.encoded").unwrap();
+    assert_eq!(o.module, None);
+
+    ok(w.run(&["kill", "m-mcp_5f3ax_5f7"]));
+    s.wait().unwrap();
+    assert!(!dir.exists(), "directory left");
+    ok(w.run(&["remove", "not.encoded"]));
+    assert!(!odd.exists(), "directory left");
+}
+
+#[test]
+fn bad_input_is_refused_with_exit_2_and_changes_nothing() {
+    let w = World::new();
+    let marker = w.tmp("ran");
+    let touch = format!("touch {}", marker.display());
+    let mount = ck_cgroup::discover::cgroup2_mount().unwrap();
+    let mount = mount.display().to_string();
+    let long = "x".repeat(65);
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["create", "../x"],
+        vec!["create", ""],
+        vec!["create", "a/b"],
+        vec!["create", "cgroup.procs"],
+        vec!["create", &long],
+        vec!["exec", "../x", "--", "sh", "-c", &touch],
+        vec!["place", "../x", "1"],
+        vec!["place", "p", "0"],
+        vec!["place", "p", "4194304000"],
+        vec!["kill", "../x"],
+        vec!["kill", ".."],
+        vec!["remove", "a/../../b"],
+        vec!["kill", "--timeout", "soon", "k"],
+        vec!["frobnicate"],
+    ];
+    let before = w.tree();
+    for args in &cases {
+        let o = w.run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).starts_with("ck-cgroup: ") || stderr(&o).starts_with("error: "), "{args:?}: {}", stderr(&o));
+    }
+    for args in [
+        vec!["--root", "/tmp", "init"],
+        vec!["--root", "/nonexistent/cgroup", "init"],
+        vec!["--root", mount.as_str(), "init"],
+    ] {
+        let o = bare().args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let first = stderr(&o).lines().next().unwrap_or("").to_string();
+        assert!(first.starts_with("ck-cgroup: "), "{first}");
+    }
+    assert_eq!(w.tree(), before, "a refused command changed the tree");
+    assert!(!marker.exists(), "exec ran CMD although it was refused");
+    assert!(!std::path::Path::new(&mount).join("daemon").exists());
+}
+
+#[test]
+fn discovery_from_the_daemon_leaf_and_from_a_module() {
+    let w = World::new();
+    let root = w.root().display().to_string();
+    // A shell in <root>/daemon runs the binary without --root: the root is the leaf's parent.
+    let script = format!(
+        "echo $$ > {root}/daemon/cgroup.procs && exec {bin} --json list",
+        bin = bin()
+    );
+    let o = Command::new("sh").arg("-c").arg(&script).env_remove("CK_CGROUP_ROOT").output().unwrap();
+    let list: List = serde_json::from_str(&ok(o)).unwrap();
+    assert_eq!(list.root, root);
+    // A module's process: the root is the part above subc-modules/.
+    let o = w.run(&["exec", "disc", "--", "env", "-u", "CK_CGROUP_ROOT", bin(), "--json", "list"]);
+    let list: List = serde_json::from_str(&ok(o)).unwrap();
+    assert_eq!(list.root, root);
+}
+
+#[test]
+fn sandbox_runs_cmd_with_its_root_and_removes_everything() {
+    let parent = parent();
+    let before: Vec<_> = std::fs::read_dir(&parent).unwrap().flatten().map(|e| e.path()).collect();
+    let script = format!(
+        "test -d \"$CK_CGROUP_ROOT/subc-modules\" && {bin} exec left -- sleep 600 & sleep 0.2; exit 7",
+        bin = bin()
+    );
+    let o = bare()
+        .args(["--json", "sandbox", "--parent"])
+        .arg(&parent)
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Sb {
+        sandbox: String,
+        kept: bool,
+        removed: bool,
+        status: i32,
+    }
+    let sb: Sb = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(sb.removed && !sb.kept && sb.status == 7);
+    assert!(!std::path::Path::new(&sb.sandbox).exists(), "sandbox directory left");
+    let after: Vec<_> = std::fs::read_dir(&parent).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(
+        after.iter().filter(|p| !before.contains(p) && p.is_dir()).count(),
+        0,
+        "new directories under the parent"
+    );
+}
+
+#[test]
+fn human_list_and_init_output() {
+    let w = World::new();
+    ok(w.run(&["create", "aft"]));
+    ok(w.run(&["create", "broca"]));
+    std::fs::create_dir_all(w.root().join("daemon/subc-modules/m-wernicke_5f42")).unwrap();
+    insta::assert_snapshot!("list", ok(w.run(&["list"])));
+    let init = ok(w.run(&["init"])).replace(&w.root().display().to_string(), "<root>");
+    insta::assert_snapshot!("init_again", init);
+}
+
+// JSON shapes, parsed back strictly.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct List {
+    root: String,
+    modules: Vec<Entry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Entry {
+    name: String,
+    module: Option<String>,
+    layout: String,
+    path: String,
+    populated: Option<bool>,
+    procs: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Kill {
+    module: String,
+    layout: Option<String>,
+    path: Option<String>,
+    already_gone: bool,
+    method: Option<String>,
+    signalled: usize,
+    waited_ms: u64,
+    empty: bool,
+    removed: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Place {
+    module: String,
+    path: String,
+    placed: Vec<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Remove {
+    module: String,
+    path: Option<String>,
+    removed: bool,
+    already_gone: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Init {
+    root: String,
+    created: Vec<String>,
+    moved: Vec<u32>,
+    available: Vec<String>,
+    enabled: Vec<String>,
+    missing: Vec<String>,
+}

@@ -1,0 +1,179 @@
+//! Shared test harness: a sandbox per test under an explicit parent, the real binary, and a
+//! guard that kills processes a failing test (or a mutation run) left behind.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use ck_cgroup::Sandbox;
+
+/// The parent of every test sandbox: `CK_CGROUP_TEST_PARENT`, else the cgroup2 mount's root
+/// found in /proc/self/mountinfo. Never the caller's own cgroup (no ambient resolution).
+pub fn parent() -> PathBuf {
+    match std::env::var_os("CK_CGROUP_TEST_PARENT") {
+        Some(p) => PathBuf::from(p),
+        None => ck_cgroup::discover::cgroup2_mount().expect("a cgroup2 mount"),
+    }
+}
+
+/// One test's world: a sandbox and the pids to kill if the test fails.
+pub struct World {
+    pub sb: Sandbox,
+    pids: std::cell::RefCell<Vec<u32>>,
+    pub tmp: tempfile::TempDir,
+}
+
+impl World {
+    pub fn new() -> World {
+        World {
+            sb: Sandbox::create(&parent()).expect("create sandbox"),
+            pids: Default::default(),
+            tmp: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        self.sb.path()
+    }
+
+    /// The binary with `--root <sandbox>`; `CK_CGROUP_ROOT` removed so nothing resolves ambiently.
+    pub fn ck(&self) -> Command {
+        let mut c = bare();
+        c.arg("--root").arg(self.root());
+        c
+    }
+
+    /// Run `ck` with `args`.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.ck().args(args).output().expect("run ck-cgroup")
+    }
+
+    /// Remember a pid to SIGKILL when the test ends (a leaked process must not outlive a test).
+    pub fn track(&self, pid: u32) {
+        self.pids.borrow_mut().push(pid);
+    }
+
+    /// Wait until `file` (in the temp dir) has a pid in it, then track it and return it.
+    pub fn pid_from(&self, file: &str) -> u32 {
+        let path = self.tmp.path().join(file);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(s) = std::fs::read_to_string(&path) {
+                if s.ends_with('\n') {
+                    let pid: u32 = s.trim().parse().expect("pid");
+                    self.track(pid);
+                    return pid;
+                }
+            }
+            assert!(Instant::now() < deadline, "no pid in {}", path.display());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn tmp(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+
+    /// Every directory under the sandbox, relative, sorted.
+    pub fn tree(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        walk(self.root(), self.root(), &mut out);
+        out.sort();
+        out
+    }
+}
+
+fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+    for e in std::fs::read_dir(dir).expect("read_dir").flatten() {
+        if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            out.push(
+                e.path()
+                    .strip_prefix(base)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+            walk(base, &e.path(), out);
+        }
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        for &pid in self.pids.borrow().iter() {
+            unsafe_free_kill(pid);
+        }
+    }
+}
+
+fn unsafe_free_kill(pid: u32) {
+    if let Some(p) = rustix::process::Pid::from_raw(pid as i32) {
+        let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+    }
+}
+
+/// The binary with no root and no `CK_CGROUP_ROOT`.
+pub fn bare() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ck-cgroup"));
+    c.env_remove("CK_CGROUP_ROOT");
+    c
+}
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_ck-cgroup")
+}
+
+/// Alive: /proc/<pid> exists and it is not a zombie.
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => {
+            let state = s.rsplit(')').next().unwrap_or("").trim_start().chars().next();
+            !matches!(state, Some('Z') | Some('X') | None)
+        }
+        Err(_) => false,
+    }
+}
+
+/// The cgroup-v2 path of `pid`, as /proc/<pid>/cgroup says.
+pub fn cgroup_of(pid: u32) -> String {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+    ck_cgroup::parse::proc_cgroup_v2(&s).unwrap_or_default()
+}
+
+/// The cgroup-v2 path (as /proc/<pid>/cgroup shows it) of a directory under the mount.
+pub fn v2_path(abs: &Path) -> String {
+    let mount = ck_cgroup::discover::cgroup2_mount().unwrap();
+    format!("/{}", abs.strip_prefix(&mount).unwrap().display())
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Assert success and return stdout.
+#[track_caller]
+pub fn ok(o: Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        stdout(&o),
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+/// Poll `f` until true or 10 s (for processes to start; never used to wait for a kill).
+#[track_caller]
+pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
