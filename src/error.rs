@@ -45,11 +45,7 @@ impl Error {
         let path: PathBuf = path.into();
         Error {
             class: Class::Failed,
-            message: format!(
-                "failed to {what} {}: {}",
-                path.display(),
-                errno_text(errno)
-            ),
+            message: format!("failed to {what} {}: {}", path.display(), errno_text(errno)),
             errno: Some(errno),
             hint: None,
         }

@@ -244,7 +244,15 @@ mod tests {
         // Ids with dots and dashes stay literal.
         assert_eq!(decode_daemon_name("m-a.b-c_5f1").unwrap().module, "a.b-c");
         // Not the daemon's encoding.
-        for raw in ["aft", "m-", "m-aft", "m-aft_5fx", "m-a_zz_5f1", "m-_5f1", "m-a b_5f1"] {
+        for raw in [
+            "aft",
+            "m-",
+            "m-aft",
+            "m-aft_5fx",
+            "m-a_zz_5f1",
+            "m-_5f1",
+            "m-a b_5f1",
+        ] {
             assert_eq!(decode_daemon_name(raw), None, "{raw}");
         }
     }

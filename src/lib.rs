@@ -22,6 +22,7 @@ pub mod module;
 pub mod parse;
 pub mod root;
 pub mod sandbox;
+pub mod spawn;
 pub mod wait;
 
 pub use error::{Class, Error, Result};

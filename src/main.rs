@@ -113,6 +113,7 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             out.list(root.path(), &r)?;
         }
         Command::Sandbox { parent, keep, cmd } => return sandbox(parent, keep, &cmd, out),
+        Command::Generate { kind, out_dir } => cli::generate::generate(kind, out_dir.as_deref())?,
     }
     Ok(ExitCode::SUCCESS)
 }

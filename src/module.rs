@@ -182,7 +182,7 @@ pub struct KillReport {
     /// Processes in the subtree when the kill was sent.
     pub signalled: usize,
     /// Milliseconds from the kill to `populated 0` (or to the timeout).
-    pub waited_ms: u64,
+    pub waited_ms: f64,
     /// The subtree was empty at the end.
     pub empty: bool,
     /// The directory was removed.
@@ -288,7 +288,10 @@ impl Root {
                 .map(|c| format!("+{c}"))
                 .collect::<Vec<_>>()
                 .join(" ");
-            for rel in ["cgroup.subtree_control", "subc-modules/cgroup.subtree_control"] {
+            for rel in [
+                "cgroup.subtree_control",
+                "subc-modules/cgroup.subtree_control",
+            ] {
                 self.dir.write(rel, &line).map_err(|e| {
                     e.with_hint(
                         "a cgroup with processes in it cannot enable controllers for its children: run `ck-cgroup init` to move them into daemon/",
@@ -488,7 +491,7 @@ impl Root {
             already_gone: true,
             method: None,
             signalled: 0,
-            waited_ms: 0,
+            waited_ms: 0.0,
             empty: true,
             removed: false,
         };
@@ -533,7 +536,7 @@ impl Root {
             }
         }
         let waited = wait_empty(&self.dir, &rel, timeout)?;
-        report.waited_ms = start.elapsed().as_millis() as u64;
+        report.waited_ms = (start.elapsed().as_secs_f64() * 1e6).round() / 1e3;
         report.empty = waited == Waited::Empty;
         if !report.empty {
             let left = self.procs(&rel).map(|p| p.len()).unwrap_or(0);
@@ -566,5 +569,42 @@ pub(crate) fn remove_tree(dir: &CgroupDir, rel: &str) -> Result<()> {
             }
             Err(e) => return Err(Error::io("rmdir", dir.display_path(rel), e)),
         }
+    }
+}
+
+impl Root {
+    /// Start `cmd` inside the module (made if needed) with no window between spawn and
+    /// placement: `clone3(CLONE_INTO_CGROUP)`, or on kernels before 5.7 a pre-exec write of `0`
+    /// to the module's `cgroup.procs`. [`crate::spawn::ModuleChild::placement`] says which ran.
+    pub fn spawn(
+        &self,
+        id: &ModuleId,
+        cmd: &crate::spawn::ModuleCommand,
+    ) -> Result<crate::spawn::ModuleChild> {
+        let rel = ModuleRef::ck(id).rel();
+        let dir = match self.dir.open_beneath(
+            &rel,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => {
+                self.create(id)?;
+                self.dir
+                    .open_beneath(
+                        &rel,
+                        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+                    )
+                    .map_err(|e| Error::io("open", self.dir.display_path(&rel), e))?
+            }
+            Err(e) => return Err(Error::io("open", self.dir.display_path(&rel), e)),
+        };
+        crate::spawn::spawn_into(std::os::unix::io::AsFd::as_fd(&dir), cmd).map_err(|e| {
+            let errno = Errno::from_io_error(&e).unwrap_or(Errno::IO);
+            Error::io(
+                format_args!("spawn {:?} into", cmd.program()),
+                self.dir.display_path(&rel),
+                errno,
+            )
+        })
     }
 }

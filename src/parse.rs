@@ -101,7 +101,9 @@ fn unescape_octal(s: &str) -> String {
             && i + 3 < b.len()
             && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
         {
-            let v = (b[i + 1] - b'0') as u32 * 64 + (b[i + 2] - b'0') as u32 * 8 + (b[i + 3] - b'0') as u32;
+            let v = (b[i + 1] - b'0') as u32 * 64
+                + (b[i + 2] - b'0') as u32 * 8
+                + (b[i + 3] - b'0') as u32;
             out.push(v as u8);
             i += 4;
         } else {
@@ -157,7 +159,9 @@ mod tests {
         assert_eq!(pids(""), Vec::<u32>::new());
         assert_eq!(
             controllers(&fixture("cgroup.controllers")),
-            vec!["cpuset", "cpu", "io", "memory", "hugetlb", "pids", "rdma", "misc"]
+            vec![
+                "cpuset", "cpu", "io", "memory", "hugetlb", "pids", "rdma", "misc"
+            ]
         );
         assert!(controllers("\n").is_empty());
     }

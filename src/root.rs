@@ -104,7 +104,10 @@ impl CgroupDir {
 
     /// The pre-5.6 path: one `openat(O_NOFOLLOW)` per component, refusing `..` and absolute paths.
     fn open_walk(&self, rel: &str, flags: OFlags) -> std::result::Result<OwnedFd, Errno> {
-        let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+        let parts: Vec<&str> = rel
+            .split('/')
+            .filter(|p| !p.is_empty() && *p != ".")
+            .collect();
         if rel.starts_with('/') || parts.contains(&"..") {
             return Err(Errno::XDEV);
         }
@@ -139,13 +142,8 @@ impl CgroupDir {
 
     /// Write `data` to a kernel file beneath this directory in one `write(2)`.
     pub fn write(&self, rel: &str, data: &str) -> Result<()> {
-        self.write_raw(rel, data).map_err(|e| {
-            Error::io(
-                format_args!("write {data:?} to"),
-                self.display_path(rel),
-                e,
-            )
-        })
+        self.write_raw(rel, data)
+            .map_err(|e| Error::io(format_args!("write {data:?} to"), self.display_path(rel), e))
     }
 
     /// Write in one `write(2)`, returning the bare errno.
@@ -198,10 +196,10 @@ impl CgroupDir {
             Err(Errno::NOENT) => return Ok(Vec::new()),
             Err(e) => return Err(Error::io("open", self.display_path(rel), e)),
         };
-        let mut dir =
-            rfs::Dir::read_from(&fd).map_err(|e| Error::io("read directory", self.display_path(rel), e))?;
+        let dir = rfs::Dir::read_from(&fd)
+            .map_err(|e| Error::io("read directory", self.display_path(rel), e))?;
         let mut out = Vec::new();
-        while let Some(ent) = dir.next() {
+        for ent in dir {
             let ent = ent.map_err(|e| Error::io("read directory", self.display_path(rel), e))?;
             if ent.file_type() != rfs::FileType::Directory {
                 continue;

@@ -118,7 +118,8 @@ impl Sandbox {
                     }
                     for pid in pids {
                         if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-                            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                            let _ =
+                                rustix::process::kill_process(pid, rustix::process::Signal::KILL);
                         }
                     }
                 }
@@ -149,10 +150,10 @@ impl Sandbox {
 
 impl Drop for Sandbox {
     fn drop(&mut self) {
-        if !self.keep {
-            if let Err(e) = self.teardown() {
-                eprintln!("ck-cgroup: sandbox cleanup: {e}");
-            }
+        if !self.keep
+            && let Err(e) = self.teardown()
+        {
+            eprintln!("ck-cgroup: sandbox cleanup: {e}");
         }
     }
 }

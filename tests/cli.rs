@@ -28,13 +28,22 @@ fn orphaning_module(w: &World, id: &str) -> (std::process::Child, u32) {
     let c = w.pid_from("c.pid");
     eventually("the intermediate child to exit", || !alive(c));
     assert_ne!(ppid(gc), Some(c));
-    assert_ne!(ppid(gc), Some(child.id()), "grandchild reparented away from the module's process");
+    assert_ne!(
+        ppid(gc),
+        Some(child.id()),
+        "grandchild reparented away from the module's process"
+    );
     (child, gc)
 }
 
 fn ppid(pid: u32) -> Option<u32> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    s.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()
+    s.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 #[test]
@@ -105,7 +114,13 @@ fn place_moves_existing_processes() {
     let mut b = Command::new("sleep").arg("600").spawn().unwrap();
     w.track(a.id());
     w.track(b.id());
-    let out = ok(w.run(&["--json", "place", "p", &a.id().to_string(), &b.id().to_string()]));
+    let out = ok(w.run(&[
+        "--json",
+        "place",
+        "p",
+        &a.id().to_string(),
+        &b.id().to_string(),
+    ]));
     let p: Place = serde_json::from_str(&out).unwrap();
     assert_eq!(p.placed, vec![a.id(), b.id()]);
     let module = v2_path(&w.root().join("subc-modules/p"));
@@ -119,7 +134,11 @@ fn place_moves_existing_processes() {
 #[test]
 fn kill_removes_the_directory_and_is_repeatable() {
     let w = World::new();
-    let mut c = w.ck().args(["exec", "k", "--", "sleep", "600"]).spawn().unwrap();
+    let mut c = w
+        .ck()
+        .args(["exec", "k", "--", "sleep", "600"])
+        .spawn()
+        .unwrap();
     w.track(c.id());
     eventually("sleep placed", || {
         cgroup_of(c.id()) == v2_path(&w.root().join("subc-modules/k"))
@@ -141,13 +160,20 @@ fn remove_empty_module_leaves_no_directory() {
     assert!(w.root().join("subc-modules/empty").is_dir());
     let r: Remove = serde_json::from_str(&ok(w.run(&["--json", "remove", "empty"]))).unwrap();
     assert!(r.removed);
-    assert!(!w.root().join("subc-modules/empty").exists(), "directory left");
+    assert!(
+        !w.root().join("subc-modules/empty").exists(),
+        "directory left"
+    );
 }
 
 #[test]
 fn remove_refuses_a_populated_module_and_says_what_to_run() {
     let w = World::new();
-    let mut c = w.ck().args(["exec", "busy", "--", "sleep", "600"]).spawn().unwrap();
+    let mut c = w
+        .ck()
+        .args(["exec", "busy", "--", "sleep", "600"])
+        .spawn()
+        .unwrap();
     w.track(c.id());
     eventually("sleep placed", || {
         cgroup_of(c.id()) == v2_path(&w.root().join("subc-modules/busy"))
@@ -207,7 +233,11 @@ fn daemon_layout_is_listed_decoded_and_killed_by_its_name() {
     assert_eq!(m.module.as_deref(), Some("mcp:x"));
     assert_eq!(m.layout, "daemon");
     assert_eq!(m.procs, Some(1));
-    let o = list.modules.iter().find(|m| m.name == "not.encoded").unwrap();
+    let o = list
+        .modules
+        .iter()
+        .find(|m| m.name == "not.encoded")
+        .unwrap();
     assert_eq!(o.module, None);
 
     ok(w.run(&["kill", "m-mcp_5f3ax_5f7"]));
@@ -245,7 +275,11 @@ fn bad_input_is_refused_with_exit_2_and_changes_nothing() {
     for args in &cases {
         let o = w.run(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(stderr(&o).starts_with("ck-cgroup: ") || stderr(&o).starts_with("error: "), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).starts_with("ck-cgroup: ") || stderr(&o).starts_with("error: "),
+            "{args:?}: {}",
+            stderr(&o)
+        );
     }
     for args in [
         vec!["--root", "/tmp", "init"],
@@ -271,11 +305,26 @@ fn discovery_from_the_daemon_leaf_and_from_a_module() {
         "echo $$ > {root}/daemon/cgroup.procs && exec {bin} --json list",
         bin = bin()
     );
-    let o = Command::new("sh").arg("-c").arg(&script).env_remove("CK_CGROUP_ROOT").output().unwrap();
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .env_remove("CK_CGROUP_ROOT")
+        .output()
+        .unwrap();
     let list: List = serde_json::from_str(&ok(o)).unwrap();
     assert_eq!(list.root, root);
     // A module's process: the root is the part above subc-modules/.
-    let o = w.run(&["exec", "disc", "--", "env", "-u", "CK_CGROUP_ROOT", bin(), "--json", "list"]);
+    let o = w.run(&[
+        "exec",
+        "disc",
+        "--",
+        "env",
+        "-u",
+        "CK_CGROUP_ROOT",
+        bin(),
+        "--json",
+        "list",
+    ]);
     let list: List = serde_json::from_str(&ok(o)).unwrap();
     assert_eq!(list.root, root);
 }
@@ -283,7 +332,11 @@ fn discovery_from_the_daemon_leaf_and_from_a_module() {
 #[test]
 fn sandbox_runs_cmd_with_its_root_and_removes_everything() {
     let parent = parent();
-    let before: Vec<_> = std::fs::read_dir(&parent).unwrap().flatten().map(|e| e.path()).collect();
+    let before: Vec<_> = std::fs::read_dir(&parent)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     let script = format!(
         "test -d \"$CK_CGROUP_ROOT/subc-modules\" && {bin} exec left -- sleep 600 & sleep 0.2; exit 7",
         bin = bin()
@@ -306,10 +359,20 @@ fn sandbox_runs_cmd_with_its_root_and_removes_everything() {
     }
     let sb: Sb = serde_json::from_str(&stdout(&o)).unwrap();
     assert!(sb.removed && !sb.kept && sb.status == 7);
-    assert!(!std::path::Path::new(&sb.sandbox).exists(), "sandbox directory left");
-    let after: Vec<_> = std::fs::read_dir(&parent).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(
+        !std::path::Path::new(&sb.sandbox).exists(),
+        "sandbox directory left"
+    );
+    let after: Vec<_> = std::fs::read_dir(&parent)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     assert_eq!(
-        after.iter().filter(|p| !before.contains(p) && p.is_dir()).count(),
+        after
+            .iter()
+            .filter(|p| !before.contains(p) && p.is_dir())
+            .count(),
         0,
         "new directories under the parent"
     );
@@ -356,7 +419,7 @@ struct Kill {
     already_gone: bool,
     method: Option<String>,
     signalled: usize,
-    waited_ms: u64,
+    waited_ms: f64,
     empty: bool,
     removed: bool,
 }

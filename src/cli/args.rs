@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -88,6 +88,28 @@ pub enum Command {
         #[arg(last = true, required = true, value_name = "CMD")]
         cmd: Vec<String>,
     },
+    /// Write the man pages or a shell completion script (for packagers).
+    #[command(hide = true)]
+    Generate {
+        /// What to generate.
+        kind: GenerateKind,
+        /// Directory for the man pages (ck-cgroup.1 and one page per command).
+        #[arg(long, value_name = "DIR", required_if_eq("kind", "man"))]
+        out_dir: Option<PathBuf>,
+    },
+}
+
+/// What `generate` writes.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum GenerateKind {
+    /// Man pages, into --out-dir.
+    Man,
+    /// bash completion, on stdout.
+    Bash,
+    /// zsh completion, on stdout.
+    Zsh,
+    /// fish completion, on stdout.
+    Fish,
 }
 
 /// `500ms`, `10s`, `2m`, or a bare number of seconds (`1.5`).
@@ -105,7 +127,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "m" => n * 60.0,
         _ => return Err(format!("{s:?}: unknown unit {unit:?} (use ms, s or m)")),
     };
-    if !secs.is_finite() || secs < 0.0 || secs > 86_400.0 {
+    if !secs.is_finite() || !(0.0..=86_400.0).contains(&secs) {
         return Err(format!("{s:?} is out of range (0 to 24 h)"));
     }
     Ok(Duration::from_secs_f64(secs))

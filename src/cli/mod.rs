@@ -1,4 +1,5 @@
 //! The binary's own modules: the clap definition and the renderers.
 
 pub mod args;
+pub mod generate;
 pub mod output;

@@ -89,7 +89,7 @@ impl Output {
                 return format!("{}: already gone\n", r.module);
             }
             format!(
-                "{}: killed {} by cgroup-kill; empty after {} ms; directory {}\n",
+                "{}: killed {} by cgroup-kill; empty after {:.1} ms; directory {}\n",
                 r.module,
                 plural(r.signalled, "process", "processes"),
                 r.waited_ms,

@@ -59,12 +59,12 @@ impl World {
         let path = self.tmp.path().join(file);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            if let Ok(s) = std::fs::read_to_string(&path) {
-                if s.ends_with('\n') {
-                    let pid: u32 = s.trim().parse().expect("pid");
-                    self.track(pid);
-                    return pid;
-                }
+            if let Ok(s) = std::fs::read_to_string(&path)
+                && s.ends_with('\n')
+            {
+                let pid: u32 = s.trim().parse().expect("pid");
+                self.track(pid);
+                return pid;
             }
             assert!(Instant::now() < deadline, "no pid in {}", path.display());
             std::thread::sleep(Duration::from_millis(10));
@@ -128,7 +128,13 @@ pub fn bin() -> &'static str {
 pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(s) => {
-            let state = s.rsplit(')').next().unwrap_or("").trim_start().chars().next();
+            let state = s
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .chars()
+                .next();
             !matches!(state, Some('Z') | Some('X') | None)
         }
         Err(_) => false,
