@@ -61,7 +61,7 @@ fn grandchild_reparented_away_is_in_the_module_and_killed() {
     assert_eq!(list.modules[0].procs, Some(2), "{listed}");
     assert_eq!(list.modules[0].populated, Some(true));
 
-    let out = ok(w.run(&["--json", "kill", "orphans"]));
+    let out = ok(w.run(&["--json", "kill", "--timeout", "3s", "orphans"]));
     let k: Kill = serde_json::from_str(&out).unwrap();
     child.wait().unwrap();
     assert!(!alive(gc), "grandchild {gc} survived kill");
@@ -126,7 +126,7 @@ fn place_moves_existing_processes() {
     let module = v2_path(&w.root().join("subc-modules/p"));
     assert_eq!(cgroup_of(a.id()), module);
     assert_eq!(cgroup_of(b.id()), module);
-    ok(w.run(&["kill", "p"]));
+    ok(w.run(&["kill", "--timeout", "3s", "p"]));
     a.wait().unwrap();
     b.wait().unwrap();
 }
@@ -143,10 +143,10 @@ fn kill_removes_the_directory_and_is_repeatable() {
     eventually("sleep placed", || {
         cgroup_of(c.id()) == v2_path(&w.root().join("subc-modules/k"))
     });
-    ok(w.run(&["kill", "k"]));
+    ok(w.run(&["kill", "--timeout", "3s", "k"]));
     c.wait().unwrap();
     assert!(!w.root().join("subc-modules/k").exists(), "directory left");
-    let again = ok(w.run(&["--json", "kill", "k"]));
+    let again = ok(w.run(&["--json", "kill", "--timeout", "3s", "k"]));
     let k: Kill = serde_json::from_str(&again).unwrap();
     assert!(k.already_gone);
     assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
@@ -184,7 +184,7 @@ fn remove_refuses_a_populated_module_and_says_what_to_run() {
     assert!(e.contains("1 process in"), "{e}");
     assert!(e.contains("ck-cgroup kill busy"), "{e}");
     assert!(w.root().join("subc-modules/busy").is_dir());
-    ok(w.run(&["kill", "busy"]));
+    ok(w.run(&["kill", "--timeout", "3s", "busy"]));
     c.wait().unwrap();
 }
 
@@ -240,7 +240,7 @@ fn daemon_layout_is_listed_decoded_and_killed_by_its_name() {
         .unwrap();
     assert_eq!(o.module, None);
 
-    ok(w.run(&["kill", "m-mcp_5f3ax_5f7"]));
+    ok(w.run(&["kill", "--timeout", "3s", "m-mcp_5f3ax_5f7"]));
     s.wait().unwrap();
     assert!(!dir.exists(), "directory left");
     ok(w.run(&["remove", "not.encoded"]));
@@ -337,9 +337,15 @@ fn sandbox_runs_cmd_with_its_root_and_removes_everything() {
         .flatten()
         .map(|e| e.path())
         .collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let pidfile = tmp.path().join("left.pid");
     let script = format!(
-        "test -d \"$CK_CGROUP_ROOT/subc-modules\" && {bin} exec left -- sleep 600 & sleep 0.2; exit 7",
-        bin = bin()
+        "test -d \"$CK_CGROUP_ROOT/subc-modules\" || exit 9
+         {bin} exec left -- sh -c 'echo $$ > {pf}; exec sleep 600' >/dev/null 2>&1 &
+         while [ ! -s {pf} ]; do sleep 0.01; done
+         exit 7",
+        bin = bin(),
+        pf = pidfile.display()
     );
     let o = bare()
         .args(["--json", "sandbox", "--parent"])
@@ -347,6 +353,18 @@ fn sandbox_runs_cmd_with_its_root_and_removes_everything() {
         .args(["--", "sh", "-c", &script])
         .output()
         .unwrap();
+    let left: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let survived = alive(left);
+    if survived {
+        let _ = Command::new("kill")
+            .args(["-9", &left.to_string()])
+            .status();
+    }
+    assert!(!survived, "a process left in the sandbox survived it");
     assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
