@@ -1,19 +1,110 @@
-# ck-cgroup: build, test, demo, check, install.
+# ck-cgroup: build, test, demo, check, install, package.
 #
-#   make demo    the main job: a real demonstration on an isolated root (needs root, cgroup2)
-#   make test    the tests, the live-service isolation check and the mutation controls
-#   make check   fmt, clippy -D warnings, rustdoc
+#   make demo       the main job: a real demonstration on an isolated root (needs root, cgroup2)
+#   make test       the tests, the live-service isolation check, the mutation controls, the units
+#   make check      fmt, clippy -D warnings, rustdoc -D warnings, unit verification
+#   make install    the helper, the units, man pages, completions, docs; never runs cargo when
+#                   the helper is built (CK_CGROUP_BIN=path installs another build)
+#   make uninstall  remove what install put there (same variables)
+#   make deb        a Debian package in target/deb/ (scripts/build-deb)
+#   make bench      the benchmarks (scripts/bench), once there are any
+#   make vm-test    the guest lane (scripts/vm-test), once it is built
+#
+# docs/packaging.md describes every variable below and every line of the units.
 
 CARGO ?= cargo
-PREFIX ?= /usr/local
-BINDIR ?= $(PREFIX)/bin
-RELEASE_BIN := target/release/ck-cgroup
+PKG_CONFIG ?= pkg-config
+INSTALL ?= install
+SED ?= sed
 
-.PHONY: all build test demo check clean
+RELEASE_BIN := target/release/ck-cgroup
+# The helper `make install` installs; nothing is built when it exists.
+CK_CGROUP_BIN ?= $(RELEASE_BIN)
+
+# Where things go. DESTDIR is prepended to each at install time and never appears in a file.
+PREFIX ?= /usr/local
+EXEC_PREFIX ?= $(PREFIX)
+BINDIR ?= $(EXEC_PREFIX)/bin
+LIBEXECDIR ?= $(EXEC_PREFIX)/libexec
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+DOCDIR ?= $(DATADIR)/doc/ck-cgroup
+# The helper's directory: BINDIR, because daemon authors and operators call it as `ck-cgroup`.
+# HELPERDIR='$(LIBEXECDIR)/ck-cgroup' keeps it off PATH; the units follow either way.
+HELPERDIR ?= $(BINDIR)
+HELPER = $(HELPERDIR)/ck-cgroup
+# The supervisor daemon, which is not built here: only its path goes into the unit.
+DAEMON ?= $(BINDIR)/ck-subc
+
+# pkg-config's answers for this PREFIX: with PREFIX=/usr the distribution's own directories
+# (Debian 12: /lib/systemd/system), with any other prefix the same layout below that prefix
+# (/usr/local/lib/systemd/system, which systemd also searches). Without pkg-config, the latter.
+ifeq ($(PREFIX),/usr)
+PC_DEFINES := --define-variable=prefix=$(PREFIX)
+else
+PC_DEFINES := --define-variable=prefix=$(PREFIX) --define-variable=root_prefix=$(PREFIX) \
+	--define-variable=rootprefix=$(PREFIX)
+endif
+pc_var = $(shell $(PKG_CONFIG) $(PC_DEFINES) --variable=$(2) $(1) 2>/dev/null)
+
+ifeq ($(origin SYSTEMDSYSTEMUNITDIR),undefined)
+SYSTEMDSYSTEMUNITDIR := $(or $(call pc_var,systemd,systemdsystemunitdir),$(PREFIX)/lib/systemd/system)
+endif
+ifeq ($(origin SYSTEMDUSERUNITDIR),undefined)
+SYSTEMDUSERUNITDIR := $(or $(call pc_var,systemd,systemduserunitdir),$(PREFIX)/lib/systemd/user)
+endif
+ifeq ($(origin BASHCOMPLETIONDIR),undefined)
+BASHCOMPLETIONDIR := $(or $(call pc_var,bash-completion,completionsdir),$(DATADIR)/bash-completion/completions)
+endif
+# zsh's own default for its prefix; Debian's zsh reads /usr/share/zsh/vendor-completions instead
+# (scripts/build-deb passes that).
+ZSHCOMPLETIONDIR ?= $(DATADIR)/zsh/site-functions
+ifeq ($(origin FISHCOMPLETIONDIR),undefined)
+FISHCOMPLETIONDIR := $(or $(call pc_var,fish,completionsdir),$(DATADIR)/fish/vendor_completions.d)
+endif
+
+# DelegateSubgroup= needs systemd 254; older systemd warns about the unknown key, so the line is
+# written only for the systemd found here (or DELEGATE_SUBGROUP=yes|no).
+ifeq ($(origin SYSTEMD_VERSION),undefined)
+SYSTEMD_VERSION := $(shell { $(PKG_CONFIG) --modversion systemd || systemctl --version | \
+	$(SED) -n '1s/^systemd //p'; } 2>/dev/null | $(SED) -n '1{s/[^0-9].*//;p;}')
+endif
+ifeq ($(origin DELEGATE_SUBGROUP),undefined)
+DELEGATE_SUBGROUP := $(shell [ "0$(SYSTEMD_VERSION)" -ge 254 ] 2>/dev/null && echo yes || echo no)
+endif
+ifeq ($(DELEGATE_SUBGROUP),yes)
+DELEGATE_SUBGROUP_LINE := DelegateSubgroup=daemon
+else
+DELEGATE_SUBGROUP_LINE := \#DelegateSubgroup=daemon (off: rendered for systemd $(or $(SYSTEMD_VERSION),unknown), before 254)
+endif
+
+DOCS := README.md docs/design.md docs/packaging.md docs/daemon-integration.md docs/operations.md
+MAN1 = $(DESTDIR)$(MANDIR)/man1
+
+# $(call render,TEMPLATE,system|user,OUTPUT): fill a unit template for one service manager.
+render = $(SED) \
+	-e 's|@HELPER@|$(HELPER)|g' \
+	-e 's|@DAEMON@|$(DAEMON)|g' \
+	-e 's|@DOCDIR@|$(DOCDIR)|g' \
+	-e 's|@MANAGER@|$(2)|g' \
+	-e 's|@SYSTEMCTL@|$(if $(filter user,$(2)),systemctl --user,systemctl)|g' \
+	-e 's|@WANTEDBY@|$(if $(filter user,$(2)),default.target,multi-user.target)|g' \
+	-e 's|^@DELEGATE_SUBGROUP@$$|$(DELEGATE_SUBGROUP_LINE)|' \
+	$(1) > $(3).tmp && chmod 0644 $(3).tmp && mv $(3).tmp $(3)
+# $(call install_units,system|user,DIR): every unit for one service manager into DIR.
+install_units = $(call render,units/ck-subc.service.in,$(1),"$(2)/ck-subc.service") && \
+	$(call render,units/module.slice.in,$(1),"$(2)/module.slice") && \
+	$(call render,units/module-.slice.d/ck-cgroup.conf.in,$(1),"$(2)/module-.slice.d/ck-cgroup.conf")
+
+.PHONY: all build test demo check clean install uninstall bench deb vm-test
 
 all: build
 
 build:
+	$(CARGO) build --release --locked
+
+# Built only when missing: install itself never runs cargo for an existing helper.
+$(RELEASE_BIN):
 	$(CARGO) build --release --locked
 
 test:
@@ -26,6 +117,45 @@ check:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets --locked -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --locked
+	scripts/verify-units
 
 clean:
 	$(CARGO) clean
+
+install: $(filter $(RELEASE_BIN),$(CK_CGROUP_BIN))
+	@test -x "$(CK_CGROUP_BIN)" || { echo "make install: $(CK_CGROUP_BIN) is not an executable: run make first, or pass CK_CGROUP_BIN=path" >&2; exit 1; }
+	$(INSTALL) -d "$(DESTDIR)$(HELPERDIR)" "$(MAN1)" "$(DESTDIR)$(DOCDIR)/examples" \
+		"$(DESTDIR)$(BASHCOMPLETIONDIR)" "$(DESTDIR)$(ZSHCOMPLETIONDIR)" "$(DESTDIR)$(FISHCOMPLETIONDIR)" \
+		"$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/module-.slice.d" "$(DESTDIR)$(SYSTEMDUSERUNITDIR)/module-.slice.d"
+	$(INSTALL) -m 0755 "$(CK_CGROUP_BIN)" "$(DESTDIR)$(HELPER)"
+	"$(CK_CGROUP_BIN)" generate man --out-dir "$(MAN1)"
+	chmod 0644 "$(MAN1)"/ck-cgroup.1 "$(MAN1)"/ck-cgroup-*.1
+	"$(CK_CGROUP_BIN)" generate bash > "$(DESTDIR)$(BASHCOMPLETIONDIR)/ck-cgroup"
+	"$(CK_CGROUP_BIN)" generate zsh > "$(DESTDIR)$(ZSHCOMPLETIONDIR)/_ck-cgroup"
+	"$(CK_CGROUP_BIN)" generate fish > "$(DESTDIR)$(FISHCOMPLETIONDIR)/ck-cgroup.fish"
+	chmod 0644 "$(DESTDIR)$(BASHCOMPLETIONDIR)/ck-cgroup" "$(DESTDIR)$(ZSHCOMPLETIONDIR)/_ck-cgroup" \
+		"$(DESTDIR)$(FISHCOMPLETIONDIR)/ck-cgroup.fish"
+	$(call install_units,system,$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR))
+	$(call install_units,user,$(DESTDIR)$(SYSTEMDUSERUNITDIR))
+	$(INSTALL) -m 0644 $(DOCS) "$(DESTDIR)$(DOCDIR)/"
+	$(INSTALL) -m 0644 packaging/policy.toml.example "$(DESTDIR)$(DOCDIR)/examples/policy.toml.example"
+
+uninstall:
+	rm -f "$(DESTDIR)$(HELPER)" "$(MAN1)"/ck-cgroup.1 "$(MAN1)"/ck-cgroup-*.1 \
+		"$(DESTDIR)$(BASHCOMPLETIONDIR)/ck-cgroup" "$(DESTDIR)$(ZSHCOMPLETIONDIR)/_ck-cgroup" \
+		"$(DESTDIR)$(FISHCOMPLETIONDIR)/ck-cgroup.fish" \
+		$(foreach d,$(SYSTEMDSYSTEMUNITDIR) $(SYSTEMDUSERUNITDIR),"$(DESTDIR)$(d)/ck-subc.service" \
+			"$(DESTDIR)$(d)/module.slice" "$(DESTDIR)$(d)/module-.slice.d/ck-cgroup.conf") \
+		$(foreach f,$(notdir $(DOCS)),"$(DESTDIR)$(DOCDIR)/$(f)") \
+		"$(DESTDIR)$(DOCDIR)/examples/policy.toml.example"
+	rmdir "$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/module-.slice.d" "$(DESTDIR)$(SYSTEMDUSERUNITDIR)/module-.slice.d" \
+		"$(DESTDIR)$(DOCDIR)/examples" "$(DESTDIR)$(DOCDIR)" 2>/dev/null || true
+
+bench:
+	@if [ -x scripts/bench ]; then scripts/bench; else echo "no benchmarks yet"; fi
+
+deb: build
+	scripts/build-deb
+
+vm-test:
+	@if [ -x scripts/vm-test ]; then scripts/vm-test; else echo "the guest lane is not built yet (issue 4)"; fi
