@@ -1,0 +1,585 @@
+//! Packaging: `make install` into a temporary `DESTDIR` with the binary cargo built for this test
+//! run (make never runs cargo here: `CARGO=false`), the man pages through man(1), the rules of the
+//! rendered units, and the Debian package (its file list, its control data, lintian where
+//! installed). No cgroup is touched and nothing uses the network.
+//!
+//! `systemd-analyze verify` of the rendered units is `scripts/verify-units` (make check, make
+//! test). That the installed unit lets the daemon write its subtree under systemd as PID 1 is for
+//! the guest lane; here the hardening block is checked for every setting that would stop it.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use tempfile::TempDir;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ck-cgroup");
+const SRC: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Variables the Makefile reads from the environment: none may leak in from the caller's.
+const MAKE_VARS: &[&str] = &[
+    "MAKEFLAGS",
+    "MFLAGS",
+    "MAKELEVEL",
+    "DESTDIR",
+    "PREFIX",
+    "EXEC_PREFIX",
+    "BINDIR",
+    "LIBEXECDIR",
+    "DATADIR",
+    "MANDIR",
+    "DOCDIR",
+    "HELPERDIR",
+    "DAEMON",
+    "SYSTEMDSYSTEMUNITDIR",
+    "SYSTEMDUSERUNITDIR",
+    "BASHCOMPLETIONDIR",
+    "ZSHCOMPLETIONDIR",
+    "FISHCOMPLETIONDIR",
+    "SYSTEMD_VERSION",
+    "DELEGATE_SUBGROUP",
+    "CK_CGROUP_BIN",
+];
+
+fn make_cmd(args: &[&str]) -> Command {
+    let mut cmd = Command::new("make");
+    // Later assignments win: ARGS may override CK_CGROUP_BIN.
+    cmd.args(["-s", "--no-print-directory", "-C", SRC])
+        .arg(format!("CK_CGROUP_BIN={BIN}"))
+        .arg("CARGO=false")
+        .args(args);
+    for v in MAKE_VARS {
+        cmd.env_remove(v);
+    }
+    cmd
+}
+
+fn check(what: &str, out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `make install DESTDIR=<new temp dir> ARGS...`.
+fn install(args: &[&str]) -> TempDir {
+    let dest = tempfile::tempdir().expect("tempdir");
+    let destdir = format!("DESTDIR={}", dest.path().display());
+    let mut all = vec!["install", destdir.as_str()];
+    all.extend_from_slice(args);
+    check(
+        &format!("make {all:?}"),
+        make_cmd(&all).output().expect("run make"),
+    );
+    dest
+}
+
+/// Every file under `dir`, relative, sorted by path, as `<octal mode> <path>`.
+fn file_list(dir: &Path) -> Vec<String> {
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
+        for e in std::fs::read_dir(dir).expect("read_dir") {
+            let p = e.expect("dir entry").path();
+            let meta = std::fs::symlink_metadata(&p).expect("metadata");
+            if meta.is_dir() {
+                walk(base, &p, out);
+            } else {
+                use std::os::unix::fs::PermissionsExt;
+                let rel = p.strip_prefix(base).unwrap().display().to_string();
+                let mode = format!("{:04o}", meta.permissions().mode() & 0o7777);
+                out.push((rel, mode));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out.into_iter()
+        .map(|(rel, mode)| format!("{mode} {rel}"))
+        .collect()
+}
+
+/// The commands `ck-cgroup --help` lists (the `help` pseudo-command left out).
+fn commands() -> BTreeSet<String> {
+    let help = check(
+        "ck-cgroup --help",
+        Command::new(BIN).arg("--help").output().unwrap(),
+    );
+    let text = String::from_utf8(help.stdout).unwrap();
+    let cmds: BTreeSet<String> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(str::to_string)
+        .collect();
+    assert!(
+        cmds.contains("kill"),
+        "no commands found in --help:\n{text}"
+    );
+    cmds
+}
+
+/// Replace the per-command man pages `ck-cgroup-<cmd>.1[.gz]` by one placeholder line, so a new
+/// command does not change the snapshot (`every_command_has_a_man_page` checks them instead).
+fn fold_command_pages(list: &[String]) -> String {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for line in list {
+        let folded = match line.rsplit_once("/man1/ck-cgroup-") {
+            Some((head, tail)) => {
+                let ext = if tail.ends_with(".gz") { ".1.gz" } else { ".1" };
+                format!("{head}/man1/ck-cgroup-<command>{ext}")
+            }
+            None => line.clone(),
+        };
+        if seen.insert(folded.clone()) {
+            out.push(folded);
+        }
+    }
+    out.join("\n") + "\n"
+}
+
+/// The directives of a unit file: (section, key, value), comments and blank lines left out.
+fn directives(text: &str) -> Vec<(String, String, String)> {
+    let mut section = String::new();
+    let mut out = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(s) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = s.to_string();
+            continue;
+        }
+        let (k, v) = line
+            .split_once('=')
+            .unwrap_or_else(|| panic!("not a directive: {line:?}"));
+        out.push((section.clone(), k.trim().to_string(), v.trim().to_string()));
+    }
+    out
+}
+
+fn values<'a>(d: &'a [(String, String, String)], section: &str, key: &str) -> Vec<&'a str> {
+    d.iter()
+        .filter(|(s, k, _)| s == section && k == key)
+        .map(|(_, _, v)| v.as_str())
+        .collect()
+}
+
+fn one<'a>(d: &'a [(String, String, String)], section: &str, key: &str) -> &'a str {
+    match values(d, section, key)[..] {
+        [v] => v,
+        ref vs => panic!("[{section}] {key}= expected once, found {vs:?}"),
+    }
+}
+
+fn read(p: impl AsRef<Path>) -> String {
+    let p = p.as_ref();
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()))
+}
+
+/// The default install (PREFIX=/usr/local): both unit directories are then the same with or
+/// without pkg-config, so the list does not depend on the host.
+#[test]
+fn install_tree_file_list() {
+    let dest = install(&[]);
+    insta::assert_snapshot!("install_tree", fold_command_pages(&file_list(dest.path())));
+}
+
+#[test]
+fn every_command_has_a_man_page() {
+    let dest = install(&[]);
+    let man1 = dest.path().join("usr/local/share/man/man1");
+    let pages: BTreeSet<String> = std::fs::read_dir(&man1)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut want: BTreeSet<String> = commands()
+        .iter()
+        .map(|c| format!("ck-cgroup-{c}.1"))
+        .collect();
+    want.insert("ck-cgroup.1".to_string());
+    assert_eq!(pages, want);
+}
+
+#[test]
+fn man_pages_render_without_warnings() {
+    let dest = install(&[]);
+    let man1 = dest.path().join("usr/local/share/man/man1");
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(&man1)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    pages.sort();
+    assert!(!pages.is_empty());
+    for page in pages {
+        let out = Command::new("man")
+            .args(["--warnings", "-E", "UTF-8", "-l"])
+            .arg(&page)
+            .env("MANWIDTH", "80")
+            .env("LC_ALL", "C.UTF-8")
+            .env_remove("MANPAGER")
+            .env_remove("PAGER")
+            .output()
+            .expect("run man(1): install man-db");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && stderr.is_empty(),
+            "man -l {}: {}\n{stderr}",
+            page.display(),
+            out.status
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("NAME"), "{}: no NAME section", page.display());
+    }
+}
+
+/// Every setting that would take the cgroup filesystem away from the daemon, or clone3() (and with
+/// it CLONE_INTO_CGROUP) away from the helper.
+fn breaks_delegation(key: &str, value: &str, all: &[(String, String, String)]) -> Option<String> {
+    let sys = |v: &str| {
+        v.split_whitespace()
+            .map(|p| p.trim_start_matches(['-', '+']))
+            .any(|p| p == "/" || p == "/sys" || p.starts_with("/sys/fs/cgroup") || p == "/sys/fs")
+    };
+    match key {
+        "ProtectControlGroups" => Some("makes the cgroup filesystem read-only".into()),
+        "ProtectKernelTunables" => {
+            Some("makes /sys read-only, the cgroup2 mount below it too".into())
+        }
+        "RestrictNamespaces" => Some("systemd then fails clone3() with ENOSYS".into()),
+        "ProtectSystem" if value == "strict" => {
+            let rw = values(all, "Service", "ReadWritePaths");
+            (!rw.iter().any(|v| v.contains("/sys/fs/cgroup")))
+                .then(|| "ProtectSystem=strict without ReadWritePaths= for /sys/fs/cgroup".into())
+        }
+        "ReadOnlyPaths" | "InaccessiblePaths" | "TemporaryFileSystem" | "BindReadOnlyPaths"
+            if sys(value) =>
+        {
+            Some(format!("{key}={value} covers the cgroup mount"))
+        }
+        "Delegate" if matches!(value, "no" | "false" | "0" | "off") => {
+            Some("turns delegation off".into())
+        }
+        _ => None,
+    }
+}
+
+fn check_service_unit(text: &str, manager: &str, helper: &str, daemon: &str) {
+    let d = directives(text);
+    // Delegation: exactly the controllers the helper uses.
+    let delegated: BTreeSet<&str> = one(&d, "Service", "Delegate").split_whitespace().collect();
+    assert_eq!(
+        delegated,
+        ["cpu", "io", "memory", "pids"].into_iter().collect(),
+        "Delegate="
+    );
+    assert_eq!(one(&d, "Service", "OOMPolicy"), "continue");
+    assert_eq!(one(&d, "Service", "KillMode"), "mixed");
+    assert_eq!(one(&d, "Service", "TimeoutStopSec"), "35");
+    assert_eq!(one(&d, "Service", "Restart"), "on-failure");
+    assert!(
+        one(&d, "Unit", "Documentation").contains("man:ck-cgroup(1)"),
+        "Documentation="
+    );
+    assert_eq!(one(&d, "Service", "ExecStart"), daemon);
+    assert_eq!(
+        one(&d, "Service", "Environment"),
+        format!("CK_CGROUP_HELPER={helper}")
+    );
+    // prune --kill before the daemon starts, and never while it runs.
+    assert_eq!(
+        one(&d, "Service", "ExecStartPre"),
+        format!("{helper} prune --kill")
+    );
+    for (s, k, v) in &d {
+        if k.starts_with("Exec") && k != "ExecStartPre" {
+            assert!(
+                !v.contains("prune"),
+                "[{s}] {k}={v}: prune only before the daemon starts"
+            );
+        }
+    }
+    for (_, k, v) in &d {
+        if let Some(why) = breaks_delegation(k, v, &d) {
+            panic!("{k}={v} in the {manager} unit: {why}");
+        }
+    }
+    // The hardening block: present, sorted, one setting per key.
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.starts_with("# Hardening"))
+        .expect("a # Hardening block");
+    let block: Vec<&str> = lines[start..]
+        .iter()
+        .skip_while(|l| l.starts_with('#'))
+        .take_while(|l| !l.trim().is_empty())
+        .copied()
+        .collect();
+    assert!(block.len() >= 3, "hardening block: {block:?}");
+    let keys: Vec<&str> = block
+        .iter()
+        .map(|l| l.split_once('=').expect("a directive").0)
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(keys, sorted, "the hardening block is sorted, each key once");
+    match manager {
+        "system" => assert_eq!(one(&d, "Install", "WantedBy"), "multi-user.target"),
+        _ => {
+            assert_eq!(one(&d, "Install", "WantedBy"), "default.target");
+            assert!(
+                values(&d, "Service", "User").is_empty(),
+                "User= in a user unit"
+            );
+            assert!(
+                values(&d, "Service", "Group").is_empty(),
+                "Group= in a user unit"
+            );
+        }
+    }
+}
+
+#[test]
+fn service_units_keep_delegation_and_the_stop_contract() {
+    let dest = install(&[]);
+    let lib = dest.path().join("usr/local/lib/systemd");
+    for manager in ["system", "user"] {
+        let text = read(lib.join(manager).join("ck-subc.service"));
+        check_service_unit(
+            &text,
+            manager,
+            "/usr/local/bin/ck-cgroup",
+            "/usr/local/bin/ck-subc",
+        );
+        assert!(
+            !text.contains(&dest.path().display().to_string()),
+            "DESTDIR in the unit"
+        );
+        assert!(!text.contains('@'), "an unfilled @VARIABLE@:\n{text}");
+    }
+}
+
+#[test]
+fn helper_and_daemon_paths_follow_the_variables() {
+    let dest = install(&[
+        "PREFIX=/usr",
+        "HELPERDIR=/usr/libexec/ck-cgroup",
+        "DAEMON=/opt/subc/bin/ck-subc",
+        "SYSTEMDSYSTEMUNITDIR=/usr/lib/systemd/system",
+        "SYSTEMDUSERUNITDIR=/usr/lib/systemd/user",
+    ]);
+    assert!(
+        dest.path()
+            .join("usr/libexec/ck-cgroup/ck-cgroup")
+            .is_file()
+    );
+    assert!(!dest.path().join("usr/bin/ck-cgroup").exists());
+    for manager in ["system", "user"] {
+        let text = read(
+            dest.path()
+                .join(format!("usr/lib/systemd/{manager}/ck-subc.service")),
+        );
+        check_service_unit(
+            &text,
+            manager,
+            "/usr/libexec/ck-cgroup/ck-cgroup",
+            "/opt/subc/bin/ck-subc",
+        );
+        assert!(text.contains("file:/usr/share/doc/ck-cgroup/packaging.md"));
+    }
+}
+
+#[test]
+fn delegate_subgroup_follows_the_systemd_version() {
+    for (args, want) in [
+        (&["DELEGATE_SUBGROUP=yes"][..], true),
+        (&["DELEGATE_SUBGROUP=no"][..], false),
+        (&["SYSTEMD_VERSION=254"][..], true),
+        (&["SYSTEMD_VERSION=252"][..], false),
+    ] {
+        let dest = install(args);
+        for manager in ["system", "user"] {
+            let text = read(
+                dest.path()
+                    .join(format!("usr/local/lib/systemd/{manager}/ck-subc.service")),
+            );
+            let d = directives(&text);
+            let got = values(&d, "Service", "DelegateSubgroup");
+            if want {
+                assert_eq!(got, ["daemon"], "{args:?} {manager}");
+            } else {
+                assert!(got.is_empty(), "{args:?} {manager}: {got:?}");
+                assert!(text.contains("#DelegateSubgroup=daemon (off"), "{args:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn module_slices_account_and_set_no_limits() {
+    let dest = install(&[]);
+    for manager in ["system", "user"] {
+        let dir = dest.path().join(format!("usr/local/lib/systemd/{manager}"));
+        for file in ["module.slice", "module-.slice.d/ck-cgroup.conf"] {
+            let d = directives(&read(dir.join(file)));
+            let slice: Vec<_> = d.iter().filter(|(s, _, _)| s == "Slice").collect();
+            assert!(!slice.is_empty(), "{manager} {file}: no [Slice] settings");
+            for (_, k, v) in slice {
+                assert!(
+                    k.ends_with("Accounting") && v == "yes",
+                    "{manager} {file}: {k}={v} (accounting only, no limits by default)"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn uninstall_removes_every_file() {
+    let dest = install(&[]);
+    let destdir = format!("DESTDIR={}", dest.path().display());
+    check(
+        "make uninstall",
+        make_cmd(&["uninstall", &destdir]).output().unwrap(),
+    );
+    assert_eq!(file_list(dest.path()), Vec::<String>::new());
+}
+
+#[test]
+fn install_without_a_built_helper_fails_without_cargo() {
+    let dest = tempfile::tempdir().unwrap();
+    let out = make_cmd(&[
+        "install",
+        &format!("DESTDIR={}", dest.path().display()),
+        "CK_CGROUP_BIN=/nonexistent/ck-cgroup",
+    ])
+    .output()
+    .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is not an executable"), "{stderr}");
+    assert_eq!(file_list(dest.path()), Vec::<String>::new());
+}
+
+fn pkg_config(var: &str, default: &str) -> String {
+    Command::new("pkg-config")
+        .args([&format!("--variable={var}"), "systemd"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| default.to_string())
+}
+
+/// scripts/build-deb with this test's binary: the file list (unit directories as pkg-config names
+/// them here, shown as placeholders), the control data, the maintainer scripts. build-deb itself
+/// runs lintian where it is installed and fails on any error.
+#[test]
+fn debian_package() {
+    let out = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(Path::new(SRC).join("scripts/build-deb"));
+    for v in MAKE_VARS {
+        cmd.env_remove(v);
+    }
+    cmd.arg("--out").arg(out.path()).env("CK_CGROUP_BIN", BIN);
+    let built = check(
+        "scripts/build-deb",
+        cmd.output().expect("run scripts/build-deb"),
+    );
+    let deb = PathBuf::from(String::from_utf8(built.stdout).unwrap().trim());
+    assert!(
+        deb.starts_with(out.path()) && deb.is_file(),
+        "{}",
+        deb.display()
+    );
+
+    let listing = check(
+        "dpkg-deb -c",
+        Command::new("dpkg-deb")
+            .arg("-c")
+            .arg(&deb)
+            .output()
+            .unwrap(),
+    );
+    let sys = pkg_config("systemdsystemunitdir", "/lib/systemd/system");
+    let user = pkg_config("systemduserunitdir", "/usr/lib/systemd/user");
+    let lines: Vec<String> = String::from_utf8(listing.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let path = f[5..]
+                .join(" ")
+                .replacen(&format!(".{sys}/"), "./<systemdsystemunitdir>/", 1)
+                .replacen(&format!(".{user}/"), "./<systemduserunitdir>/", 1);
+            format!("{} {} {path}", f[0], f[1])
+        })
+        .filter(|l| !l.starts_with('d'))
+        .collect();
+    let mut lines = lines;
+    lines.sort_by(|a, b| a.rsplit(' ').next().cmp(&b.rsplit(' ').next()));
+    insta::assert_snapshot!("deb_contents", fold_command_pages(&lines));
+
+    let field = |name: &str| {
+        let o = Command::new("dpkg-deb")
+            .args(["-f"])
+            .arg(&deb)
+            .arg(name)
+            .output()
+            .unwrap();
+        String::from_utf8(o.stdout).unwrap().trim().to_string()
+    };
+    assert_eq!(field("Package"), "ck-cgroup");
+    assert!(
+        field("Depends").contains("libc6"),
+        "Depends: {}",
+        field("Depends")
+    );
+    let version = check(
+        "--version",
+        Command::new(BIN).arg("--version").output().unwrap(),
+    );
+    let upstream = String::from_utf8(version.stdout).unwrap();
+    assert_eq!(
+        field("Version"),
+        format!("{}-1", upstream.split_whitespace().nth(1).unwrap())
+    );
+
+    // Maintainer scripts: daemon-reload only where systemd runs; never enable, start or restart.
+    for script in ["postinst", "postrm"] {
+        let text = read(Path::new(SRC).join("packaging/debian").join(script));
+        let code: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.starts_with('#'))
+            .collect();
+        for l in code.iter().filter(|l| l.contains("systemctl")) {
+            assert!(l.contains("daemon-reload"), "{script}: {l}");
+        }
+        for word in ["start", "enable", "restart", "deb-systemd-invoke"] {
+            assert!(
+                !code.iter().any(|l| l.split_whitespace().any(|w| w == word)),
+                "{script} runs {word}"
+            );
+        }
+        let guard = code
+            .iter()
+            .position(|l| l.contains("[ -d /run/systemd/system ]"))
+            .expect("guarded by /run/systemd/system");
+        let reload = code
+            .iter()
+            .position(|l| l.contains("daemon-reload"))
+            .unwrap();
+        assert!(guard < reload, "{script}: daemon-reload before the guard");
+    }
+}
