@@ -23,6 +23,7 @@ pub mod parse;
 pub mod root;
 pub mod sandbox;
 pub mod spawn;
+pub mod stop;
 pub mod wait;
 
 pub use error::{Class, Error, Result};

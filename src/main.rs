@@ -98,10 +98,29 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             open_root(cli.root)?.enter(&id)?;
             return Ok(exec(&cmd));
         }
-        Command::Kill { id, timeout } => {
-            let root = open_root(cli.root)?;
-            let r = root.kill(&id, timeout)?;
+        Command::Kill { id, stop } => {
+            let r = open_root(cli.root)?.stop(&id, &stop.options())?;
             out.kill(&r)?;
+            if let Some(e) = &r.error {
+                return Err(Error::failed(e.clone()).into());
+            }
+        }
+        Command::Prune {
+            dry_run,
+            kill,
+            keep,
+            stop,
+        } => {
+            let r = open_root(cli.root)?.prune(dry_run, kill, &keep, &stop.options())?;
+            out.prune(&r, dry_run)?;
+            let failed = r.iter().filter(|e| e.error.is_some()).count();
+            if failed > 0 {
+                return Err(Error::failed(format!(
+                    "prune: {failed} module{} could not be pruned",
+                    if failed == 1 { "" } else { "s" }
+                ))
+                .into());
+            }
         }
         Command::Remove { id } => {
             let r = open_root(cli.root)?.remove(&id)?;
@@ -111,6 +130,10 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             let root = open_root(cli.root)?;
             let r = root.list()?;
             out.list(root.path(), &r)?;
+        }
+        Command::Run { id, stop, cmd } => {
+            let id = ModuleId::new(&id)?;
+            return run_resident(open_root(cli.root)?, &id, &stop.options(), &cmd, out);
         }
         Command::Sandbox { parent, keep, cmd } => return sandbox(parent, keep, &cmd, out),
         Command::Generate { kind, out_dir } => cli::generate::generate(kind, out_dir.as_deref())?,
@@ -131,6 +154,52 @@ fn exec(cmd: &[String]) -> ExitCode {
     };
     eprintln!("ck-cgroup: failed to execute {prog}: {e}");
     ExitCode::from(code)
+}
+
+/// `run`: CMD starts inside the module (clone3, no window), dies with the helper (parent-death
+/// signal), and receives the signals the helper gets. When CMD exits, the rest of the module's
+/// tree is stopped and the module removed; then the helper exits as CMD did.
+fn run_resident(
+    root: Root,
+    id: &ModuleId,
+    opts: &ck_cgroup::stop::StopOptions,
+    cmd: &[String],
+    out: &Output,
+) -> Result<ExitCode, Fail> {
+    use ck_cgroup::spawn::{ModuleCommand, SignalRelay};
+    use rustix::process::Signal;
+    let Some((prog, args)) = cmd.split_first() else {
+        return Ok(ExitCode::from(2));
+    };
+    let relay = SignalRelay::new(&[
+        Signal::TERM,
+        Signal::INT,
+        Signal::HUP,
+        Signal::USR1,
+        Signal::USR2,
+    ])
+    .map_err(|e| Error::failed(format!("failed to set up signal relay: {e}")))?;
+    let mut command = ModuleCommand::new(prog);
+    command.args(args).parent_death_signal(Signal::KILL);
+    let mut child = root.spawn(id, &command)?;
+    let status = relay
+        .relay_until_exit(&mut child)
+        .map_err(|e| Error::failed(format!("failed to wait for {prog}: {e}")))?;
+    drop(relay);
+    let report = root.stop(id.as_str(), opts)?;
+    if out.is_json() {
+        out.kill(&report)?;
+    }
+    if let Some(e) = &report.error {
+        return Err(Error::failed(format!("{id}: {e}")).into());
+    }
+    if let Some(sig) = status.signal() {
+        ck_cgroup::spawn::reraise(sig);
+        return Ok(ExitCode::from((128 + sig).clamp(0, 254) as u8));
+    }
+    Ok(ExitCode::from(
+        status.code().unwrap_or(1).clamp(0, 254) as u8
+    ))
 }
 
 fn sandbox(

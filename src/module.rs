@@ -17,13 +17,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rustix::io::Errno;
+use rustix::process::Signal;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::id::{DirName, ModuleId, decode_daemon_name};
 use crate::parse;
 use crate::root::CgroupDir;
-use crate::wait::{Waited, join, wait_empty};
+use crate::stop::{StopOptions, TreeStop, stop_tree};
+use crate::wait::join;
 
 /// The daemon's leaf, as `DelegateSubgroup=daemon` names it.
 pub const DAEMON_LEAF: &str = "daemon";
@@ -158,17 +160,9 @@ pub struct RemoveReport {
     pub already_gone: bool,
 }
 
-/// The kill mechanism that ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum KillMethod {
-    /// `1` written to `cgroup.kill` (kernel 5.14 and later).
-    CgroupKill,
-}
-
-/// What `kill` did.
+/// What `kill` (a stop of one module) did.
 #[derive(Debug, Clone, Serialize)]
-pub struct KillReport {
+pub struct StopReport {
     /// The name asked for.
     pub module: String,
     /// Which placement made it; `null` when it was already gone.
@@ -177,16 +171,61 @@ pub struct KillReport {
     pub path: Option<PathBuf>,
     /// It did not exist: nothing to do.
     pub already_gone: bool,
-    /// The method that ran; `null` when already gone.
-    pub method: Option<KillMethod>,
-    /// Processes in the subtree when the kill was sent.
-    pub signalled: usize,
-    /// Milliseconds from the kill to `populated 0` (or to the timeout).
-    pub waited_ms: f64,
-    /// The subtree was empty at the end.
-    pub empty: bool,
+    /// The graceful signal (`SIGTERM`); `null` without a grace period.
+    pub signal: Option<String>,
+    /// The grace period in milliseconds.
+    pub grace_ms: f64,
+    /// The stop of the tree.
+    #[serde(flatten)]
+    pub tree: TreeStop,
     /// The directory was removed.
     pub removed: bool,
+    /// Why the tree is not empty or the directory not removed; `null` on success.
+    pub error: Option<String>,
+}
+
+impl StopReport {
+    /// Done: the tree is empty and its directory removed, or it was already gone.
+    pub fn ok(&self) -> bool {
+        self.already_gone || (self.tree.empty && self.removed)
+    }
+}
+
+/// One module in `prune`.
+#[derive(Debug, Clone, Serialize)]
+pub struct PruneEntry {
+    /// Directory name as found.
+    pub name: DirName,
+    /// Which placement made it.
+    pub layout: Layout,
+    /// Processes in it when pruning began; `null` when they could not be read.
+    pub procs: Option<usize>,
+    /// What was done (or, with `--dry-run`, would be done).
+    pub action: PruneAction,
+    /// The stop, for a module that was killed.
+    pub stop: Option<StopReport>,
+    /// Why the action failed; `null` on success.
+    pub error: Option<String>,
+}
+
+/// What `prune` did with one module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PruneAction {
+    /// Named with `--keep`: left alone.
+    Kept,
+    /// Empty, removed.
+    Removed,
+    /// Populated, killed and removed (`--kill`).
+    Killed,
+    /// Populated and `--kill` not given: left alone.
+    SkippedPopulated,
+    /// `--dry-run`: would be removed.
+    WouldRemove,
+    /// `--dry-run --kill`: would be killed and removed.
+    WouldKill,
+    /// The action failed (see `error`).
+    Failed,
 }
 
 impl Root {
@@ -427,16 +466,7 @@ impl Root {
 
     /// The pids in `rel` and every cgroup below it (`cgroup.procs` of each).
     pub fn procs(&self, rel: &str) -> Result<Vec<u32>> {
-        let mut out = parse::pids(&self.dir.read(&join(rel, "cgroup.procs"))?);
-        for sub in self.dir.subdirs(rel)? {
-            match self.procs(&join(rel, &sub)) {
-                Ok(p) => out.extend(p),
-                // A sub-cgroup removed while we walk is empty.
-                Err(e) if e.errno() == Some(Errno::NOENT) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(out)
+        procs(&self.dir, rel)
     }
 
     /// Remove an empty module. A populated one is refused with the number of its processes.
@@ -480,29 +510,48 @@ impl Root {
         remove_tree(&self.dir, rel)
     }
 
-    /// SIGKILL the module's whole subtree through `cgroup.kill`, wait until `cgroup.events` says
-    /// `populated 0` (at most `timeout`), and remove its directory. A module that does not exist
-    /// is reported as already gone. A module that holds the calling process is refused.
-    pub fn kill(&self, name: &str, timeout: Duration) -> Result<KillReport> {
-        let mut report = KillReport {
+    /// SIGKILL the module's whole subtree (the first kill method the kernel supports), wait until
+    /// it is empty (at most `timeout`), and remove its directory. See [`Root::stop`].
+    pub fn kill(&self, name: &str, timeout: Duration) -> Result<StopReport> {
+        self.stop(
+            name,
+            &StopOptions {
+                timeout,
+                ..StopOptions::default()
+            },
+        )
+    }
+
+    /// Stop the module's whole tree ([`stop_tree`]: graceful signal and grace on the whole
+    /// subtree, then SIGKILL by the method), then remove its directory depth first.
+    /// A module that does not exist is reported as already gone. A module whose subtree holds
+    /// the calling process is refused (exit 2). Check [`StopReport::ok`]: a tree that is not
+    /// empty or a directory that could not be removed is reported, not raised.
+    pub fn stop(&self, name: &str, opts: &StopOptions) -> Result<StopReport> {
+        let mut report = StopReport {
             module: name.to_string(),
             layout: None,
             path: None,
             already_gone: true,
-            method: None,
-            signalled: 0,
-            waited_ms: 0.0,
-            empty: true,
+            signal: None,
+            grace_ms: opts.grace.as_secs_f64() * 1e3,
+            tree: TreeStop {
+                empty: true,
+                ..TreeStop::default()
+            },
             removed: false,
+            error: None,
         };
+        if !opts.grace.is_zero() {
+            report.signal = Some(signal_name(opts.signal));
+        }
         let Some(m) = self.find(name)? else {
             return Ok(report);
         };
         let rel = m.rel();
         let path = self.dir.display_path(&rel);
-        let procs = self.procs(&rel)?;
         let me = std::process::id();
-        if procs.contains(&me) {
+        if procs(&self.dir, &rel)?.contains(&me) {
             return Err(Error::bad_input(format!(
                 "refusing to kill {}: it holds this process ({me})",
                 path.display()
@@ -511,47 +560,118 @@ impl Root {
         }
         report.already_gone = false;
         report.layout = Some(m.layout);
-        report.path = Some(path);
-        report.signalled = procs.len();
-        report.method = Some(KillMethod::CgroupKill);
-        let kill_rel = join(&rel, "cgroup.kill");
-        let start = Instant::now();
-        if !cfg!(feature = "mutation-no-kill") {
-            match self.dir.write_raw(&kill_rel, "1") {
-                Ok(()) => {}
-                Err(Errno::NOENT) => {
-                    return Err(Error::bad_input(format!(
-                        "{} has no cgroup.kill: the kernel is older than 5.14",
-                        self.dir.display_path(&rel).display()
-                    ))
-                    .with_hint("upgrade to kernel 5.14 or later"));
-                }
-                Err(e) => {
-                    return Err(Error::io(
-                        "write \"1\" to",
-                        self.dir.display_path(&kill_rel),
-                        e,
-                    ));
-                }
-            }
-        }
-        let waited = wait_empty(&self.dir, &rel, timeout)?;
-        report.waited_ms = (start.elapsed().as_secs_f64() * 1e6).round() / 1e3;
-        report.empty = waited == Waited::Empty;
-        if !report.empty {
-            let left = self.procs(&rel).map(|p| p.len()).unwrap_or(0);
-            return Err(Error::failed(format!(
-                "{} still holds {left} process{} after {} ms",
-                self.dir.display_path(&rel).display(),
+        report.path = Some(path.clone());
+        report.tree = stop_tree(&self.dir, &rel, opts)?;
+        if !report.tree.empty {
+            let left = procs(&self.dir, &rel).map(|p| p.len()).unwrap_or(0);
+            report.error = Some(format!(
+                "{} still holds {left} process{} after {} ms (a process in uninterruptible sleep, state D, dies only when its I/O ends)",
+                path.display(),
                 if left == 1 { "" } else { "es" },
-                report.waited_ms
-            ))
-            .with_hint("a process in uninterruptible sleep (state D) cannot be killed until its I/O ends; see `ps -o pid,stat,wchan` for the pids in cgroup.procs"));
+                report.tree.waited_ms
+            ));
+            return Ok(report);
         }
-        self.remove_tree(&rel)?;
-        report.removed = !cfg!(feature = "mutation-no-rmdir");
+        match self.remove_tree(&rel) {
+            Ok(()) => report.removed = !cfg!(feature = "mutation-no-rmdir"),
+            Err(e) => report.error = Some(e.to_string()),
+        }
         Ok(report)
     }
+
+    /// Remove every empty module that is not in `keep`; with `kill`, also stop and remove the
+    /// populated ones (the orphans of a daemon that died). With `dry_run`, change nothing and say
+    /// what would be done. Both layouts, ours and the daemon's, are pruned.
+    pub fn prune(
+        &self,
+        dry_run: bool,
+        kill: bool,
+        keep: &[String],
+        opts: &StopOptions,
+    ) -> Result<Vec<PruneEntry>> {
+        let mut out = Vec::new();
+        for m in self.list()? {
+            let mut e = PruneEntry {
+                name: m.name.clone(),
+                layout: m.layout,
+                procs: m.procs,
+                action: PruneAction::Kept,
+                stop: None,
+                error: None,
+            };
+            let populated = m.procs != Some(0) || m.populated != Some(false);
+            if keep
+                .iter()
+                .any(|k| k == m.name.as_str() || Some(k) == m.module.as_ref())
+            {
+                e.action = PruneAction::Kept;
+            } else if populated && !kill {
+                e.action = PruneAction::SkippedPopulated;
+            } else if dry_run {
+                e.action = if populated {
+                    PruneAction::WouldKill
+                } else {
+                    PruneAction::WouldRemove
+                };
+            } else if populated {
+                match self.stop(m.name.as_str(), opts) {
+                    Ok(r) => {
+                        e.action = if r.ok() {
+                            PruneAction::Killed
+                        } else {
+                            PruneAction::Failed
+                        };
+                        e.error = r.error.clone();
+                        e.stop = Some(r);
+                    }
+                    Err(err) => {
+                        e.action = PruneAction::Failed;
+                        e.error = Some(err.to_string());
+                    }
+                }
+            } else {
+                match self.remove(m.name.as_str()) {
+                    Ok(_) => e.action = PruneAction::Removed,
+                    Err(err) => {
+                        e.action = PruneAction::Failed;
+                        e.error = Some(err.to_string());
+                    }
+                }
+            }
+            out.push(e);
+        }
+        Ok(out)
+    }
+}
+
+/// `SIGTERM` for [`Signal::TERM`].
+pub fn signal_name(sig: Signal) -> String {
+    let n = sig.as_raw();
+    let name = match sig {
+        Signal::TERM => "TERM",
+        Signal::INT => "INT",
+        Signal::HUP => "HUP",
+        Signal::QUIT => "QUIT",
+        Signal::USR1 => "USR1",
+        Signal::USR2 => "USR2",
+        Signal::KILL => "KILL",
+        _ => return format!("signal {n}"),
+    };
+    format!("SIG{name}")
+}
+
+/// The pids in `rel` and every cgroup below it (`cgroup.procs` of each).
+pub(crate) fn procs(dir: &CgroupDir, rel: &str) -> Result<Vec<u32>> {
+    let mut out = parse::pids(&dir.read(&join(rel, "cgroup.procs"))?);
+    for sub in dir.subdirs(rel)? {
+        match procs(dir, &join(rel, &sub)) {
+            Ok(p) => out.extend(p),
+            // A sub-cgroup removed while we walk is empty.
+            Err(e) if e.errno() == Some(Errno::NOENT) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
 }
 
 /// Remove `rel` under `dir` and every cgroup below it, deepest first, retrying `EBUSY` for a

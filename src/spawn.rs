@@ -981,6 +981,119 @@ unsafe fn child_exec(ctx: &ChildCtx) -> ! {
     fail(errno())
 }
 
+/// Relays signals that the calling thread receives to a child, for a helper that stays resident
+/// as the module's parent (`ck-cgroup run`).
+///
+/// [`SignalRelay::new`] blocks the signals in the calling thread (so none is lost or acts on the
+/// helper between now and the child's exit) and reads them from a `signalfd(2)`; children spawned
+/// by this module start with an empty signal mask. The previous mask is restored on drop.
+pub struct SignalRelay {
+    fd: OwnedFd,
+    old: libc::sigset_t,
+}
+
+impl SignalRelay {
+    /// Block `signals` and open a `signalfd(2)` for them. Create it before spawning the child.
+    pub fn new(signals: &[Signal]) -> io::Result<SignalRelay> {
+        // SAFETY: sigset_t is a plain bit array; all-zero is valid, and sigemptyset/sigaddset
+        // and pthread_sigmask overwrite it.
+        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `set` is a live, writable local.
+        unsafe { libc::sigemptyset(&mut set) };
+        for s in signals {
+            // SAFETY: `set` is a live local; an invalid signal number only makes this fail.
+            if unsafe { libc::sigaddset(&mut set, s.as_raw()) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        // SAFETY: both pointers refer to live locals; only the calling thread's mask changes.
+        let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) };
+        if rc != 0 {
+            return Err(io::Error::from_raw_os_error(rc));
+        }
+        // SAFETY: -1 asks for a new fd; `set` is a valid sigset_t; the flags are valid.
+        let raw = unsafe { libc::signalfd(-1, &set, libc::SFD_CLOEXEC) };
+        if raw < 0 {
+            let e = io::Error::last_os_error();
+            // SAFETY: restores the mask saved above.
+            unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+            return Err(e);
+        }
+        // SAFETY: signalfd returned a new descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        Ok(SignalRelay { fd, old })
+    }
+
+    /// Until `child` exits, send it (through its pidfd) every blocked signal that arrives; then
+    /// reap it and return its status. Signals are relayed one for one, in order.
+    pub fn relay_until_exit(&self, child: &mut ModuleChild) -> io::Result<ExitStatus> {
+        use rustix::event::{PollFd, PollFlags, poll};
+        loop {
+            let (sig_ready, child_ready) = {
+                let mut fds = [
+                    PollFd::new(&self.fd, PollFlags::IN),
+                    PollFd::new(&child.pidfd, PollFlags::IN),
+                ];
+                match poll(&mut fds, None) {
+                    Ok(_) => {}
+                    Err(Errno::INTR) => continue,
+                    Err(e) => return Err(e.into()),
+                }
+                (!fds[0].revents().is_empty(), !fds[1].revents().is_empty())
+            };
+            if sig_ready {
+                // signalfd_siginfo is 128 bytes; ssi_signo is its first u32.
+                let mut buf = [0u8; 128];
+                match rustix::io::read(&self.fd, &mut buf) {
+                    Ok(128) => {
+                        let signo = u32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]]);
+                        if let Some(sig) = Signal::from_named_raw(signo as i32) {
+                            // The child may have exited in between: ESRCH is not an error.
+                            let _ = child.signal(sig);
+                        }
+                    }
+                    Ok(_) | Err(Errno::AGAIN) | Err(Errno::INTR) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            if child_ready {
+                return child.wait();
+            }
+        }
+    }
+}
+
+impl Drop for SignalRelay {
+    fn drop(&mut self) {
+        // SAFETY: self.old is the mask saved by pthread_sigmask in `new`.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
+    }
+}
+
+/// Die of `sig` as the child did, so the caller sees the same death: the signal's default action
+/// is restored (`sigaction(2)`; Rust's runtime ignores SIGPIPE), it is unblocked, and raised.
+/// Returns only for a signal whose default action is not to terminate.
+pub fn reraise(sig: i32) {
+    // SAFETY: sigaction with SIG_DFL and an empty mask is valid for any catchable signal; for
+    // SIGKILL/SIGSTOP the call fails harmlessly. The struct is zero-initialised, which is a
+    // valid sigaction value, before the handler field is set.
+    unsafe {
+        let mut act: libc::sigaction = std::mem::zeroed();
+        act.sa_sigaction = libc::SIG_DFL;
+        libc::sigemptyset(&mut act.sa_mask);
+        libc::sigaction(sig, &act, std::ptr::null_mut());
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    }
+    if let Some(s) = Signal::from_named_raw(sig) {
+        let _ = rustix::process::kill_process(rustix::process::getpid(), s);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,17 +28,32 @@ pub enum Waited {
 ///
 /// A cgroup that disappears while waiting counts as empty.
 pub fn wait_empty(dir: &CgroupDir, rel: &str, timeout: Duration) -> Result<Waited> {
+    wait_events(dir, rel, timeout, |e| e.populated == Some(false))
+}
+
+/// Wait until `done` holds for `<rel>/cgroup.events`, or `timeout` passes ([`Waited::Empty`]
+/// stands for "done"). A cgroup that disappears counts as done.
+pub fn wait_events(
+    dir: &CgroupDir,
+    rel: &str,
+    timeout: Duration,
+    done: impl Fn(&parse::Events) -> bool,
+) -> Result<Waited> {
     let events_rel = join(rel, "cgroup.events");
     let fd = match dir.open_beneath(&events_rel, OFlags::RDONLY) {
         Ok(fd) => fd,
         Err(Errno::NOENT) => return Ok(Waited::Empty),
         Err(e) => return Err(Error::io("open", dir.display_path(&events_rel), e)),
     };
-    wait_fd_empty(&fd, timeout).map_err(|e| Error::io("wait on", dir.display_path(&events_rel), e))
+    wait_fd(&fd, timeout, done).map_err(|e| Error::io("wait on", dir.display_path(&events_rel), e))
 }
 
-/// Wait on an open `cgroup.events` fd until `populated 0` or the timeout.
-pub fn wait_fd_empty(fd: &OwnedFd, timeout: Duration) -> std::result::Result<Waited, Errno> {
+/// Wait on an open `cgroup.events` fd until `done` holds or the timeout.
+pub fn wait_fd(
+    fd: &OwnedFd,
+    timeout: Duration,
+    done: impl Fn(&parse::Events) -> bool,
+) -> std::result::Result<Waited, Errno> {
     let deadline = Instant::now() + timeout;
     loop {
         // Reading re-arms the notification: read first, then poll.
@@ -48,7 +63,7 @@ pub fn wait_fd_empty(fd: &OwnedFd, timeout: Duration) -> std::result::Result<Wai
             Err(Errno::NODEV) | Err(Errno::NOENT) => return Ok(Waited::Empty),
             Err(e) => return Err(e),
         };
-        if parse::events(&text).populated == Some(false) {
+        if done(&parse::events(&text)) {
             return Ok(Waited::Empty);
         }
         let now = Instant::now();

@@ -66,7 +66,8 @@ fn grandchild_reparented_away_is_in_the_module_and_killed() {
     child.wait().unwrap();
     assert!(!alive(gc), "grandchild {gc} survived kill");
     assert!(k.empty && k.removed && !k.already_gone, "{out}");
-    assert_eq!(k.signalled, 2);
+    assert_eq!(k.killed, 2);
+    assert_eq!(k.method.as_deref(), Some("cgroup-kill"));
     assert!(!w.root().join("subc-modules/orphans").exists());
 }
 
@@ -435,11 +436,17 @@ struct Kill {
     layout: Option<String>,
     path: Option<String>,
     already_gone: bool,
-    method: Option<String>,
+    signal: Option<String>,
+    grace_ms: f64,
     signalled: usize,
+    left_after_grace: Option<usize>,
+    method: Option<String>,
+    fell_through: Vec<FellThrough>,
+    killed: usize,
     waited_ms: f64,
     empty: bool,
     removed: bool,
+    error: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -471,4 +478,12 @@ struct Init {
     available: Vec<String>,
     enabled: Vec<String>,
     missing: Vec<String>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct FellThrough {
+    method: String,
+    reason: String,
 }

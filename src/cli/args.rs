@@ -61,13 +61,37 @@ pub enum Command {
         #[arg(required = true, value_name = "PID")]
         pids: Vec<u32>,
     },
-    /// SIGKILL a module's whole tree (cgroup.kill), wait until it is empty, remove its directory.
+    /// Stop a module's whole tree (SIG and a grace, then SIGKILL), wait until it is empty, remove it.
     Kill {
         /// Module id, or a directory name as `list` shows it (the daemon's own m-<name>_<n>).
         id: String,
-        /// How long to wait for the tree to be empty after the kill.
-        #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
-        timeout: Duration,
+        #[command(flatten)]
+        stop: StopArgs,
+    },
+    /// Remove empty modules; with --kill also stop and remove populated ones (orphans).
+    Prune {
+        /// Say what would be done; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Also stop and remove populated modules that are not kept.
+        #[arg(long)]
+        kill: bool,
+        /// A module to leave alone (id, or directory name as `list` shows it); repeatable.
+        #[arg(long, value_name = "ID")]
+        keep: Vec<String>,
+        #[command(flatten)]
+        stop: StopArgs,
+    },
+    /// Start CMD in a module and stay as its parent: relay TERM INT HUP USR1 USR2 to it; when it
+    /// exits, stop what is left of the module, remove it, and exit with CMD's status.
+    Run {
+        /// Module id.
+        id: String,
+        #[command(flatten)]
+        stop: StopArgs,
+        /// The module's command and its arguments.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        cmd: Vec<String>,
     },
     /// Remove an empty module's cgroup (a populated one is refused).
     Remove {
@@ -97,6 +121,96 @@ pub enum Command {
         #[arg(long, value_name = "DIR", required_if_eq("kind", "man"))]
         out_dir: Option<PathBuf>,
     },
+}
+
+/// How a tree is stopped (`kill`, `prune --kill`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct StopArgs {
+    /// The graceful signal sent to every process of the tree when --grace is above zero.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "term",
+        ignore_case = true,
+        value_name = "SIG"
+    )]
+    pub signal: SignalArg,
+    /// How long the whole tree may take to exit on SIG before SIGKILL (0: SIGKILL at once).
+    #[arg(long, default_value = "0s", value_parser = parse_duration, value_name = "DURATION")]
+    pub grace: Duration,
+    /// How to SIGKILL what is left: auto falls through cgroup-kill, freeze, signal.
+    #[arg(long, value_enum, default_value = "auto", value_name = "METHOD")]
+    pub method: MethodArg,
+    /// How long to wait for the tree to be empty after SIGKILL.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Duration,
+}
+
+/// Graceful signals.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+#[allow(missing_docs)]
+pub enum SignalArg {
+    #[value(alias = "SIGTERM")]
+    Term,
+    #[value(alias = "SIGINT")]
+    Int,
+    #[value(alias = "SIGHUP")]
+    Hup,
+    #[value(alias = "SIGQUIT")]
+    Quit,
+    #[value(alias = "SIGUSR1")]
+    Usr1,
+    #[value(alias = "SIGUSR2")]
+    Usr2,
+    #[value(alias = "SIGKILL")]
+    Kill,
+}
+
+impl SignalArg {
+    /// The signal.
+    pub fn signal(self) -> rustix::process::Signal {
+        use rustix::process::Signal;
+        match self {
+            SignalArg::Term => Signal::TERM,
+            SignalArg::Int => Signal::INT,
+            SignalArg::Hup => Signal::HUP,
+            SignalArg::Quit => Signal::QUIT,
+            SignalArg::Usr1 => Signal::USR1,
+            SignalArg::Usr2 => Signal::USR2,
+            SignalArg::Kill => Signal::KILL,
+        }
+    }
+}
+
+/// Kill methods.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum MethodArg {
+    /// The first the kernel supports: cgroup-kill, then freeze, then signal.
+    Auto,
+    /// Write 1 to cgroup.kill (kernel 5.14).
+    CgroupKill,
+    /// Freeze (cgroup.freeze, 5.2), SIGKILL every member, thaw, repeat.
+    Freeze,
+    /// SIGKILL every member, repeat until empty.
+    Signal,
+}
+
+impl StopArgs {
+    /// The library's options.
+    pub fn options(&self) -> ck_cgroup::stop::StopOptions {
+        use ck_cgroup::stop::Method;
+        ck_cgroup::stop::StopOptions {
+            signal: self.signal.signal(),
+            grace: self.grace,
+            method: match self.method {
+                MethodArg::Auto => Method::Auto,
+                MethodArg::CgroupKill => Method::CgroupKill,
+                MethodArg::Freeze => Method::Freeze,
+                MethodArg::Signal => Method::Signal,
+            },
+            timeout: self.timeout,
+        }
+    }
 }
 
 /// What `generate` writes.

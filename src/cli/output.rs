@@ -6,7 +6,8 @@ use std::path::Path;
 use serde::Serialize;
 
 use ck_cgroup::module::{
-    CreateReport, InitReport, KillReport, ModuleEntry, PlaceReport, RemoveReport,
+    CreateReport, InitReport, ModuleEntry, PlaceReport, PruneAction, PruneEntry, RemoveReport,
+    StopReport,
 };
 
 /// Where results go, and in which form.
@@ -30,6 +31,11 @@ impl Output {
     /// `json`: print JSON instead of text.
     pub fn new(json: bool) -> Output {
         Output { json }
+    }
+
+    /// `--json` was given.
+    pub fn is_json(&self) -> bool {
+        self.json
     }
 
     fn emit(&self, value: &impl Serialize, text: impl FnOnce() -> String) -> io::Result<()> {
@@ -83,19 +89,53 @@ impl Output {
         })
     }
 
-    pub fn kill(&self, r: &KillReport) -> io::Result<()> {
-        self.emit(r, || {
-            if r.already_gone {
-                return format!("{}: already gone\n", r.module);
-            }
-            format!(
-                "{}: killed {} by cgroup-kill; empty after {:.1} ms; directory {}\n",
-                r.module,
-                plural(r.signalled, "process", "processes"),
-                r.waited_ms,
-                if r.removed { "removed" } else { "kept" }
-            )
-        })
+    pub fn kill(&self, r: &StopReport) -> io::Result<()> {
+        self.emit(r, || stop_text(r))
+    }
+
+    pub fn prune(&self, entries: &[PruneEntry], dry_run: bool) -> io::Result<()> {
+        #[derive(Serialize)]
+        struct Prune<'a> {
+            dry_run: bool,
+            modules: &'a [PruneEntry],
+        }
+        self.emit(
+            &Prune {
+                dry_run,
+                modules: entries,
+            },
+            || {
+                if entries.is_empty() {
+                    return "no modules\n".to_string();
+                }
+                let mut s = String::new();
+                for e in entries {
+                    let procs = e.procs.map_or("?".to_string(), |n| n.to_string());
+                    let what = match e.action {
+                        PruneAction::Kept => "kept (--keep)".to_string(),
+                        PruneAction::Removed => "empty: removed".to_string(),
+                        PruneAction::Killed => format!("{procs} processes: killed and removed"),
+                        PruneAction::SkippedPopulated => {
+                            format!("{procs} processes: left running (pass --kill to stop it)")
+                        }
+                        PruneAction::WouldRemove => "empty: would remove".to_string(),
+                        PruneAction::WouldKill => {
+                            format!("{procs} processes: would kill and remove")
+                        }
+                        PruneAction::Failed => {
+                            format!("failed: {}", e.error.as_deref().unwrap_or("unknown error"))
+                        }
+                    };
+                    s += &format!("{}: {what}\n", e.name);
+                    if let Some(stop) = &e.stop {
+                        for f in &stop.tree.fell_through {
+                            s += &format!("  {} fell through: {}\n", f.method.name(), f.reason);
+                        }
+                    }
+                }
+                s
+            },
+        )
     }
 
     pub fn remove(&self, r: &RemoveReport) -> io::Result<()> {
@@ -189,6 +229,50 @@ fn table<const N: usize>(rows: &[[String; N]]) -> String {
         }
         s += line.trim_end();
         s.push('\n');
+    }
+    s
+}
+
+/// The human form of a stop: each phase on its own clause, fallbacks on their own lines.
+fn stop_text(r: &StopReport) -> String {
+    if r.already_gone {
+        return format!("{}: already gone\n", r.module);
+    }
+    let t = &r.tree;
+    let mut parts = Vec::new();
+    if let (Some(sig), Some(left)) = (&r.signal, t.left_after_grace) {
+        parts.push(format!(
+            "{sig} to {}; {left} left after the {:.1} s grace",
+            plural(t.signalled, "process", "processes"),
+            r.grace_ms / 1e3
+        ));
+    }
+    match t.method {
+        Some(m) => parts.push(format!(
+            "killed {} by {}",
+            plural(t.killed, "process", "processes"),
+            m.name()
+        )),
+        None if t.empty => parts.push("no kill needed".to_string()),
+        None => {}
+    }
+    parts.push(if t.empty {
+        format!("empty after {:.1} ms", t.waited_ms)
+    } else {
+        format!("NOT empty after {:.1} ms", t.waited_ms)
+    });
+    parts.push(format!(
+        "directory {}",
+        if r.removed { "removed" } else { "kept" }
+    ));
+    let mut s = format!("{}: {}\n", r.module, parts.join("; "));
+    for f in &t.fell_through {
+        s += &format!(
+            "{}: {} fell through: {}\n",
+            r.module,
+            f.method.name(),
+            f.reason
+        );
     }
     s
 }

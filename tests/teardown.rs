@@ -1,0 +1,263 @@
+//! Teardown that leaves nothing: grace on the whole tree, every kill method, prune.
+//! Each guarantee has a mutation control in scripts/mutation-controls.
+
+mod common;
+
+use std::net::TcpListener;
+use std::process::Command;
+
+use common::*;
+use serde_json::Value;
+
+const METHODS: [&str; 3] = ["cgroup-kill", "freeze", "signal"];
+
+fn kill_json(w: &World, args: &[&str]) -> Value {
+    let mut a = vec!["--json", "kill"];
+    a.extend_from_slice(args);
+    let o = w.run(&a);
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {} {}", stdout(&o), stderr(&o)));
+    assert_eq!(
+        o.status.success(),
+        v["empty"] == true && v["removed"] == true,
+        "exit status agrees with the report: {v}"
+    );
+    v
+}
+
+/// Start `script` as module `id`; wait until the module holds at least `n` processes.
+fn module(w: &World, id: &str, script: &str, n: usize) -> std::process::Child {
+    let c = w
+        .ck()
+        .args(["exec", id, "--", "sh", "-c", script])
+        .spawn()
+        .unwrap();
+    w.track(c.id());
+    let procs = w.root().join(format!("subc-modules/{id}/cgroup.procs"));
+    eventually("module processes", || {
+        std::fs::read_to_string(&procs)
+            .map(|s| s.lines().count() >= n)
+            .unwrap_or(false)
+    });
+    c
+}
+
+#[test]
+fn orphaned_grandchild_is_gone_with_every_method() {
+    let w = World::new();
+    for m in METHODS {
+        let gc = w.tmp(&format!("gc-{m}"));
+        let script = format!(
+            "sh -c 'sleep 600 & echo $! > {}'; exec sleep 600",
+            gc.display()
+        );
+        let mut c = module(&w, m, &script, 2);
+        let gc = w.pid_from(&format!("gc-{m}"));
+        let v = kill_json(&w, &[m, "--method", m, "--timeout", "3s"]);
+        // Assert before reaping: a failed kill must fail the test, not hang it.
+        assert_eq!(v["method"], m, "{v}");
+        assert!(v["fell_through"].as_array().unwrap().is_empty());
+        assert_eq!(v["removed"], true, "{v}");
+        c.wait().unwrap();
+        assert!(!alive(gc), "{m}: grandchild {gc} survived: {v}");
+    }
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
+}
+
+fn forking_tree_50_runs(method: &str) {
+    let w = World::new();
+    // Forks continuously (bounded: 3,000 children, each alive for a minute at most).
+    let script = "i=0; while [ $i -lt 3000 ]; do sleep 60 & i=$((i+1)); done; wait";
+    for run in 0..50 {
+        let id = format!("fork{run}");
+        let mut c = module(&w, &id, script, 8);
+        let v = kill_json(&w, &[&id, "--method", method, "--timeout", "5s"]);
+        assert_eq!(v["empty"], true, "run {run}: {v}");
+        // The kernel refuses to remove a populated cgroup: removed means nothing survived.
+        assert_eq!(v["removed"], true, "run {run}: {v}");
+        c.wait().unwrap();
+        assert!(!w.root().join("subc-modules").join(&id).exists());
+    }
+}
+
+#[test]
+fn forking_tree_is_gone_every_time_cgroup_kill() {
+    forking_tree_50_runs("cgroup-kill");
+}
+
+#[test]
+fn forking_tree_is_gone_every_time_freeze() {
+    forking_tree_50_runs("freeze");
+}
+
+#[test]
+fn forking_tree_is_gone_every_time_signal() {
+    forking_tree_50_runs("signal");
+}
+
+#[test]
+fn grace_waits_for_the_whole_tree_not_the_wrapper() {
+    let w = World::new();
+    let done = w.tmp("done");
+    // The wrapper exits at once on TERM; its child ignores TERM, finishes its work a second
+    // later, then keeps running until it is killed.
+    let script = format!(
+        "trap 'exit 0' TERM
+         sh -c 'trap \"\" TERM; echo $$ > {c}; sleep 1; echo done > {d}; exec sleep 600' &
+         wait",
+        c = w.tmp("c.pid").display(),
+        d = done.display()
+    );
+    let mut wrapper = module(&w, "wrapped", &script, 2);
+    let child = w.pid_from("c.pid");
+    let v = kill_json(&w, &["wrapped", "--grace", "3s", "--timeout", "3s"]);
+    wrapper.wait().unwrap();
+    assert!(
+        done.exists(),
+        "the grace ended before the child had its time: {v}"
+    );
+    assert_eq!(v["signal"], "SIGTERM");
+    assert_eq!(v["left_after_grace"], 1, "{v}");
+    assert_eq!(v["method"], "cgroup-kill", "{v}");
+    assert!(v["waited_ms"].as_f64().unwrap() >= 3000.0, "{v}");
+    assert!(!alive(child));
+}
+
+#[test]
+fn tree_that_exits_on_term_returns_before_the_grace_ends() {
+    let w = World::new();
+    let mut c = module(&w, "polite", "sleep 600 & sleep 600 & wait", 3);
+    let v = kill_json(&w, &["polite", "--grace", "10s"]);
+    assert_eq!(v["left_after_grace"], 0, "{v}");
+    c.wait().unwrap();
+    assert_eq!(v["method"], Value::Null, "no kill was needed: {v}");
+    assert_eq!(v["signalled"], 3, "{v}");
+    // Behaviour, not speed: it returned on `populated 0`, not at the end of the grace.
+    assert!(v["waited_ms"].as_f64().unwrap() < 5_000.0, "{v}");
+}
+
+#[test]
+fn grandchild_listening_port_is_free_after_kill() {
+    let w = World::new();
+    let port_file = w.tmp("port");
+    let py = format!(
+        "import socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen()\nopen('{}','w').write(str(s.getsockname()[1])+'\\n')\ntime.sleep(600)",
+        port_file.display()
+    );
+    let py_file = w.tmp("listen.py");
+    std::fs::write(&py_file, py).unwrap();
+    let script = format!(
+        "sh -c 'python3 {} & echo $! > {}'; exec sleep 600",
+        py_file.display(),
+        w.tmp("gc.pid").display()
+    );
+    let mut c = module(&w, "porty", &script, 2);
+    w.pid_from("gc.pid");
+    let port: u16 = w.pid_from("port").try_into().unwrap();
+    assert!(
+        TcpListener::bind(("127.0.0.1", port)).is_err(),
+        "the grandchild holds the port"
+    );
+    let v = kill_json(&w, &["porty", "--timeout", "3s"]);
+    assert_eq!(v["empty"], true, "{v}");
+    c.wait().unwrap();
+    TcpListener::bind(("127.0.0.1", port))
+        .unwrap_or_else(|e| panic!("port {port} still taken after kill: {e}: {v}"));
+}
+
+#[test]
+fn prune_kill_after_the_daemon_was_sigkilled_leaves_nothing() {
+    let w = World::new();
+    let root = w.root().display().to_string();
+    // A stand-in daemon in the daemon/ leaf spawns three modules, then dies by SIGKILL.
+    let script = format!(
+        "echo $$ > {root}/daemon/cgroup.procs
+         {ck} --root {root} exec a -- sleep 600 &
+         {ck} --root {root} exec b -- sh -c 'sleep 600 & exec sleep 600' &
+         {ck} --root {root} exec c -- sh -c \"sh -c 'sleep 600 &'; exec sleep 600\" &
+         wait",
+        ck = bin()
+    );
+    let mut daemon = Command::new("sh").arg("-c").arg(&script).spawn().unwrap();
+    w.track(daemon.id());
+    let modules = w.root().join("subc-modules");
+    eventually("five module processes", || {
+        ["a", "b", "c"]
+            .iter()
+            .map(|m| {
+                std::fs::read_to_string(modules.join(m).join("cgroup.procs"))
+                    .map(|s| s.lines().count())
+                    .unwrap_or(0)
+            })
+            .sum::<usize>()
+            == 5
+    });
+    let pids: Vec<u32> = ["a", "b", "c"]
+        .iter()
+        .flat_map(|m| {
+            std::fs::read_to_string(modules.join(m).join("cgroup.procs"))
+                .unwrap()
+                .lines()
+                .map(|l| l.parse::<u32>().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    pids.iter().for_each(|p| w.track(*p));
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+
+    let o = w.run(&["--json", "prune", "--kill", "--timeout", "3s"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(o.status.success(), "{v} {}", stderr(&o));
+    for p in &pids {
+        assert!(!alive(*p), "process {p} survived prune --kill: {v}");
+    }
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"], "{v}");
+}
+
+#[test]
+fn prune_removes_empty_skips_populated_keeps_and_dry_run_changes_nothing() {
+    let w = World::new();
+    ok(w.run(&["create", "e1"]));
+    ok(w.run(&["create", "k1"]));
+    let mut c = module(&w, "p1", "exec sleep 600", 1);
+    let before = w.tree();
+    let dry: Value = serde_json::from_str(&ok(w.run(&[
+        "--json",
+        "prune",
+        "--dry-run",
+        "--kill",
+        "--keep",
+        "k1",
+    ])))
+    .unwrap();
+    assert_eq!(w.tree(), before, "--dry-run changed the tree");
+    let action = |v: &Value, name: &str| {
+        v["modules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .map(|m| m["action"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    assert_eq!(action(&dry, "e1"), "would-remove");
+    assert_eq!(action(&dry, "p1"), "would-kill");
+    assert_eq!(action(&dry, "k1"), "kept");
+
+    let v: Value = serde_json::from_str(&ok(w.run(&["--json", "prune", "--keep", "k1"]))).unwrap();
+    assert_eq!(action(&v, "e1"), "removed");
+    assert_eq!(action(&v, "p1"), "skipped-populated");
+    assert_eq!(action(&v, "k1"), "kept");
+    assert_eq!(
+        w.tree(),
+        vec![
+            "daemon",
+            "subc-modules",
+            "subc-modules/k1",
+            "subc-modules/p1"
+        ]
+    );
+    ok(w.run(&["kill", "p1"]));
+    c.wait().unwrap();
+}
