@@ -24,6 +24,7 @@ pub mod root;
 pub mod sandbox;
 pub mod spawn;
 pub mod stop;
+pub mod telemetry;
 pub mod wait;
 
 pub use error::{Class, Error, Result};

@@ -126,6 +126,16 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             let r = open_root(cli.root)?.remove(&id)?;
             out.remove(&r)?;
         }
+        Command::Status { ids, format } => {
+            let root = open_root(cli.root)?;
+            let r = root.status(&ids)?;
+            let format = if cli.json {
+                cli::args::Format::Json
+            } else {
+                format
+            };
+            out.status(&r, format)?;
+        }
         Command::List => {
             let root = open_root(cli.root)?;
             let r = root.list()?;

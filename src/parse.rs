@@ -197,3 +197,145 @@ mod tests {
         assert!(cgroup2_mounts("garbage\n\n").is_empty());
     }
 }
+
+/// A nested-keyed pressure file (`memory.pressure`, `cpu.pressure`, `io.pressure`):
+/// `some avg10=0.00 avg60=0.00 avg300=0.00 total=0` and a `full …` line.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Pressure {
+    /// `some avg10`: the share of the last 10 s in which some task stalled, in percent.
+    pub some_avg10: Option<f64>,
+    /// `full avg10`: the share in which all non-idle tasks stalled (absent for `cpu` before 5.13).
+    pub full_avg10: Option<f64>,
+}
+
+/// Parse a PSI file. Unknown fields are ignored.
+pub fn pressure(text: &str) -> Pressure {
+    let mut p = Pressure::default();
+    for line in text.lines() {
+        let mut it = line.split_whitespace();
+        let kind = it.next();
+        let avg10 = it
+            .find_map(|f| f.strip_prefix("avg10="))
+            .and_then(|v| v.parse().ok());
+        match kind {
+            Some("some") => p.some_avg10 = avg10,
+            Some("full") => p.full_avg10 = avg10,
+            _ => {}
+        }
+    }
+    p
+}
+
+/// A single-value limit file (`memory.max`, `pids.max`, `memory.high`, `cpu.weight`,
+/// `memory.oom.group`): `max` or a number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// No limit.
+    Max,
+    /// A number (bytes, processes, a weight, or 0/1).
+    Value(u64),
+}
+
+impl serde::Serialize for Limit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Limit::Max => s.serialize_str("max"),
+            Limit::Value(v) => s.serialize_u64(*v),
+        }
+    }
+}
+
+/// Parse a single-value limit file. `None` when it is neither `max` nor a number.
+pub fn limit(text: &str) -> Option<Limit> {
+    match text.trim() {
+        "max" => Some(Limit::Max),
+        v => v.parse().ok().map(Limit::Value),
+    }
+}
+
+/// A single number (`memory.current`, `memory.peak`, `pids.current`).
+pub fn number(text: &str) -> Option<u64> {
+    text.trim().parse().ok()
+}
+
+/// From `/proc/<pid>/status` (proc(5)): `VmRSS` and `VmSwap` in bytes. Kernel threads and
+/// zombies have neither: `None`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ProcMemory {
+    /// `VmRSS`, bytes.
+    pub rss: Option<u64>,
+    /// `VmSwap`, bytes.
+    pub swap: Option<u64>,
+}
+
+/// Parse `/proc/<pid>/status` for `VmRSS` and `VmSwap` (`kB` units).
+pub fn proc_status_memory(text: &str) -> ProcMemory {
+    let kb = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().strip_suffix("kB"))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(|v| v * 1024)
+    };
+    ProcMemory {
+        rss: kb("VmRSS:"),
+        swap: kb("VmSwap:"),
+    }
+}
+
+#[cfg(test)]
+mod telemetry_tests {
+    use super::*;
+    use std::path::Path;
+
+    fn fixture(name: &str) -> String {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(name);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    #[test]
+    fn memory_events_and_stat_keep_unknown_keys() {
+        let e = flat_keyed(&fixture("memory.events"));
+        assert_eq!(e.get("oom_kill"), Some(&3));
+        assert_eq!(e.get("oom_group_kill"), Some(&1));
+        assert_eq!(e.get("future_counter"), Some(&9));
+        let s = flat_keyed(&fixture("memory.stat"));
+        assert_eq!(s.get("anon"), Some(&1_048_576));
+        let c = flat_keyed(&fixture("cpu.stat"));
+        assert_eq!(c.get("usage_usec"), Some(&123_456));
+    }
+
+    #[test]
+    fn pressure_files() {
+        let p = pressure(&fixture("memory.pressure"));
+        assert_eq!(p.some_avg10, Some(1.5));
+        assert_eq!(p.full_avg10, Some(0.25));
+        // cpu.pressure before 5.13 has no full line.
+        let p = pressure("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+        assert_eq!((p.some_avg10, p.full_avg10), (Some(0.0), None));
+        assert_eq!(pressure(""), Pressure::default());
+    }
+
+    #[test]
+    fn limits_and_numbers() {
+        assert_eq!(limit("max\n"), Some(Limit::Max));
+        assert_eq!(limit("1073741824\n"), Some(Limit::Value(1 << 30)));
+        assert_eq!(limit("garbage"), None);
+        assert_eq!(number("42\n"), Some(42));
+        assert_eq!(number(""), None);
+    }
+
+    #[test]
+    fn proc_status() {
+        let m = proc_status_memory(&fixture("proc-status"));
+        assert_eq!(m.rss, Some(5_432 * 1024));
+        assert_eq!(m.swap, Some(128 * 1024));
+        // A kernel thread: no Vm lines at all.
+        assert_eq!(
+            proc_status_memory("Name:\tkthreadd\nState:\tS (sleeping)\n"),
+            ProcMemory::default()
+        );
+    }
+}

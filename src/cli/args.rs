@@ -100,6 +100,14 @@ pub enum Command {
     },
     /// Every module (ours and the daemon's own placement) with its populated state and processes.
     List,
+    /// Per-module figures: memory, swap, OOM events, pids, cpu, pressure, and the limits in force.
+    Status {
+        /// Modules to show (ids or directory names as `list` shows them); all when none.
+        ids: Vec<String>,
+        /// Output format (--json is the same as --format json).
+        #[arg(long, value_enum, default_value = "table")]
+        format: Format,
+    },
     /// Run CMD with CK_CGROUP_ROOT set to a fresh isolated root; remove it afterwards.
     Sandbox {
         /// Where to make the sandbox (default: the cgroup2 mount's root, when writable).
@@ -121,6 +129,17 @@ pub enum Command {
         #[arg(long, value_name = "DIR", required_if_eq("kind", "man"))]
         out_dir: Option<PathBuf>,
     },
+}
+
+/// `status` output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A table for people.
+    Table,
+    /// JSON: every figure as {"value", "source"}.
+    Json,
+    /// Prometheus text exposition format (node_exporter's textfile collector).
+    Prometheus,
 }
 
 /// How a tree is stopped (`kill`, `prune --kill`).

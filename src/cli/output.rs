@@ -182,6 +182,29 @@ impl Output {
         })
     }
 
+    pub fn status(
+        &self,
+        rows: &[ck_cgroup::telemetry::ModuleStatus],
+        format: super::args::Format,
+    ) -> io::Result<()> {
+        use super::args::Format;
+        #[derive(Serialize)]
+        struct Status<'a> {
+            modules: &'a [ck_cgroup::telemetry::ModuleStatus],
+        }
+        let mut out = io::stdout().lock();
+        match format {
+            Format::Json => {
+                serde_json::to_writer(&mut out, &Status { modules: rows })
+                    .map_err(io::Error::other)?;
+                writeln!(out)?;
+            }
+            Format::Table => out.write_all(super::status::table(rows).as_bytes())?,
+            Format::Prometheus => out.write_all(super::status::prometheus(rows).as_bytes())?,
+        }
+        out.flush()
+    }
+
     pub fn sandbox(&self, path: &Path, kept: bool, status: i32) -> io::Result<()> {
         #[derive(Serialize)]
         struct Sb<'a> {
@@ -210,7 +233,7 @@ impl Output {
 }
 
 /// Left-aligned columns separated by two spaces.
-fn table<const N: usize>(rows: &[[String; N]]) -> String {
+pub fn table<const N: usize>(rows: &[[String; N]]) -> String {
     let mut widths = [0usize; N];
     for r in rows {
         for (w, c) in widths.iter_mut().zip(r) {

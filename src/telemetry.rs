@@ -1,0 +1,260 @@
+//! Per-module figures for `status`: every figure carries where it came from, and a figure that
+//! could not be read is `None` (JSON `null`, table `-`), never 0.
+//!
+//! Where the memory controller is not enabled for the modules (as on a hybrid host), RSS and swap
+//! are summed from `/proc/<pid>/status` (`VmRSS`, `VmSwap`) of the module's processes, and the
+//! source says so. Kernel reference: <https://docs.kernel.org/admin-guide/cgroup-v2.html>
+//! ("Memory Interface Files", "PID Interface Files", "CPU Interface Files", "PSI").
+
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::module::{Layout, ModuleEntry, Root, procs};
+use crate::parse::{self, Limit};
+use crate::root::CgroupDir;
+use crate::wait::join;
+
+/// A value and the file (or computation) it came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Figure<T> {
+    /// The value; `None` when it could not be read.
+    pub value: Option<T>,
+    /// Where it came from: a kernel file name, or a description of the fallback.
+    pub source: String,
+}
+
+impl<T> Figure<T> {
+    fn new(value: Option<T>, source: impl Into<String>) -> Figure<T> {
+        Figure {
+            value,
+            source: source.into(),
+        }
+    }
+}
+
+/// `memory.events` counters (`None` each where the file or the key is absent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct MemoryEvents {
+    /// Reclaimed below `memory.low`.
+    pub low: Option<u64>,
+    /// Throttled above `memory.high`.
+    pub high: Option<u64>,
+    /// Hit `memory.max`.
+    pub max: Option<u64>,
+    /// Hit the limit and the OOM killer was invoked.
+    pub oom: Option<u64>,
+    /// Processes killed by the OOM killer.
+    pub oom_kill: Option<u64>,
+    /// Whole-group OOM kills (`memory.oom.group`, kernel 5.17+ key).
+    pub oom_group_kill: Option<u64>,
+}
+
+/// The limits in force on a module.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Limits {
+    /// `memory.high`.
+    pub memory_high: Figure<Limit>,
+    /// `memory.max`.
+    pub memory_max: Figure<Limit>,
+    /// `memory.swap.max`.
+    pub memory_swap_max: Figure<Limit>,
+    /// `pids.max`.
+    pub pids_max: Figure<Limit>,
+    /// `cpu.weight`.
+    pub cpu_weight: Figure<Limit>,
+    /// `memory.oom.group`.
+    pub memory_oom_group: Figure<Limit>,
+}
+
+/// Every figure of one module.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModuleStatus {
+    /// Directory name as found.
+    pub name: String,
+    /// The module id (decoded for the daemon's layout; `null` where it does not decode).
+    pub module: Option<String>,
+    /// Which placement made it.
+    pub layout: Layout,
+    /// Path relative to the root.
+    pub path: String,
+    /// `populated` from `cgroup.events`.
+    pub populated: Figure<bool>,
+    /// Processes in the module and its sub-cgroups.
+    pub procs: Figure<usize>,
+    /// Memory in use: `memory.current`, or the sum of `VmRSS` where that file is absent.
+    pub memory_current: Figure<u64>,
+    /// `memory.peak` (kernel 5.19).
+    pub memory_peak: Figure<u64>,
+    /// Swap in use: `memory.swap.current`, or the sum of `VmSwap`.
+    pub memory_swap_current: Figure<u64>,
+    /// `memory.events`.
+    pub memory_events: Figure<MemoryEvents>,
+    /// `pids.current`.
+    pub pids_current: Figure<u64>,
+    /// `cpu.stat` `usage_usec`.
+    pub cpu_usage_usec: Figure<u64>,
+    /// `memory.pressure` `some avg10`, percent.
+    pub memory_pressure_avg10: Figure<f64>,
+    /// `cpu.pressure` `some avg10`, percent.
+    pub cpu_pressure_avg10: Figure<f64>,
+    /// `io.pressure` `some avg10`, percent.
+    pub io_pressure_avg10: Figure<f64>,
+    /// The limits in force.
+    pub limits: Limits,
+}
+
+fn read(dir: &CgroupDir, rel: &str, file: &str) -> Option<String> {
+    let text = dir.read_raw(&join(rel, file)).ok();
+    if cfg!(feature = "mutation-absent-is-zero") {
+        // Mutation: an unreadable figure becomes 0, the bug the null rule exists to prevent.
+        return text.or_else(|| Some("0\n".into()));
+    }
+    text
+}
+
+impl Root {
+    /// The figures of every module (ours and the daemon's), or of those named.
+    pub fn status(&self, names: &[String]) -> Result<Vec<ModuleStatus>> {
+        let all = self.list()?;
+        let mut out = Vec::new();
+        if names.is_empty() {
+            for m in &all {
+                out.push(module_status(self.dir(), m));
+            }
+            return Ok(out);
+        }
+        for n in names {
+            let Some(m) = self.find(n)? else {
+                return Err(crate::Error::failed(format!(
+                    "no module {n} under {}",
+                    self.path().display()
+                ))
+                .with_hint("`ck-cgroup list` shows the modules"));
+            };
+            if let Some(e) = all
+                .iter()
+                .find(|e| e.name == m.name && e.layout == m.layout)
+            {
+                out.push(module_status(self.dir(), e));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Read one module's figures. Never fails: what cannot be read is `None`.
+pub fn module_status(dir: &CgroupDir, m: &ModuleEntry) -> ModuleStatus {
+    let rel = m.path.as_str();
+    let f = |file: &str| read(dir, rel, file);
+    let pids = procs(dir, rel).ok();
+
+    let (memory_current, memory_swap_current) =
+        match (f("memory.current"), f("memory.swap.current")) {
+            (Some(cur), swap) => (
+                Figure::new(parse::number(&cur), "memory.current"),
+                Figure::new(
+                    swap.as_deref().and_then(parse::number),
+                    "memory.swap.current",
+                ),
+            ),
+            (None, Some(swap)) => (
+                Figure::new(None, "memory.current"),
+                Figure::new(parse::number(&swap), "memory.swap.current"),
+            ),
+            (None, None) => proc_memory(pids.as_deref()),
+        };
+    let events = f("memory.events").map(|t| {
+        let k = parse::flat_keyed(&t);
+        MemoryEvents {
+            low: k.get("low").copied(),
+            high: k.get("high").copied(),
+            max: k.get("max").copied(),
+            oom: k.get("oom").copied(),
+            oom_kill: k.get("oom_kill").copied(),
+            oom_group_kill: k.get("oom_group_kill").copied(),
+        }
+    });
+    let limit = |file: &str| Figure::new(f(file).as_deref().and_then(parse::limit), file);
+    let psi = |file: &str| {
+        Figure::new(
+            f(file).and_then(|t| parse::pressure(&t).some_avg10),
+            format!("{file} some avg10"),
+        )
+    };
+    ModuleStatus {
+        name: m.name.to_string(),
+        module: m.module.clone(),
+        layout: m.layout,
+        path: m.path.clone(),
+        populated: Figure::new(m.populated, "cgroup.events populated"),
+        procs: Figure::new(
+            pids.as_ref().map(Vec::len),
+            "cgroup.procs (sub-cgroups included)",
+        ),
+        memory_current,
+        memory_peak: Figure::new(
+            f("memory.peak").as_deref().and_then(parse::number),
+            "memory.peak",
+        ),
+        memory_swap_current,
+        memory_events: Figure::new(events, "memory.events"),
+        pids_current: Figure::new(
+            f("pids.current").as_deref().and_then(parse::number),
+            "pids.current",
+        ),
+        cpu_usage_usec: Figure::new(
+            f("cpu.stat").and_then(|t| parse::flat_keyed(&t).get("usage_usec").copied()),
+            "cpu.stat usage_usec",
+        ),
+        memory_pressure_avg10: psi("memory.pressure"),
+        cpu_pressure_avg10: psi("cpu.pressure"),
+        io_pressure_avg10: psi("io.pressure"),
+        limits: Limits {
+            memory_high: limit("memory.high"),
+            memory_max: limit("memory.max"),
+            memory_swap_max: limit("memory.swap.max"),
+            pids_max: limit("pids.max"),
+            cpu_weight: limit("cpu.weight"),
+            memory_oom_group: limit("memory.oom.group"),
+        },
+    }
+}
+
+/// The source of a figure summed from `/proc` (the memory controller is not enabled).
+pub const PROC_RSS_SOURCE: &str = "sum of VmRSS in /proc/<pid>/status (no memory controller)";
+/// As [`PROC_RSS_SOURCE`], for swap.
+pub const PROC_SWAP_SOURCE: &str = "sum of VmSwap in /proc/<pid>/status (no memory controller)";
+
+/// Sum `VmRSS`/`VmSwap` of the module's processes. A process that exits while we read is skipped;
+/// when none of a populated module's processes could be read, the figure is unknown.
+fn proc_memory(pids: Option<&[u32]>) -> (Figure<u64>, Figure<u64>) {
+    let Some(pids) = pids else {
+        return (
+            Figure::new(None, PROC_RSS_SOURCE),
+            Figure::new(None, PROC_SWAP_SOURCE),
+        );
+    };
+    let mut rss: Option<u64> = None;
+    let mut swap: Option<u64> = None;
+    for pid in pids {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            continue;
+        };
+        let m = parse::proc_status_memory(&text);
+        if let Some(r) = m.rss {
+            rss = Some(rss.unwrap_or(0) + r);
+        }
+        if let Some(s) = m.swap {
+            swap = Some(swap.unwrap_or(0) + s);
+        }
+    }
+    if pids.is_empty() {
+        // No process: nothing is resident, and that is known.
+        rss = Some(0);
+        swap = Some(0);
+    }
+    (
+        Figure::new(rss, PROC_RSS_SOURCE),
+        Figure::new(swap, PROC_SWAP_SOURCE),
+    )
+}
