@@ -18,6 +18,7 @@
 pub mod discover;
 pub mod error;
 pub mod id;
+pub mod limits;
 pub mod module;
 pub mod parse;
 pub mod root;

@@ -83,19 +83,47 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             let r = open_root(cli.root)?.init()?;
             out.init(&r)?;
         }
-        Command::Create { id } => {
+        Command::Create { id, limits } => {
             let id = ModuleId::new(&id)?;
-            let r = open_root(cli.root)?.create(&id)?;
-            out.create(&r)?;
+            let root = open_root(cli.root)?;
+            let existed = root.find(id.as_str())?.is_some();
+            let l = root.create_with_limits(&id, &limits.limits(), limits.best_effort)?;
+            out.create(&id, root.path(), !existed, &l)?;
+        }
+        Command::Set { id, limits } => {
+            let id = ModuleId::new(&id)?;
+            let root = open_root(cli.root)?;
+            if root.find(id.as_str())?.is_none() {
+                return Err(Error::failed(format!(
+                    "no module {id} under {}",
+                    root.path().display()
+                ))
+                .with_hint(format!(
+                    "make it with `ck-cgroup create {id}` and the same limits"
+                ))
+                .into());
+            }
+            let l = root.set_limits(&id, &limits.limits(), limits.best_effort)?;
+            out.limits(&l)?;
         }
         Command::Place { id, pids } => {
             let id = ModuleId::new(&id)?;
             let r = open_root(cli.root)?.place(&id, &pids)?;
             out.place(&r)?;
         }
-        Command::Exec { id, cmd } => {
+        Command::Exec { id, limits, cmd } => {
             let id = ModuleId::new(&id)?;
-            open_root(cli.root)?.enter(&id)?;
+            let root = open_root(cli.root)?;
+            let l = limits.limits();
+            // The spawn path: without limits, one write to cgroup.procs (and a mkdir the first
+            // time); with limits, checked before anything is made.
+            if !l.is_empty() {
+                let r = root.create_with_limits(&id, &l, limits.best_effort)?;
+                for s in &r.skipped {
+                    eprintln!("ck-cgroup: skipped {}: {}", s.file, s.reason);
+                }
+            }
+            root.enter(&id)?;
             return Ok(exec(&cmd));
         }
         Command::Kill { id, stop } => {

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use ck_cgroup::parse::Limit;
 use clap::{Parser, Subcommand, ValueEnum};
 
 const EXIT_CODES: &str = "\
@@ -40,15 +41,26 @@ pub struct Cli {
 pub enum Command {
     /// Make daemon/ and subc-modules/, move the root's processes into daemon/, enable controllers.
     Init,
-    /// Make a module's cgroup subc-modules/<ID> (idempotent).
+    /// Make a module's cgroup subc-modules/<ID> (idempotent), with limits.
     Create {
         /// Module id: 1 to 64 of [A-Za-z0-9_-], starting with a letter or digit.
         id: String,
+        #[command(flatten)]
+        limits: LimitArgs,
+    },
+    /// Change the limits of a module.
+    Set {
+        /// Module id.
+        id: String,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
     /// Move this process into the module, then execute CMD (same pid; the caller stays its parent).
     Exec {
         /// Module id.
         id: String,
+        #[command(flatten)]
+        limits: LimitArgs,
         /// The module's command and its arguments.
         #[arg(last = true, required = true, value_name = "CMD")]
         cmd: Vec<String>,
@@ -129,6 +141,63 @@ pub enum Command {
         #[arg(long, value_name = "DIR", required_if_eq("kind", "man"))]
         out_dir: Option<PathBuf>,
     },
+}
+
+/// Per-module limits (written to the module's own leaf).
+#[derive(Debug, Clone, clap::Args)]
+pub struct LimitArgs {
+    /// memory.high: throttle and reclaim above SIZE (K, M, G, T suffixes, or max).
+    #[arg(long, value_parser = size, value_name = "SIZE")]
+    pub memory_high: Option<Limit>,
+    /// memory.max: the module is OOM-killed above SIZE.
+    #[arg(long, value_parser = size, value_name = "SIZE")]
+    pub memory_max: Option<Limit>,
+    /// memory.swap.max.
+    #[arg(long, value_parser = size, value_name = "SIZE")]
+    pub memory_swap_max: Option<Limit>,
+    /// pids.max: at most N processes and threads.
+    #[arg(long, value_parser = count, value_name = "N")]
+    pub pids_max: Option<Limit>,
+    /// cpu.weight, 1 to 10000 (default 100).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10000), value_name = "N")]
+    pub cpu_weight: Option<u64>,
+    /// memory.oom.group 1: an OOM kill takes the module's whole tree (the default on create).
+    #[arg(long, overrides_with = "no_oom_group")]
+    pub oom_group: bool,
+    /// memory.oom.group 0: the OOM killer picks single processes.
+    #[arg(long)]
+    pub no_oom_group: bool,
+    /// Apply the limits whose controller is enabled; list the others as skipped (exit 0).
+    #[arg(long)]
+    pub best_effort: bool,
+}
+
+fn size(s: &str) -> Result<Limit, String> {
+    ck_cgroup::limits::parse_size(s).map_err(|e| e.to_string())
+}
+
+fn count(s: &str) -> Result<Limit, String> {
+    ck_cgroup::limits::parse_count(s).map_err(|e| e.to_string())
+}
+
+impl LimitArgs {
+    /// The library's limits.
+    pub fn limits(&self) -> ck_cgroup::limits::Limits {
+        ck_cgroup::limits::Limits {
+            memory_high: self.memory_high,
+            memory_max: self.memory_max,
+            memory_swap_max: self.memory_swap_max,
+            pids_max: self.pids_max,
+            cpu_weight: self.cpu_weight,
+            oom_group: if self.oom_group {
+                Some(true)
+            } else if self.no_oom_group {
+                Some(false)
+            } else {
+                None
+            },
+        }
+    }
 }
 
 /// `status` output formats.

@@ -6,8 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use ck_cgroup::module::{
-    CreateReport, InitReport, ModuleEntry, PlaceReport, PruneAction, PruneEntry, RemoveReport,
-    StopReport,
+    InitReport, ModuleEntry, PlaceReport, PruneAction, PruneEntry, RemoveReport, StopReport,
 };
 
 /// Where results go, and in which form.
@@ -71,14 +70,49 @@ impl Output {
         })
     }
 
-    pub fn create(&self, r: &CreateReport) -> io::Result<()> {
-        self.emit(r, || {
-            format!(
+    pub fn create(
+        &self,
+        id: &ck_cgroup::ModuleId,
+        root: &Path,
+        created: bool,
+        l: &ck_cgroup::limits::LimitReport,
+    ) -> io::Result<()> {
+        #[derive(Serialize)]
+        struct Create<'a> {
+            module: &'a ck_cgroup::ModuleId,
+            path: std::path::PathBuf,
+            created: bool,
+            applied: &'a [ck_cgroup::limits::Applied],
+            skipped: &'a [ck_cgroup::limits::Skipped],
+        }
+        let path = root.join("subc-modules").join(id.as_str());
+        let r = Create {
+            module: id,
+            path: path.clone(),
+            created,
+            applied: &l.applied,
+            skipped: &l.skipped,
+        };
+        self.emit(&r, || {
+            let mut s = format!(
                 "{} {} at {}\n",
-                if r.created { "created" } else { "exists " },
-                r.module,
-                r.path.display()
-            )
+                if created { "created" } else { "exists " },
+                id,
+                path.display()
+            );
+            s += &limit_lines(l);
+            s
+        })
+    }
+
+    pub fn limits(&self, l: &ck_cgroup::limits::LimitReport) -> io::Result<()> {
+        self.emit(l, || {
+            let s = limit_lines(l);
+            if s.is_empty() {
+                format!("{}: no limit given\n", l.module)
+            } else {
+                s
+            }
         })
     }
 
@@ -230,6 +264,17 @@ impl Output {
         }
         Ok(())
     }
+}
+
+fn limit_lines(l: &ck_cgroup::limits::LimitReport) -> String {
+    let mut s = String::new();
+    for a in &l.applied {
+        s += &format!("{}: {} = {}\n", l.module, a.file, a.value);
+    }
+    for k in &l.skipped {
+        s += &format!("{}: skipped {}: {}\n", l.module, k.file, k.reason);
+    }
+    s
 }
 
 /// Left-aligned columns separated by two spaces.

@@ -1,0 +1,268 @@
+//! Per-module limits: `memory.high`, `memory.max`, `memory.swap.max`, `pids.max`, `cpu.weight`,
+//! `memory.oom.group`, written to the module's leaf only (never to the service's own cgroup).
+//!
+//! Every limit's controller must be enabled for the modules (`subc-modules/cgroup.subtree_control`)
+//! before anything is written: a missing controller is bad input (exit 2) that names the
+//! controller and the fix, and nothing is half-applied, unless `best_effort` is asked for.
+//! Kernel reference: <https://docs.kernel.org/admin-guide/cgroup-v2.html> ("Memory", "PID", "CPU").
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::id::ModuleId;
+use crate::module::{ModuleRef, Root};
+use crate::parse::{self, Limit};
+use crate::wait::join;
+
+/// Limits to apply; `None` leaves a limit as it is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// `memory.high`: throttle and reclaim above this.
+    pub memory_high: Option<Limit>,
+    /// `memory.max`: the OOM killer acts above this.
+    pub memory_max: Option<Limit>,
+    /// `memory.swap.max`.
+    pub memory_swap_max: Option<Limit>,
+    /// `pids.max`.
+    pub pids_max: Option<Limit>,
+    /// `cpu.weight` (1 to 10000).
+    pub cpu_weight: Option<u64>,
+    /// `memory.oom.group`: an OOM kill takes the module's whole tree.
+    pub oom_group: Option<bool>,
+}
+
+/// A write that passed the check: the file and the value.
+pub type Write = (&'static str, String);
+
+/// One limit written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Applied {
+    /// The file.
+    pub file: &'static str,
+    /// The value written.
+    pub value: String,
+}
+
+/// One limit not written under `--best-effort`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    /// The file.
+    pub file: &'static str,
+    /// The controller it needs.
+    pub controller: &'static str,
+    /// Why.
+    pub reason: String,
+}
+
+/// What a limit change did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LimitReport {
+    /// The module.
+    pub module: ModuleId,
+    /// Written.
+    pub applied: Vec<Applied>,
+    /// Not written (only with best effort).
+    pub skipped: Vec<Skipped>,
+}
+
+impl Limits {
+    /// The writes these limits make: (file, controller, value), in a fixed order.
+    pub fn writes(&self) -> Vec<(&'static str, &'static str, String)> {
+        let lim = |l: Limit| match l {
+            Limit::Max => "max".to_string(),
+            Limit::Value(v) => v.to_string(),
+        };
+        let mut w = Vec::new();
+        if let Some(l) = self.memory_high {
+            w.push(("memory.high", "memory", lim(l)));
+        }
+        if let Some(l) = self.memory_max {
+            w.push(("memory.max", "memory", lim(l)));
+        }
+        if let Some(l) = self.memory_swap_max {
+            w.push(("memory.swap.max", "memory", lim(l)));
+        }
+        if let Some(l) = self.pids_max {
+            w.push(("pids.max", "pids", lim(l)));
+        }
+        if let Some(v) = self.cpu_weight {
+            w.push(("cpu.weight", "cpu", v.to_string()));
+        }
+        if let Some(g) = self.oom_group {
+            w.push(("memory.oom.group", "memory", u8::from(g).to_string()));
+        }
+        w
+    }
+
+    /// No limit asked for.
+    pub fn is_empty(&self) -> bool {
+        self.writes().is_empty()
+    }
+}
+
+/// `512K`, `100M`, `2G`, `1T` (powers of 1024), a byte count, or `max`.
+pub fn parse_size(s: &str) -> Result<Limit> {
+    let bad = || {
+        Error::bad_input(format!("invalid size {s:?}"))
+            .with_hint("a size is a number of bytes with an optional K, M, G or T suffix, or max")
+    };
+    if s == "max" {
+        return Ok(Limit::Max);
+    }
+    let (num, mul) = match s.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let m: u64 = match c.to_ascii_uppercase() {
+                'K' => 1 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                'T' => 1 << 40,
+                _ => return Err(bad()),
+            };
+            (&s[..i], m)
+        }
+        _ => (s, 1),
+    };
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    n.checked_mul(mul).map(Limit::Value).ok_or_else(bad)
+}
+
+/// A count (`pids.max`) or `max`.
+pub fn parse_count(s: &str) -> Result<Limit> {
+    if s == "max" {
+        return Ok(Limit::Max);
+    }
+    s.parse().map(Limit::Value).map_err(|_| {
+        Error::bad_input(format!("invalid count {s:?}")).with_hint("a count is a number, or max")
+    })
+}
+
+impl Root {
+    /// The controllers enabled for the modules (`subc-modules/cgroup.subtree_control`).
+    pub fn module_controllers(&self) -> Result<Vec<String>> {
+        match self.dir().read_raw("subc-modules/cgroup.subtree_control") {
+            Ok(t) => Ok(parse::controllers(&t)),
+            Err(rustix::io::Errno::NOENT) => Ok(Vec::new()),
+            Err(e) => Err(Error::io(
+                "read",
+                self.dir()
+                    .display_path("subc-modules/cgroup.subtree_control"),
+                e,
+            )),
+        }
+    }
+
+    /// Check that every limit's controller is enabled for the modules. Without `best_effort` a
+    /// missing one is bad input (exit 2) naming the controller and the fix; with it, the limits
+    /// that cannot be written are returned as skipped. Nothing is written here.
+    pub fn check_limits(
+        &self,
+        limits: &Limits,
+        best_effort: bool,
+    ) -> Result<(Vec<Write>, Vec<Skipped>)> {
+        let enabled = self.module_controllers()?;
+        let mut ok = Vec::new();
+        let mut skipped = Vec::new();
+        for (file, controller, value) in limits.writes() {
+            // Mutation: skip the check, so a missing controller is found by a failed write.
+            if enabled.iter().any(|c| c == controller)
+                || cfg!(feature = "mutation-limits-unchecked")
+            {
+                ok.push((file, value));
+                continue;
+            }
+            let reason = format!(
+                "the {controller} controller is not enabled for the modules in {}",
+                self.path().display()
+            );
+            if !best_effort {
+                return Err(Error::bad_input(format!("{file} needs {reason}")).with_hint(
+                    "delegate it to the service (Delegate=memory pids cpu io in the unit) and run `ck-cgroup init`; or pass --best-effort to apply the other limits",
+                ));
+            }
+            skipped.push(Skipped {
+                file,
+                controller,
+                reason,
+            });
+        }
+        Ok((ok, skipped))
+    }
+
+    /// Apply limits to an existing module (made if needed), after [`Root::check_limits`].
+    pub fn set_limits(
+        &self,
+        id: &ModuleId,
+        limits: &Limits,
+        best_effort: bool,
+    ) -> Result<LimitReport> {
+        let (writes, skipped) = self.check_limits(limits, best_effort)?;
+        self.create(id)?;
+        let rel = ModuleRef::ck(id).rel();
+        let mut applied = Vec::new();
+        for (file, value) in writes {
+            self.dir().write(&join(&rel, file), &value)?;
+            applied.push(Applied { file, value });
+        }
+        Ok(LimitReport {
+            module: id.clone(),
+            applied,
+            skipped,
+        })
+    }
+
+    /// Make a module with limits: checked first (nothing is made when a controller is missing and
+    /// `best_effort` is off), `memory.oom.group` 1 by default where the memory controller is
+    /// enabled, so an OOM takes the module's whole tree and nothing else.
+    pub fn create_with_limits(
+        &self,
+        id: &ModuleId,
+        limits: &Limits,
+        best_effort: bool,
+    ) -> Result<LimitReport> {
+        let mut limits = *limits;
+        if limits.oom_group.is_none() && self.module_controllers()?.iter().any(|c| c == "memory") {
+            limits.oom_group = Some(true);
+        }
+        self.check_limits(&limits, best_effort)?;
+        self.set_limits(id, &limits, best_effort)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("max").unwrap(), Limit::Max);
+        assert_eq!(parse_size("512").unwrap(), Limit::Value(512));
+        assert_eq!(parse_size("4K").unwrap(), Limit::Value(4096));
+        assert_eq!(parse_size("100M").unwrap(), Limit::Value(100 << 20));
+        assert_eq!(parse_size("2g").unwrap(), Limit::Value(2 << 30));
+        assert_eq!(parse_size("1T").unwrap(), Limit::Value(1 << 40));
+        for bad in ["", "M", "1.5G", "10X", "-1", "99999999999999999999T"] {
+            assert_eq!(parse_size(bad).unwrap_err().exit_code(), 2, "{bad}");
+        }
+        assert_eq!(parse_count("64").unwrap(), Limit::Value(64));
+        assert!(parse_count("6x").is_err());
+    }
+
+    #[test]
+    fn writes_in_order() {
+        let l = Limits {
+            memory_max: Some(Limit::Value(1 << 20)),
+            pids_max: Some(Limit::Max),
+            oom_group: Some(false),
+            ..Limits::default()
+        };
+        assert_eq!(
+            l.writes(),
+            vec![
+                ("memory.max", "memory", "1048576".to_string()),
+                ("pids.max", "pids", "max".to_string()),
+                ("memory.oom.group", "memory", "0".to_string()),
+            ]
+        );
+        assert!(Limits::default().is_empty());
+    }
+}

@@ -1,0 +1,90 @@
+//! Limits on this host, where the modules have no memory, pids or cpu controller: refused with
+//! exit 2 and nothing made, or skipped and listed with --best-effort. Real limits, OOM and
+//! pids.max are exercised in the guest lane (scripts/vm-test).
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+fn controllers(w: &World) -> String {
+    std::fs::read_to_string(w.root().join("subc-modules/cgroup.subtree_control")).unwrap()
+}
+
+#[test]
+fn a_limit_without_its_controller_is_refused_and_nothing_is_made() {
+    let w = World::new();
+    if controllers(&w).contains("memory") {
+        return;
+    }
+    let before = w.tree();
+    let o = w.run(&["create", "capped", "--memory-max", "10M"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.starts_with("ck-cgroup: memory.max needs the memory controller"),
+        "{e}"
+    );
+    assert!(e.contains("Delegate="), "the fix is named: {e}");
+    let marker = w.tmp("ran");
+    let touch = format!("touch {}", marker.display());
+    let o = w.run(&[
+        "exec",
+        "capped",
+        "--pids-max",
+        "5",
+        "--",
+        "sh",
+        "-c",
+        &touch,
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        !marker.exists(),
+        "exec ran CMD although its limit was refused"
+    );
+    assert_eq!(w.tree(), before, "a refused limit made something");
+}
+
+#[test]
+fn best_effort_applies_what_it_can_and_lists_the_rest() {
+    let w = World::new();
+    if controllers(&w).contains("memory") {
+        return;
+    }
+    let v: Value = serde_json::from_str(&ok(w.run(&[
+        "--json",
+        "create",
+        "soft",
+        "--memory-max",
+        "10M",
+        "--pids-max",
+        "max",
+        "--best-effort",
+    ])))
+    .unwrap();
+    let skipped: Vec<&str> = v["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(skipped, vec!["memory.max", "pids.max"], "{v}");
+    assert!(w.root().join("subc-modules/soft").is_dir());
+}
+
+#[test]
+fn set_needs_an_existing_module_and_sizes_are_checked() {
+    let w = World::new();
+    let o = w.run(&["set", "ghost", "--cpu-weight", "100"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    for bad in [
+        vec!["create", "x", "--memory-max", "10X"],
+        vec!["create", "x", "--cpu-weight", "0"],
+        vec!["create", "x", "--pids-max", "-1"],
+    ] {
+        let o = w.run(&bad);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", stderr(&o));
+    }
+    assert!(!w.root().join("subc-modules/x").exists());
+}
