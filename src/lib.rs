@@ -27,6 +27,7 @@ pub mod spawn;
 pub mod stop;
 pub mod telemetry;
 pub mod wait;
+pub mod watch;
 
 pub use error::{Class, Error, Result};
 pub use id::{DirName, ModuleId};

@@ -164,6 +164,22 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             };
             out.status(&r, format)?;
         }
+        Command::Watch { ids, report_above } => {
+            let root = open_root(cli.root)?;
+            let opts = ck_cgroup::watch::WatchOptions {
+                ids,
+                report_above: match report_above {
+                    Some(ck_cgroup::parse::Limit::Value(v)) => Some(v),
+                    _ => None,
+                },
+            };
+            ck_cgroup::watch::watch(&root, &opts, |e| {
+                let mut o = io::stdout().lock();
+                serde_json::to_writer(&mut o, e).map_err(io::Error::other)?;
+                writeln!(o)?;
+                o.flush()
+            })?;
+        }
         Command::List => {
             let root = open_root(cli.root)?;
             let r = root.list()?;

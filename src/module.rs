@@ -35,7 +35,7 @@ pub const MODULES_DIR: &str = "subc-modules";
 pub const WANTED_CONTROLLERS: [&str; 4] = ["memory", "pids", "cpu", "io"];
 
 /// Which placement made a module's cgroup.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Layout {
     /// Ours: `subc-modules/<id>` beside the daemon's leaf.

@@ -112,6 +112,15 @@ pub enum Command {
     },
     /// Every module (ours and the daemon's own placement) with its populated state and processes.
     List,
+    /// Module events as JSON Lines as they happen (appeared, emptied, removed, OOM and pids
+    /// counters rising, memory above a threshold). Reports; never kills.
+    Watch {
+        /// Modules to watch (ids or directory names); all when none, new ones included.
+        ids: Vec<String>,
+        /// Report when a module's memory rises above SIZE (and when it falls back).
+        #[arg(long, value_parser = size, value_name = "SIZE")]
+        report_above: Option<Limit>,
+    },
     /// Per-module figures: memory, swap, OOM events, pids, cpu, pressure, and the limits in force.
     Status {
         /// Modules to show (ids or directory names as `list` shows them); all when none.

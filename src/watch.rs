@@ -1,0 +1,409 @@
+//! `watch`: module events as they happen, one JSON object per line. It reports and never kills.
+//!
+//! Event-driven: `inotify(7)` on each module's `cgroup.events`, `memory.events` and `pids.events`
+//! (the kernel generates a modify event when their values change) and on the directories that
+//! hold modules (a module appeared or was removed). The process sleeps in `poll(2)` until the
+//! kernel reports something; the one exception is `memory.current`, which generates no event:
+//! with a report threshold it is read once a second. Watches are added through
+//! `/proc/self/fd/<fd>` of directories opened beneath the root, so no path outside it is used.
+
+use std::collections::{BTreeMap, HashMap};
+use std::os::unix::io::{AsRawFd, OwnedFd};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::fs::{OFlags, inotify};
+use rustix::io::Errno;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::module::{Layout, ModuleEntry, Root};
+use crate::parse;
+use crate::telemetry::module_status;
+use crate::wait::join;
+
+/// One event line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WatchEvent {
+    /// When it was seen, RFC 3339 UTC with milliseconds.
+    pub ts: String,
+    /// The module's directory name.
+    pub module: String,
+    /// Which placement made it.
+    pub layout: Layout,
+    /// `appeared`, `populated`, `emptied`, `removed`, `memory_low`, `memory_high`, `memory_max`,
+    /// `memory_oom`, `memory_oom_kill`, `memory_oom_group_kill`, `pids_max`, `memory_above`,
+    /// `memory_below`.
+    pub event: String,
+    /// The counter or figure now (counters: the file's value; thresholds: memory in bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<u64>,
+    /// The counter before the rise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous: Option<u64>,
+    /// The report threshold that was crossed, bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<u64>,
+    /// The file the value came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// What to watch.
+#[derive(Debug, Clone, Default)]
+pub struct WatchOptions {
+    /// Only these modules (ids or directory names); all when empty.
+    pub ids: Vec<String>,
+    /// Report when a module's memory crosses this many bytes (up: `memory_above`, down:
+    /// `memory_below`).
+    pub report_above: Option<u64>,
+}
+
+#[derive(Default)]
+struct State {
+    populated: Option<bool>,
+    counters: BTreeMap<String, u64>,
+    above: bool,
+    _dir: Option<OwnedFd>,
+}
+
+type Key = (Layout, String);
+
+struct Watcher<'a> {
+    root: &'a Root,
+    opts: &'a WatchOptions,
+    ino: OwnedFd,
+    modules: HashMap<Key, State>,
+    wds: HashMap<i32, Key>,
+    dirs: Vec<OwnedFd>,
+}
+
+/// Watch until `emit` fails (a closed pipe ends it) or a system call fails.
+pub fn watch(
+    root: &Root,
+    opts: &WatchOptions,
+    mut emit: impl FnMut(&WatchEvent) -> std::io::Result<()>,
+) -> Result<()> {
+    let ino = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)
+        .map_err(|e| Error::io("set up inotify for", root.path(), e))?;
+    let mut w = Watcher {
+        root,
+        opts,
+        ino,
+        modules: HashMap::new(),
+        wds: HashMap::new(),
+        dirs: Vec::new(),
+    };
+    let mut out = Vec::new();
+    w.rescan(false, &mut out)?;
+    let mut buf = vec![std::mem::MaybeUninit::<u8>::uninit(); 16 * 1024];
+    loop {
+        for e in out.drain(..) {
+            if emit(&e).is_err() {
+                return Ok(());
+            }
+        }
+        let ts = Timespec {
+            tv_sec: 1,
+            tv_nsec: 0,
+        };
+        let timeout = opts.report_above.map(|_| &ts);
+        let ready = {
+            let mut fds = [PollFd::new(&w.ino, PollFlags::IN)];
+            match poll(&mut fds, timeout) {
+                Ok(n) => n > 0,
+                Err(Errno::INTR) => false,
+                Err(e) => return Err(Error::io("poll inotify for", root.path(), e)),
+            }
+        };
+        if !ready {
+            w.thresholds(&mut out);
+            continue;
+        }
+        let mut changed: Vec<Key> = Vec::new();
+        let mut rescan = false;
+        {
+            let mut reader = inotify::Reader::new(&w.ino, &mut buf);
+            loop {
+                match reader.next() {
+                    Ok(ev) => match w.wds.get(&ev.wd()) {
+                        Some(k) => changed.push(k.clone()),
+                        None => rescan = true,
+                    },
+                    Err(Errno::AGAIN) | Err(Errno::INTR) => break,
+                    Err(e) => return Err(Error::io("read inotify for", root.path(), e)),
+                }
+            }
+        }
+        if cfg!(feature = "mutation-watch-blind") {
+            // Mutation: the kernel's modify events are dropped.
+            changed.clear();
+        }
+        changed.sort();
+        changed.dedup();
+        for k in changed {
+            w.update(&k, true, &mut out);
+        }
+        if rescan {
+            w.rescan(true, &mut out)?;
+        }
+        if opts.report_above.is_some() {
+            w.thresholds(&mut out);
+        }
+    }
+}
+
+impl Watcher<'_> {
+    fn wanted(&self, m: &ModuleEntry) -> bool {
+        self.opts.ids.is_empty()
+            || self
+                .opts
+                .ids
+                .iter()
+                .any(|i| i == m.name.as_str() || Some(i) == m.module.as_ref())
+    }
+
+    fn add(&mut self, fd: &OwnedFd, file: &str, flags: inotify::WatchFlags) -> Option<i32> {
+        let path = if file.is_empty() {
+            format!("/proc/self/fd/{}", fd.as_raw_fd())
+        } else {
+            format!("/proc/self/fd/{}/{file}", fd.as_raw_fd())
+        };
+        inotify::add_watch(&self.ino, path, flags).ok()
+    }
+
+    /// (Re)watch the directories that hold modules, then find modules that appeared or went.
+    fn rescan(&mut self, report: bool, out: &mut Vec<WatchEvent>) -> Result<()> {
+        let dir_flags = inotify::WatchFlags::CREATE
+            | inotify::WatchFlags::DELETE
+            | inotify::WatchFlags::ONLYDIR;
+        self.dirs.clear();
+        for rel in ["", "daemon", "subc-modules", "daemon/subc-modules"] {
+            if let Ok(fd) = self
+                .root
+                .dir()
+                .open_beneath(rel, OFlags::RDONLY | OFlags::DIRECTORY)
+            {
+                // Directory events are not mapped to a module: any of them triggers a rescan.
+                self.add(&fd, "", dir_flags);
+                self.dirs.push(fd);
+            }
+        }
+        let list: Vec<ModuleEntry> = self
+            .root
+            .list()?
+            .into_iter()
+            .filter(|m| self.wanted(m))
+            .collect();
+        let present: Vec<Key> = list
+            .iter()
+            .map(|m| (m.layout, m.name.to_string()))
+            .collect();
+        let gone: Vec<Key> = self
+            .modules
+            .keys()
+            .filter(|k| !present.contains(k))
+            .cloned()
+            .collect();
+        for k in gone {
+            self.modules.remove(&k);
+            self.wds.retain(|_, v| *v != k);
+            out.push(event(&k, "removed", None, None, None));
+        }
+        for m in &list {
+            let k = (m.layout, m.name.to_string());
+            if self.modules.contains_key(&k) {
+                continue;
+            }
+            // A new cgroup starts empty: a module that already holds a process is reported as
+            // populated right after it appeared.
+            let mut st = State {
+                populated: Some(false),
+                ..State::default()
+            };
+            if let Ok(fd) = self
+                .root
+                .dir()
+                .open_beneath(&m.path, OFlags::RDONLY | OFlags::DIRECTORY)
+            {
+                for file in ["cgroup.events", "memory.events", "pids.events"] {
+                    if let Some(wd) = self.add(&fd, file, inotify::WatchFlags::MODIFY) {
+                        self.wds.insert(wd, k.clone());
+                    }
+                }
+                st._dir = Some(fd);
+            }
+            self.modules.insert(k.clone(), st);
+            if report {
+                out.push(event(&k, "appeared", None, None, None));
+            }
+            self.update(&k, report, out);
+        }
+        Ok(())
+    }
+
+    /// Re-read a module's event files; report what changed.
+    fn update(&mut self, k: &Key, report: bool, out: &mut Vec<WatchEvent>) {
+        let rel = format!(
+            "{}/{}",
+            match k.0 {
+                Layout::Ck => "subc-modules",
+                Layout::Daemon => "daemon/subc-modules",
+            },
+            k.1
+        );
+        let dir = self.root.dir();
+        let populated = dir
+            .read_raw(&join(&rel, "cgroup.events"))
+            .ok()
+            .and_then(|t| parse::events(&t).populated);
+        let mut counters = BTreeMap::new();
+        for (file, prefix, keys) in [
+            (
+                "memory.events",
+                "memory_",
+                &["low", "high", "max", "oom", "oom_kill", "oom_group_kill"][..],
+            ),
+            ("pids.events", "pids_", &["max"][..]),
+        ] {
+            if let Ok(t) = dir.read_raw(&join(&rel, file)) {
+                let kv = parse::flat_keyed(&t);
+                for key in keys {
+                    if let Some(v) = kv.get(*key) {
+                        counters.insert(format!("{prefix}{key}"), *v);
+                    }
+                }
+            }
+        }
+        let Some(st) = self.modules.get_mut(k) else {
+            return;
+        };
+        if report {
+            if populated != st.populated {
+                match populated {
+                    Some(true) => out.push(event(k, "populated", None, None, None)),
+                    Some(false) => out.push(event(k, "emptied", None, None, None)),
+                    None => {}
+                }
+            }
+            for (name, v) in &counters {
+                let prev = st.counters.get(name).copied().unwrap_or(0);
+                if *v > prev {
+                    let file = if name.starts_with("pids_") {
+                        "pids.events"
+                    } else {
+                        "memory.events"
+                    };
+                    out.push(event(k, name, Some(*v), Some(prev), Some(file.into())));
+                }
+            }
+        }
+        st.populated = populated;
+        st.counters = counters;
+    }
+
+    /// `memory.current` (or the /proc sum) against the threshold; report crossings only.
+    fn thresholds(&mut self, out: &mut Vec<WatchEvent>) {
+        let Some(limit) = self.opts.report_above else {
+            return;
+        };
+        let Ok(list) = self.root.list() else {
+            return;
+        };
+        for m in list {
+            let k = (m.layout, m.name.to_string());
+            let Some(st) = self.modules.get_mut(&k) else {
+                continue;
+            };
+            let s = module_status(self.root.dir(), &m);
+            let Some(v) = s.memory_current.value else {
+                continue;
+            };
+            let above = v > limit;
+            if above != st.above {
+                st.above = above;
+                let name = if above {
+                    "memory_above"
+                } else {
+                    "memory_below"
+                };
+                let mut e = event(
+                    &k,
+                    name,
+                    Some(v),
+                    None,
+                    Some(s.memory_current.source.clone()),
+                );
+                e.threshold = Some(limit);
+                out.push(e);
+            }
+        }
+    }
+}
+
+fn event(
+    k: &Key,
+    name: &str,
+    value: Option<u64>,
+    previous: Option<u64>,
+    source: Option<String>,
+) -> WatchEvent {
+    WatchEvent {
+        ts: now_rfc3339(),
+        module: k.1.clone(),
+        layout: k.0,
+        event: name.to_string(),
+        value,
+        previous,
+        threshold: None,
+        source,
+    }
+}
+
+/// The time now, `2026-11-30T05:10:00.123Z`.
+pub fn now_rfc3339() -> String {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO);
+    rfc3339(d)
+}
+
+fn rfc3339(d: Duration) -> String {
+    let secs = d.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(rfc3339(Duration::ZERO), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            rfc3339(Duration::from_millis(1_796_016_600_123)),
+            "2026-11-30T05:30:00.123Z"
+        );
+        assert_eq!(
+            rfc3339(Duration::from_secs(951_782_400)),
+            "2000-02-29T00:00:00.000Z"
+        );
+    }
+}

@@ -1,0 +1,107 @@
+//! `watch`: JSON Lines as things happen; it reports and never kills.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+struct Watch {
+    child: Child,
+    rx: mpsc::Receiver<Value>,
+}
+
+impl Watch {
+    fn start(w: &World, args: &[&str]) -> Watch {
+        let mut child = w
+            .ck()
+            .arg("watch")
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        w.track(child.id());
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let v: Value = serde_json::from_str(&line).expect("one JSON object per line");
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        // Let it set its watches up.
+        std::thread::sleep(Duration::from_millis(300));
+        Watch { child, rx }
+    }
+
+    /// The next event of `module`, skipping others; panics after 10 s.
+    fn next(&self, module: &str) -> Value {
+        loop {
+            let v = self
+                .rx
+                .recv_timeout(Duration::from_secs(10))
+                .unwrap_or_else(|_| panic!("no event for {module} within 10 s"));
+            if v["module"] == module {
+                return v;
+            }
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn watch_reports_a_module_appearing_filling_emptying_and_going() {
+    let w = World::new();
+    let watch = Watch::start(&w, &[]);
+    ok(w.run(&["create", "seen"]));
+    assert_eq!(watch.next("seen")["event"], "appeared");
+    ok(w.run(&["exec", "seen", "--", "sh", "-c", "sleep 0.2"]));
+    assert_eq!(watch.next("seen")["event"], "populated");
+    assert_eq!(watch.next("seen")["event"], "emptied");
+    ok(w.run(&["remove", "seen"]));
+    let gone = watch.next("seen");
+    assert_eq!(gone["event"], "removed");
+    assert!(gone["ts"].as_str().unwrap().ends_with('Z'));
+}
+
+#[test]
+fn watch_reports_memory_above_the_threshold_and_kills_nothing() {
+    let w = World::new();
+    let watch = Watch::start(&w, &["--report-above", "10M"]);
+    let script = format!(
+        "import time\nx = bytearray(30 << 20)\nopen('{}', 'w').write('1\\n')\ntime.sleep(600)",
+        w.tmp("ready").display()
+    );
+    let mut c = w
+        .ck()
+        .args(["exec", "big", "--", "python3", "-c", &script])
+        .spawn()
+        .unwrap();
+    w.track(c.id());
+    w.pid_from("ready");
+    let mut seen = Vec::new();
+    let above = loop {
+        let e = watch.next("big");
+        seen.push(e["event"].clone());
+        if e["event"] == "memory_above" {
+            break e;
+        }
+    };
+    assert!(above["value"].as_u64().unwrap() > 10 << 20, "{above}");
+    assert_eq!(above["threshold"], 10 << 20);
+    assert!(alive(c.id()), "watch must never kill: {seen:?}");
+    ok(w.run(&["kill", "--timeout", "3s", "big"]));
+    c.wait().unwrap();
+}
