@@ -21,6 +21,7 @@ pub mod id;
 pub mod limits;
 pub mod module;
 pub mod parse;
+pub mod policy;
 pub mod root;
 pub mod sandbox;
 pub mod spawn;

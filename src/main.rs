@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+use ck_cgroup::policy::{Policy, merge};
 use ck_cgroup::{Error, ModuleId, Root, Sandbox, discover};
 use cli::args::{Cli, Command};
 use cli::output::Output;
@@ -85,9 +86,11 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
         }
         Command::Create { id, limits } => {
             let id = ModuleId::new(&id)?;
+            let policy = Policy::load(cli.policy.as_deref())?;
+            let want = merge(&limits.limits(), &policy.for_module(&id).limits);
             let root = open_root(cli.root)?;
             let existed = root.find(id.as_str())?.is_some();
-            let l = root.create_with_limits(&id, &limits.limits(), limits.best_effort)?;
+            let l = root.create_with_limits(&id, &want, limits.best_effort)?;
             out.create(&id, root.path(), !existed, &l)?;
         }
         Command::Set { id, limits } => {
@@ -113,8 +116,9 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
         }
         Command::Exec { id, limits, cmd } => {
             let id = ModuleId::new(&id)?;
+            let policy = Policy::load(cli.policy.as_deref())?;
+            let l = merge(&limits.limits(), &policy.for_module(&id).limits);
             let root = open_root(cli.root)?;
-            let l = limits.limits();
             // The spawn path: without limits, one write to cgroup.procs (and a mkdir the first
             // time); with limits, checked before anything is made.
             if !l.is_empty() {
@@ -164,14 +168,36 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             };
             out.status(&r, format)?;
         }
+        Command::Apply {
+            dry_run,
+            best_effort,
+        } => {
+            let policy = Policy::load(cli.policy.as_deref())?;
+            if policy.path.is_none() {
+                return Err(Error::bad_input(format!(
+                    "no policy: {} does not exist",
+                    ck_cgroup::policy::DEFAULT_PATH
+                ))
+                .with_hint("pass --policy PATH")
+                .into());
+            }
+            let r = open_root(cli.root)?.apply(&policy, best_effort, dry_run)?;
+            out.apply(&r, dry_run)?;
+        }
         Command::Watch { ids, report_above } => {
+            let policy = Policy::load(cli.policy.as_deref())?;
             let root = open_root(cli.root)?;
             let opts = ck_cgroup::watch::WatchOptions {
                 ids,
                 report_above: match report_above {
                     Some(ck_cgroup::parse::Limit::Value(v)) => Some(v),
-                    _ => None,
+                    _ => policy.defaults.memory_report,
                 },
+                per_module: policy
+                    .modules
+                    .iter()
+                    .filter_map(|(id, e)| e.memory_report.map(|v| (id.to_string(), v)))
+                    .collect(),
             };
             ck_cgroup::watch::watch(&root, &opts, |e| {
                 let mut o = io::stdout().lock();

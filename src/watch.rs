@@ -57,6 +57,8 @@ pub struct WatchOptions {
     /// Report when a module's memory crosses this many bytes (up: `memory_above`, down:
     /// `memory_below`).
     pub report_above: Option<u64>,
+    /// Per-module thresholds (module id to bytes), over `report_above`.
+    pub per_module: BTreeMap<String, u64>,
 }
 
 #[derive(Default)]
@@ -107,7 +109,8 @@ pub fn watch(
             tv_sec: 1,
             tv_nsec: 0,
         };
-        let timeout = opts.report_above.map(|_| &ts);
+        let thresholds = opts.report_above.is_some() || !opts.per_module.is_empty();
+        let timeout = thresholds.then_some(&ts);
         let ready = {
             let mut fds = [PollFd::new(&w.ino, PollFlags::IN)];
             match poll(&mut fds, timeout) {
@@ -147,7 +150,7 @@ pub fn watch(
         if rescan {
             w.rescan(true, &mut out)?;
         }
-        if opts.report_above.is_some() {
+        if thresholds {
             w.thresholds(&mut out);
         }
     }
@@ -304,13 +307,17 @@ impl Watcher<'_> {
 
     /// `memory.current` (or the /proc sum) against the threshold; report crossings only.
     fn thresholds(&mut self, out: &mut Vec<WatchEvent>) {
-        let Some(limit) = self.opts.report_above else {
-            return;
-        };
         let Ok(list) = self.root.list() else {
             return;
         };
         for m in list {
+            let per = m
+                .module
+                .as_ref()
+                .and_then(|id| self.opts.per_module.get(id));
+            let Some(&limit) = per.or(self.opts.report_above.as_ref()) else {
+                continue;
+            };
             let k = (m.layout, m.name.to_string());
             let Some(st) = self.modules.get_mut(&k) else {
                 continue;

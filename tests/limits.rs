@@ -88,3 +88,56 @@ fn set_needs_an_existing_module_and_sizes_are_checked() {
     }
     assert!(!w.root().join("subc-modules/x").exists());
 }
+
+#[test]
+fn the_policy_is_applied_on_create_and_by_apply_and_mistakes_are_loud() {
+    let w = World::new();
+    if controllers(&w).contains("memory") {
+        return;
+    }
+    let policy = w.tmp("policy.toml");
+    std::fs::write(
+        &policy,
+        "[defaults]\npids_max = 64\n\n[module.big]\nmemory_max = \"8G\"\n",
+    )
+    .unwrap();
+    let p = policy.to_str().unwrap();
+    // The policy's limits need controllers this host does not give the modules.
+    let o = w.run(&["--policy", p, "create", "big"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("memory.max needs the memory controller"));
+    let v: Value = serde_json::from_str(&ok(w.run(&[
+        "--policy",
+        p,
+        "--json",
+        "create",
+        "big",
+        "--best-effort",
+    ])))
+    .unwrap();
+    assert_eq!(v["skipped"].as_array().unwrap().len(), 2, "{v}");
+    let v: Value = serde_json::from_str(&ok(w.run(&[
+        "--policy",
+        p,
+        "--json",
+        "apply",
+        "--dry-run",
+        "--best-effort",
+    ])))
+    .unwrap();
+    let d = v["differences"].as_array().unwrap();
+    assert!(
+        d.iter()
+            .any(|x| x["file"] == "memory.max" && x["skipped"].is_string()),
+        "{v}"
+    );
+    std::fs::write(&policy, "[defaults]\nmemory_maxx = \"1G\"\n").unwrap();
+    let o = w.run(&["--policy", p, "create", "typo"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).starts_with("ck-cgroup: invalid policy"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!w.root().join("subc-modules/typo").exists());
+}

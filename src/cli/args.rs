@@ -31,6 +31,11 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
 
+    /// The policy file: default limits and per-module overrides (TOML). Default:
+    /// /etc/ck-cgroup/policy.toml when it exists.
+    #[arg(long, global = true, env = "CK_CGROUP_POLICY", value_name = "PATH")]
+    pub policy: Option<PathBuf>,
+
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -112,12 +117,22 @@ pub enum Command {
     },
     /// Every module (ours and the daemon's own placement) with its populated state and processes.
     List,
+    /// Re-apply the policy's limits to every existing module; report what differed.
+    Apply {
+        /// Say what differs; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Apply the limits whose controller is enabled; list the others as skipped.
+        #[arg(long)]
+        best_effort: bool,
+    },
     /// Module events as JSON Lines as they happen (appeared, emptied, removed, OOM and pids
     /// counters rising, memory above a threshold). Reports; never kills.
     Watch {
         /// Modules to watch (ids or directory names); all when none, new ones included.
         ids: Vec<String>,
-        /// Report when a module's memory rises above SIZE (and when it falls back).
+        /// Report when a module's memory rises above SIZE (and when it falls back). Default: the
+        /// policy's memory_report.
         #[arg(long, value_parser = size, value_name = "SIZE")]
         report_above: Option<Limit>,
     },

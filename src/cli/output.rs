@@ -105,6 +105,42 @@ impl Output {
         })
     }
 
+    pub fn apply(&self, d: &[ck_cgroup::policy::Difference], dry_run: bool) -> io::Result<()> {
+        #[derive(Serialize)]
+        struct Apply<'a> {
+            dry_run: bool,
+            differences: &'a [ck_cgroup::policy::Difference],
+        }
+        self.emit(
+            &Apply {
+                dry_run,
+                differences: d,
+            },
+            || {
+                if d.is_empty() {
+                    return "every module matches the policy\n".to_string();
+                }
+                let mut s = String::new();
+                for x in d {
+                    match &x.skipped {
+                        Some(why) => s += &format!("{}: skipped {}: {why}\n", x.module, x.file),
+                        None => {
+                            s += &format!(
+                                "{}: {} {} -> {}{}\n",
+                                x.module,
+                                x.file,
+                                x.was.as_deref().unwrap_or("-"),
+                                x.now,
+                                if x.written { "" } else { " (dry run)" }
+                            )
+                        }
+                    }
+                }
+                s
+            },
+        )
+    }
+
     pub fn limits(&self, l: &ck_cgroup::limits::LimitReport) -> io::Result<()> {
         self.emit(l, || {
             let s = limit_lines(l);

@@ -117,6 +117,8 @@ fn unsafe_free_kill(pid: u32) {
 pub fn bare() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_ck-cgroup"));
     c.env_remove("CK_CGROUP_ROOT");
+    // No host policy (/etc/ck-cgroup/policy.toml) leaks into a test: an empty one.
+    c.env("CK_CGROUP_POLICY", "/dev/null");
     c
 }
 

@@ -1,0 +1,348 @@
+//! The policy file: default limits for every module and per-module overrides, in TOML.
+//!
+//! ```toml
+//! [defaults]
+//! memory_high = "2G"
+//! memory_max = "4G"
+//! pids_max = 512
+//! memory_report = "3G"      # watch reports above this; never kills
+//!
+//! [module.aft]
+//! memory_max = "8G"
+//! ```
+//!
+//! Keys: `memory_high`, `memory_max`, `memory_swap_max` (sizes: a number of bytes, or a string
+//! with K/M/G/T, or `"max"`), `pids_max` (a number or `"max"`), `cpu_weight` (1 to 10000),
+//! `oom_group` (true/false), `memory_report` (a size). An unknown key, a bad value or a module
+//! table whose name is not a module id is bad input (exit 2): a typo in a policy must be loud.
+//! The default path is [`DEFAULT_PATH`]; a missing default file means no policy.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::id::ModuleId;
+use crate::limits::{Limits, parse_count, parse_size};
+use crate::module::{Layout, Root};
+use crate::parse::{self, Limit};
+use crate::wait::join;
+
+/// Where the policy is read from when `--policy` and `CK_CGROUP_POLICY` are not given.
+pub const DEFAULT_PATH: &str = "/etc/ck-cgroup/policy.toml";
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTable {
+    memory_high: Option<toml::Value>,
+    memory_max: Option<toml::Value>,
+    memory_swap_max: Option<toml::Value>,
+    pids_max: Option<toml::Value>,
+    cpu_weight: Option<u64>,
+    oom_group: Option<bool>,
+    memory_report: Option<toml::Value>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    #[serde(default)]
+    defaults: RawTable,
+    #[serde(default)]
+    module: BTreeMap<String, RawTable>,
+}
+
+/// One table of the policy: limits and a report threshold.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Entry {
+    /// The limits.
+    pub limits: Limits,
+    /// `memory_report`, bytes.
+    pub memory_report: Option<u64>,
+}
+
+/// A parsed policy.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// Where it was read from (`None`: no policy).
+    pub path: Option<PathBuf>,
+    /// `[defaults]`.
+    pub defaults: Entry,
+    /// `[module.<id>]`.
+    pub modules: BTreeMap<ModuleId, Entry>,
+}
+
+fn size_value(key: &str, v: &toml::Value) -> Result<Limit> {
+    match v {
+        toml::Value::Integer(n) if *n >= 0 => Ok(Limit::Value(*n as u64)),
+        toml::Value::String(s) => parse_size(s),
+        _ => Err(Error::bad_input(format!(
+            "{key}: expected a size (bytes, \"512M\", \"max\"), found a {}",
+            v.type_str()
+        ))),
+    }
+}
+
+fn count_value(key: &str, v: &toml::Value) -> Result<Limit> {
+    match v {
+        toml::Value::Integer(n) if *n >= 0 => Ok(Limit::Value(*n as u64)),
+        toml::Value::String(s) => parse_count(s),
+        _ => Err(Error::bad_input(format!(
+            "{key}: expected a count or \"max\", found a {}",
+            v.type_str()
+        ))),
+    }
+}
+
+fn entry(t: &RawTable) -> Result<Entry> {
+    let size = |k: &str, v: &Option<toml::Value>| v.as_ref().map(|v| size_value(k, v)).transpose();
+    if let Some(w) = t.cpu_weight
+        && !(1..=10_000).contains(&w)
+    {
+        return Err(Error::bad_input(format!(
+            "cpu_weight: {w} is outside 1 to 10000"
+        )));
+    }
+    Ok(Entry {
+        limits: Limits {
+            memory_high: size("memory_high", &t.memory_high)?,
+            memory_max: size("memory_max", &t.memory_max)?,
+            memory_swap_max: size("memory_swap_max", &t.memory_swap_max)?,
+            pids_max: t
+                .pids_max
+                .as_ref()
+                .map(|v| count_value("pids_max", v))
+                .transpose()?,
+            cpu_weight: t.cpu_weight,
+            oom_group: t.oom_group,
+        },
+        memory_report: match size("memory_report", &t.memory_report)? {
+            Some(Limit::Value(v)) => Some(v),
+            _ => None,
+        },
+    })
+}
+
+impl Policy {
+    /// Parse policy text; `path` is for messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Policy> {
+        let bad = |e: String| {
+            Error::bad_input(format!("invalid policy {}: {e}", path.display()))
+                .with_hint("see the example policy in the package's docs (policy.toml.example)")
+        };
+        let raw: RawPolicy =
+            toml::from_str(text).map_err(|e| bad(e.to_string().trim().replace('\n', " ")))?;
+        let defaults = entry(&raw.defaults).map_err(|e| bad(format!("[defaults] {e}")))?;
+        let mut modules = BTreeMap::new();
+        for (name, t) in &raw.module {
+            let id = ModuleId::new(name).map_err(|e| bad(format!("[module.{name}] {e}")))?;
+            modules.insert(
+                id,
+                entry(t).map_err(|e| bad(format!("[module.{name}] {e}")))?,
+            );
+        }
+        Ok(Policy {
+            path: Some(path.to_path_buf()),
+            defaults,
+            modules,
+        })
+    }
+
+    /// Load `explicit`, or [`DEFAULT_PATH`] when it exists, or no policy.
+    pub fn load(explicit: Option<&Path>) -> Result<Policy> {
+        let (path, must) = match explicit {
+            Some(p) => (p.to_path_buf(), true),
+            None => (PathBuf::from(DEFAULT_PATH), false),
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(t) => Policy::parse(&t, &path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !must => Ok(Policy::default()),
+            Err(e) => Err(Error::bad_input(format!(
+                "failed to read policy {}: {e}",
+                path.display()
+            ))),
+        }
+    }
+
+    /// The entry for `id`: the module's table over the defaults, key by key.
+    pub fn for_module(&self, id: &ModuleId) -> Entry {
+        let d = self.defaults;
+        let Some(m) = self.modules.get(id) else {
+            return d;
+        };
+        Entry {
+            limits: Limits {
+                memory_high: m.limits.memory_high.or(d.limits.memory_high),
+                memory_max: m.limits.memory_max.or(d.limits.memory_max),
+                memory_swap_max: m.limits.memory_swap_max.or(d.limits.memory_swap_max),
+                pids_max: m.limits.pids_max.or(d.limits.pids_max),
+                cpu_weight: m.limits.cpu_weight.or(d.limits.cpu_weight),
+                oom_group: m.limits.oom_group.or(d.limits.oom_group),
+            },
+            memory_report: m.memory_report.or(d.memory_report),
+        }
+    }
+}
+
+/// `flags` over `policy`, key by key: what the command line says wins.
+pub fn merge(flags: &Limits, policy: &Limits) -> Limits {
+    Limits {
+        memory_high: flags.memory_high.or(policy.memory_high),
+        memory_max: flags.memory_max.or(policy.memory_max),
+        memory_swap_max: flags.memory_swap_max.or(policy.memory_swap_max),
+        pids_max: flags.pids_max.or(policy.pids_max),
+        cpu_weight: flags.cpu_weight.or(policy.cpu_weight),
+        oom_group: flags.oom_group.or(policy.oom_group),
+    }
+}
+
+/// One limit that `apply` found different.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Difference {
+    /// The module.
+    pub module: String,
+    /// The file.
+    pub file: &'static str,
+    /// What it held (`null`: unreadable).
+    pub was: Option<String>,
+    /// What the policy wants.
+    pub now: String,
+    /// Written (false with `--dry-run`, or when skipped).
+    pub written: bool,
+    /// Why it was not written, when it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+}
+
+impl Root {
+    /// Re-apply the policy to every existing module of ours; report what differed. The daemon's
+    /// own `daemon/subc-modules/…` cannot take limits (their parent holds the daemon, so no
+    /// controller can be enabled for them) and are left alone.
+    pub fn apply(
+        &self,
+        policy: &Policy,
+        best_effort: bool,
+        dry_run: bool,
+    ) -> Result<Vec<Difference>> {
+        let mut out = Vec::new();
+        for m in self.list()? {
+            if m.layout != Layout::Ck {
+                continue;
+            }
+            let Ok(id) = ModuleId::new(m.name.as_str()) else {
+                continue;
+            };
+            let want = policy.for_module(&id).limits;
+            let (ok, skipped) = self.check_limits(&want, best_effort)?;
+            for (file, value) in ok {
+                let rel = join(&m.path, file);
+                let was = self.dir().read_raw(&rel).ok().map(|t| t.trim().to_string());
+                let same = match (&was, parse::limit(&value)) {
+                    (Some(w), Some(v)) => parse::limit(w) == Some(v),
+                    _ => false,
+                };
+                if same {
+                    continue;
+                }
+                if !dry_run {
+                    self.dir().write(&rel, &value)?;
+                }
+                out.push(Difference {
+                    module: id.to_string(),
+                    file,
+                    was,
+                    now: value,
+                    written: !dry_run,
+                    skipped: None,
+                });
+            }
+            for s in skipped {
+                out.push(Difference {
+                    module: id.to_string(),
+                    file: s.file,
+                    was: None,
+                    now: String::new(),
+                    written: false,
+                    skipped: Some(s.reason),
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_defaults_and_modules() {
+        let p = Policy::parse(
+            "[defaults]\nmemory_max = \"4G\"\npids_max = 512\nmemory_report = \"3G\"\noom_group = true\n\n[module.aft]\nmemory_max = \"8G\"\npids_max = \"max\"\n",
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        let aft = p.for_module(&ModuleId::new("aft").unwrap());
+        assert_eq!(aft.limits.memory_max, Some(Limit::Value(8 << 30)));
+        assert_eq!(aft.limits.pids_max, Some(Limit::Max));
+        assert_eq!(aft.limits.oom_group, Some(true));
+        assert_eq!(aft.memory_report, Some(3 << 30));
+        let other = p.for_module(&ModuleId::new("broca").unwrap());
+        assert_eq!(other.limits.memory_max, Some(Limit::Value(4 << 30)));
+        assert_eq!(other.limits.pids_max, Some(Limit::Value(512)));
+    }
+
+    #[test]
+    fn flags_win_over_the_policy() {
+        let f = Limits {
+            memory_max: Some(Limit::Value(1)),
+            ..Limits::default()
+        };
+        let p = Limits {
+            memory_max: Some(Limit::Value(2)),
+            pids_max: Some(Limit::Max),
+            ..Limits::default()
+        };
+        let m = merge(&f, &p);
+        assert_eq!(m.memory_max, Some(Limit::Value(1)));
+        assert_eq!(m.pids_max, Some(Limit::Max));
+    }
+
+    #[test]
+    fn the_packaged_example_parses() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/policy.toml.example");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let p = Policy::parse(&text, &path).unwrap();
+        assert_eq!(p.defaults.limits.cpu_weight, Some(100));
+        // Uncommented, the module tables parse too.
+        let all: String = text
+            .lines()
+            .map(|l| {
+                l.strip_prefix("# ")
+                    .filter(|r| r.starts_with('[') || r.contains(" = "))
+                    .unwrap_or(l)
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let p = Policy::parse(&all, &path).unwrap();
+        assert_eq!(p.modules.len(), 2, "{all}");
+    }
+
+    #[test]
+    fn mistakes_are_loud() {
+        for bad in [
+            "[defaults]\nmemory_maxx = \"1G\"\n",
+            "[defaults]\nmemory_max = \"1Q\"\n",
+            "[defaults]\ncpu_weight = 0\n",
+            "[module.\"../x\"]\nmemory_max = \"1G\"\n",
+            "[modules.aft]\n",
+            "not toml",
+        ] {
+            let e = Policy::parse(bad, Path::new("p.toml")).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+            assert!(e.to_string().starts_with("invalid policy p.toml"), "{e}");
+        }
+        assert_eq!(Policy::parse("", Path::new("p")).unwrap().modules.len(), 0);
+    }
+}
