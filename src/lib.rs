@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod discover;
+pub mod doctor;
 pub mod error;
 pub mod id;
 pub mod limits;
@@ -26,6 +27,7 @@ pub mod root;
 pub mod sandbox;
 pub mod spawn;
 pub mod stop;
+pub mod systemd;
 pub mod telemetry;
 pub mod wait;
 pub mod watch;

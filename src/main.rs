@@ -168,6 +168,13 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             };
             out.status(&r, format)?;
         }
+        Command::Doctor { unit } => {
+            let r = ck_cgroup::doctor::doctor(cli.root.as_deref(), unit.as_deref());
+            out.doctor(&r)?;
+            if !r.ready {
+                return Ok(ExitCode::from(1));
+            }
+        }
         Command::Apply {
             dry_run,
             best_effort,

@@ -117,6 +117,14 @@ pub enum Command {
     },
     /// Every module (ours and the daemon's own placement) with its populated state and processes.
     List,
+    /// Check the host and the service: cgroup2, the root, controllers, kernel features, and the
+    /// unit's Delegate=, OOMPolicy=, KillMode=, TimeoutStopSec= from systemd over D-Bus. Exit 0
+    /// when ready, 1 when not.
+    Doctor {
+        /// The unit to check (default: the unit of the calling process).
+        #[arg(long, value_name = "NAME")]
+        unit: Option<String>,
+    },
     /// Re-apply the policy's limits to every existing module; report what differed.
     Apply {
         /// Say what differs; write nothing.

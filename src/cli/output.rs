@@ -105,6 +105,32 @@ impl Output {
         })
     }
 
+    pub fn doctor(&self, r: &ck_cgroup::doctor::Report) -> io::Result<()> {
+        use ck_cgroup::doctor::Outcome;
+        self.emit(r, || {
+            let mut s = String::new();
+            for c in &r.checks {
+                let tag = match c.outcome {
+                    Outcome::Ok => "ok  ",
+                    Outcome::Fail => "FAIL",
+                    Outcome::Warn => "warn",
+                };
+                s += &format!("{tag}  {}: {}\n", c.name, c.detail);
+                if let Some(fix) = &c.fix {
+                    for (i, line) in fix.lines().enumerate() {
+                        s += &format!("      {}{line}\n", if i == 0 { "fix: " } else { "     " });
+                    }
+                }
+            }
+            s += if r.ready {
+                "ready\n"
+            } else {
+                "NOT ready: fix the FAIL lines above\n"
+            };
+            s
+        })
+    }
+
     pub fn apply(&self, d: &[ck_cgroup::policy::Difference], dry_run: bool) -> io::Result<()> {
         #[derive(Serialize)]
         struct Apply<'a> {

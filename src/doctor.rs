@@ -1,0 +1,420 @@
+//! `doctor`: is this host and this service ready for per-module cgroups? One check per line,
+//! and for each failure the fix.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::discover;
+use crate::module::{MODULES_DIR, Root, WANTED_CONTROLLERS};
+use crate::parse;
+use crate::systemd::{self, Bus, Unavailable};
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Passed.
+    Ok,
+    /// Failed: the service is not ready.
+    Fail,
+    /// Could not be checked, or a limitation that does not stop the service (no systemd on the
+    /// bus, an old kernel with a fall-back).
+    Warn,
+}
+
+/// One check.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    /// What was checked.
+    pub name: String,
+    /// How it came out.
+    pub outcome: Outcome,
+    /// What was found.
+    pub detail: String,
+    /// What to change, for a failure or a warning.
+    pub fix: Option<String>,
+}
+
+/// Every check, and whether the service is ready (no failure).
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The checks, in order.
+    pub checks: Vec<Check>,
+    /// No check failed.
+    pub ready: bool,
+}
+
+fn check(name: &str, outcome: Outcome, detail: String, fix: Option<String>) -> Check {
+    Check {
+        name: name.to_string(),
+        outcome,
+        detail,
+        fix,
+    }
+}
+
+fn kernel_at_least(release: &str, major: u32, minor: u32) -> bool {
+    let mut it = release
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|p| p.parse::<u32>().ok());
+    let (a, b) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
+    (a, b) >= (major, minor)
+}
+
+/// Run every check. `root`: the explicit root, else discovered; `unit`: the unit to ask systemd
+/// about, else the unit of the calling process.
+pub fn doctor(root: Option<&Path>, unit: Option<&str>) -> Report {
+    let mut checks = Vec::new();
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mounts = parse::mountinfo(&mountinfo);
+    let v2: Vec<_> = mounts.iter().filter(|m| m.fs_type == "cgroup2").collect();
+    let v1 = mounts.iter().any(|m| m.fs_type == "cgroup");
+    match v2.first() {
+        Some(m) => checks.push(check(
+            "cgroup2 mounted",
+            Outcome::Ok,
+            format!(
+                "at {} ({})",
+                m.mount_point.display(),
+                if v1 {
+                    "hybrid: cgroup v1 hierarchies are mounted too and may hold controllers"
+                } else {
+                    "unified"
+                }
+            ),
+            None,
+        )),
+        None => checks.push(check(
+            "cgroup2 mounted",
+            Outcome::Fail,
+            "no cgroup2 filesystem in /proc/self/mountinfo".into(),
+            Some("boot with systemd.unified_cgroup_hierarchy=1 (or mount -t cgroup2 none /sys/fs/cgroup/unified)".into()),
+        )),
+    }
+
+    let root_path: Option<PathBuf> = match root {
+        Some(p) => Some(p.to_path_buf()),
+        None => match discover::discover() {
+            Ok(p) => Some(p),
+            Err(e) => {
+                checks.push(check(
+                    "service root",
+                    Outcome::Fail,
+                    e.to_string(),
+                    Some(
+                        e.hint()
+                            .unwrap_or("pass --root with the service's cgroup")
+                            .to_string(),
+                    ),
+                ));
+                None
+            }
+        },
+    };
+    let opened = root_path.as_deref().map(Root::open);
+    if let (Some(path), Some(r)) = (&root_path, &opened) {
+        match r {
+            Ok(_) => {
+                let writable = rustix::fs::access(path, rustix::fs::Access::WRITE_OK).is_ok();
+                checks.push(check(
+                    "service root",
+                    if writable { Outcome::Ok } else { Outcome::Fail },
+                    format!(
+                        "{} is a cgroup2 directory{}",
+                        path.display(),
+                        if writable { ", writable by this user" } else { ", NOT writable by this user" }
+                    ),
+                    (!writable).then(|| {
+                        "delegate the service's cgroup to its user: Delegate=memory pids cpu io in the unit (systemctl edit ck-subc.service)".to_string()
+                    }),
+                ));
+            }
+            Err(e) => checks.push(check(
+                "service root",
+                Outcome::Fail,
+                e.to_string(),
+                e.hint().map(str::to_string),
+            )),
+        }
+    }
+    if let Some(Ok(r)) = &opened {
+        let available = r
+            .dir()
+            .read("cgroup.controllers")
+            .map(|t| parse::controllers(&t))
+            .unwrap_or_default();
+        let missing: Vec<&str> = WANTED_CONTROLLERS
+            .iter()
+            .copied()
+            .filter(|c| !available.iter().any(|a| a == c))
+            .collect();
+        checks.push(check(
+            "controllers delegated",
+            if missing.is_empty() { Outcome::Ok } else { Outcome::Fail },
+            if missing.is_empty() {
+                format!("{} available", WANTED_CONTROLLERS.join(" "))
+            } else {
+                format!(
+                    "missing from cgroup.controllers: {} (available: {})",
+                    missing.join(" "),
+                    if available.is_empty() { "none".to_string() } else { available.join(" ") }
+                )
+            },
+            (!missing.is_empty()).then(|| {
+                if v1 {
+                    "this hybrid host keeps those controllers in cgroup v1: boot with systemd.unified_cgroup_hierarchy=1 (and cgroup_no_v1=all), then add Delegate=memory pids cpu io".to_string()
+                } else {
+                    "add a drop-in (systemctl edit ck-subc.service):\n[Service]\nDelegate=memory pids cpu io".to_string()
+                }
+            }),
+        ));
+        let enabled = r.module_controllers().unwrap_or_default();
+        let not_enabled: Vec<&str> = WANTED_CONTROLLERS
+            .iter()
+            .copied()
+            .filter(|c| available.iter().any(|a| a == c) && !enabled.iter().any(|e| e == c))
+            .collect();
+        let layout = r.dir().is_dir(MODULES_DIR).unwrap_or(false);
+        checks.push(check(
+            "controllers enabled for the modules",
+            if not_enabled.is_empty() && layout {
+                Outcome::Ok
+            } else {
+                Outcome::Warn
+            },
+            if !layout {
+                "subc-modules/ does not exist yet".into()
+            } else if not_enabled.is_empty() {
+                format!(
+                    "subc-modules/cgroup.subtree_control: {}",
+                    if enabled.is_empty() {
+                        "-".into()
+                    } else {
+                        enabled.join(" ")
+                    }
+                )
+            } else {
+                format!("available but not enabled: {}", not_enabled.join(" "))
+            },
+            (!(not_enabled.is_empty() && layout)).then(|| {
+                "run `ck-cgroup init` (the daemon does, before its first spawn)".to_string()
+            }),
+        ));
+        for (file, version, what, fallback) in [
+            (
+                "cgroup.kill",
+                "5.14",
+                "kill --method cgroup-kill",
+                "kill falls through to the freezer",
+            ),
+            (
+                "cgroup.freeze",
+                "5.2",
+                "kill --method freeze",
+                "kill falls through to per-process SIGKILL",
+            ),
+        ] {
+            let there = r.dir().exists(file);
+            checks.push(check(
+                &format!("kernel: {file}"),
+                if there { Outcome::Ok } else { Outcome::Warn },
+                if there {
+                    format!("present ({what})")
+                } else {
+                    format!("absent (kernel before {version}): {fallback}")
+                },
+                (!there).then(|| format!("a kernel {version} or newer")),
+            ));
+        }
+        let peak = r.dir().exists("memory.peak");
+        checks.push(check(
+            "kernel: memory.peak",
+            if peak { Outcome::Ok } else { Outcome::Warn },
+            if peak {
+                "present".into()
+            } else if missing.contains(&"memory") {
+                "not checked: no memory controller".into()
+            } else {
+                "absent (kernel before 5.19): status shows the peak as unknown".into()
+            },
+            None,
+        ));
+    }
+    let release = rustix::system::uname()
+        .release()
+        .to_string_lossy()
+        .into_owned();
+    let clone3 = kernel_at_least(&release, 5, 7);
+    checks.push(check(
+        "kernel: CLONE_INTO_CGROUP",
+        if clone3 { Outcome::Ok } else { Outcome::Warn },
+        format!(
+            "kernel {release}: {}",
+            if clone3 {
+                "spawn places the child with clone3"
+            } else {
+                "before 5.7: spawn falls back to a pre-exec write to cgroup.procs"
+            }
+        ),
+        None,
+    ));
+
+    // systemd, over D-Bus, when it is on the bus.
+    let own_cgroup = std::fs::read_to_string("/proc/self/cgroup")
+        .ok()
+        .and_then(|t| parse::proc_cgroup_v2(&t))
+        .unwrap_or_default();
+    let bus = if own_cgroup.contains("/user@") && !rustix::process::getuid().is_root() {
+        Bus::User
+    } else {
+        Bus::System
+    };
+    match systemd::unit_facts(bus, unit, std::process::id()) {
+        Err(Unavailable::NoBus(e)) => checks.push(check(
+            "systemd",
+            Outcome::Warn,
+            format!("systemd is not on the bus ({e}); the unit's settings were not checked"),
+            None,
+        )),
+        Err(Unavailable::Failed(e)) => checks.push(check(
+            "systemd",
+            Outcome::Warn,
+            format!("systemd did not answer: {e}"),
+            Some("name the unit with --unit ck-subc.service".into()),
+        )),
+        Ok(f) => unit_checks(&f, &mut checks),
+    }
+    let ready = checks.iter().all(|c| c.outcome != Outcome::Fail);
+    Report { checks, ready }
+}
+
+fn unit_checks(f: &systemd::UnitFacts, checks: &mut Vec<Check>) {
+    let edit = |line: &str| {
+        format!(
+            "add a drop-in (systemctl edit {}):\n[Service]\n{line}",
+            f.unit
+        )
+    };
+    checks.push(check(
+        "systemd unit",
+        Outcome::Ok,
+        format!(
+            "{} (systemd {}), cgroup {}",
+            f.unit,
+            f.version,
+            f.control_group.as_deref().unwrap_or("-")
+        ),
+        None,
+    ));
+    let delegated = f.delegate == Some(true);
+    let ctl = f.delegate_controllers.clone().unwrap_or_default();
+    let lacking: Vec<&str> = WANTED_CONTROLLERS
+        .iter()
+        .copied()
+        .filter(|c| !ctl.iter().any(|x| x == c))
+        .collect();
+    checks.push(check(
+        "Delegate=",
+        if delegated && lacking.is_empty() {
+            Outcome::Ok
+        } else {
+            Outcome::Fail
+        },
+        match f.delegate {
+            Some(true) => format!(
+                "yes, controllers: {}",
+                if ctl.is_empty() {
+                    "-".into()
+                } else {
+                    ctl.join(" ")
+                }
+            ),
+            Some(false) => {
+                "no: the service's cgroup is systemd's; modules cannot get cgroups of their own"
+                    .into()
+            }
+            None => "unknown".into(),
+        },
+        (!(delegated && lacking.is_empty())).then(|| edit("Delegate=memory pids cpu io")),
+    ));
+    let oom = f.oom_policy.as_deref() == Some("continue");
+    checks.push(check(
+        "OOMPolicy=",
+        if oom { Outcome::Ok } else { Outcome::Fail },
+        f.oom_policy.clone().unwrap_or_else(|| "unknown".into()),
+        (!oom).then(|| edit("OOMPolicy=continue")),
+    ));
+    let km = f.kill_mode.as_deref() == Some("mixed");
+    checks.push(check(
+        "KillMode=",
+        if km { Outcome::Ok } else { Outcome::Fail },
+        f.kill_mode.clone().unwrap_or_else(|| "unknown".into()),
+        (!km).then(|| edit("KillMode=mixed")),
+    ));
+    let t = f.timeout_stop_usec == Some(35_000_000);
+    checks.push(check(
+        "TimeoutStopSec=",
+        if t { Outcome::Ok } else { Outcome::Fail },
+        f.timeout_stop_usec
+            .map_or("unknown".into(), |u| format!("{} s", u as f64 / 1e6)),
+        (!t).then(|| edit("TimeoutStopSec=35")),
+    ));
+    let sub = f.major().is_some_and(|v| v >= 254);
+    checks.push(check(
+        "DelegateSubgroup=",
+        Outcome::Ok,
+        if sub {
+            format!("systemd {} has it: DelegateSubgroup=daemon puts the daemon in its leaf", f.version)
+        } else {
+            format!("systemd {} is older than 254: the daemon runs `ck-cgroup init` before its first spawn", f.version)
+        },
+        None,
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_versions() {
+        assert!(kernel_at_least("6.1.0-26-amd64", 5, 7));
+        assert!(kernel_at_least("5.7.0", 5, 7));
+        assert!(!kernel_at_least("5.4.0-150-generic", 5, 7));
+        assert!(kernel_at_least("6.18.44-fc-v769", 5, 14));
+    }
+
+    #[test]
+    fn unit_facts_to_checks() {
+        let f = systemd::UnitFacts {
+            version: "252.38-1~deb12u1".into(),
+            unit: "ck-subc.service".into(),
+            delegate: Some(false),
+            delegate_controllers: Some(vec![]),
+            oom_policy: Some("stop".into()),
+            kill_mode: Some("control-group".into()),
+            timeout_stop_usec: Some(90_000_000),
+            control_group: Some("/system.slice/ck-subc.service".into()),
+        };
+        let mut c = Vec::new();
+        unit_checks(&f, &mut c);
+        let failed: Vec<&str> = c
+            .iter()
+            .filter(|c| c.outcome == Outcome::Fail)
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(
+            failed,
+            vec!["Delegate=", "OOMPolicy=", "KillMode=", "TimeoutStopSec="]
+        );
+        let d = c.iter().find(|c| c.name == "Delegate=").unwrap();
+        assert!(
+            d.fix
+                .as_deref()
+                .unwrap()
+                .contains("Delegate=memory pids cpu io")
+        );
+        assert!(c.iter().any(|c| c.detail.contains("older than 254")));
+    }
+}

@@ -1,0 +1,75 @@
+//! `doctor`: one line per check, the fix for each failure, exit 0 when ready and 1 when not.
+
+mod common;
+
+use common::*;
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Report {
+    checks: Vec<Check>,
+    ready: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Check {
+    name: String,
+    outcome: String,
+    detail: String,
+    fix: Option<String>,
+}
+
+#[test]
+fn doctor_names_each_check_and_the_fix_for_each_failure() {
+    let w = World::new();
+    let o = w.run(&["--json", "doctor"]);
+    let r: Report = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(o.status.code(), Some(if r.ready { 0 } else { 1 }));
+    let names: Vec<&str> = r.checks.iter().map(|c| c.name.as_str()).collect();
+    for n in [
+        "cgroup2 mounted",
+        "service root",
+        "controllers delegated",
+        "kernel: cgroup.kill",
+    ] {
+        assert!(names.contains(&n), "{n} missing from {names:?}");
+    }
+    for c in &r.checks {
+        if c.outcome == "fail" {
+            assert!(c.fix.is_some(), "a failure without a fix: {}", c.name);
+        }
+    }
+    let root = r.checks.iter().find(|c| c.name == "service root").unwrap();
+    assert_eq!(root.outcome, "ok", "{}", root.detail);
+    // Without systemd on the bus (this host, CI) the unit checks are skipped, visibly.
+    if !std::path::Path::new("/run/dbus/system_bus_socket").exists() {
+        let s = r.checks.iter().find(|c| c.name == "systemd").unwrap();
+        assert_eq!(s.outcome, "warn");
+        assert!(s.detail.contains("not on the bus"));
+    }
+    let text = stdout(&w.run(&["doctor"]));
+    assert!(
+        text.lines().all(|l| l.starts_with("ok  ")
+            || l.starts_with("FAIL")
+            || l.starts_with("warn")
+            || l.starts_with("      ")
+            || l == "ready"
+            || l.starts_with("NOT ready")),
+        "{text}"
+    );
+}
+
+#[test]
+fn doctor_on_a_root_that_is_not_cgroup2_fails_with_the_fix() {
+    let o = bare().args(["doctor", "--root", "/tmp"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let text = stdout(&o);
+    assert!(
+        text.contains("FAIL  service root: /tmp is not on a cgroup2 filesystem"),
+        "{text}"
+    );
+    assert!(text.contains("fix: "), "{text}");
+}
