@@ -119,7 +119,7 @@ mod tests {
     use super::*;
     use std::path::Path;
 
-    fn fixture(name: &str) -> String {
+    pub(super) fn fixture(name: &str) -> String {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures")
             .join(name);
@@ -285,15 +285,8 @@ pub fn proc_status_memory(text: &str) -> ProcMemory {
 
 #[cfg(test)]
 mod telemetry_tests {
+    use super::tests::fixture;
     use super::*;
-    use std::path::Path;
-
-    fn fixture(name: &str) -> String {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures")
-            .join(name);
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-    }
 
     #[test]
     fn memory_events_and_stat_keep_unknown_keys() {
