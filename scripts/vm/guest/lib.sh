@@ -1,0 +1,143 @@
+# Helpers for the guest's check files (busybox sh). Source it: . /lane/lib.sh
+#
+# A check:
+#   check_begin NAME            start a named check
+#   expect "DESCRIPTION" CMD... run CMD; the check fails if it fails (DESCRIPTION says what was
+#                               expected, with the values seen)
+#   note "TEXT"                 add TEXT to the check's detail
+#   check_end                   print CHECK NAME PASS|FAIL DETAIL
+# A file may hold several checks.
+
+CG=/sys/fs/cgroup
+CK=/lane/bin/ck-cgroup
+MEMHOG=/lane/bin/memhog
+FORKN=/lane/bin/forkn
+
+check_begin() {
+  _check=$1
+  _passed=""
+  _failed=""
+  echo "== check $_check"
+}
+_append() {  # _append VAR TEXT: VAR="VAR; TEXT"
+  eval "_cur=\${$1}"
+  if [ -z "$_cur" ]; then eval "$1=\$2"; else eval "$1=\"\$_cur; \$2\""; fi
+}
+expect() {
+  local what=$1
+  shift
+  if "$@"; then
+    echo "ok:     $what"
+    _append _passed "$what"
+  else
+    echo "FAILED: $what"
+    _append _failed "$what"
+  fi
+}
+note() {
+  echo "note:   $1"
+  _append _passed "$1"
+}
+check_end() {
+  if [ -z "$_failed" ]; then
+    echo "CHECK $_check PASS $_passed"
+  else
+    echo "CHECK $_check FAIL not: $_failed"
+  fi
+}
+
+# wait_until SECONDS CMD...: poll CMD every 50 ms until it succeeds; fail after SECONDS. CMD is
+# run again each time: pass a function (has_procs DIR 7), not a "$(...)" evaluated once.
+wait_until() {
+  local left=$(( $1 * 20 ))
+  shift
+  while ! "$@"; do
+    [ "$left" -gt 0 ] || return 1
+    left=$(( left - 1 ))
+    sleep 0.05
+  done
+}
+
+# has_words "LIST" WORD...: every WORD is one of LIST's words.
+has_words() {
+  local list=" $(echo $1) " word
+  shift
+  for word in "$@"; do
+    case "$list" in *" $word "*) ;; *) return 1 ;; esac
+  done
+}
+
+# json_array KEY JSON: the elements of a flat array of strings, one space between them.
+json_array() {
+  echo "$2" | sed -n "s/.*\"$1\":\[\([^]]*\)\].*/\1/p" | tr -d '"' | tr ',' ' '
+}
+# json_has JSON 'KEY:VALUE': the JSON text holds "KEY":VALUE (VALUE as JSON: true, "freeze", 3).
+json_has() {
+  local key=${2%%:*} value=${2#*:}
+  case "$1" in *"\"$key\":$value"[,}]*) return 0 ;; *) return 1 ;; esac
+}
+
+# keyed FILE KEY: the value of KEY in a flat-keyed cgroup file (memory.events, pids.events).
+keyed() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
+count_procs() { wc -l < "$1/cgroup.procs" | tr -d ' '; }
+has_procs() { [ "$(count_procs "$1")" = "$2" ]; }  # has_procs DIR N (for wait_until)
+is_member() { grep -qx "$2" "$1/cgroup.procs"; }
+populated() { [ "$(keyed "$1/cgroup.events" populated)" = 1 ]; }
+empty() { ! populated "$1"; }
+# alive PID: the process exists and is not a zombie.
+alive() {
+  [ -r "/proc/$1/stat" ] || return 1
+  [ "$(sed -n 's/.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null)" != Z ]
+}
+none_alive() {
+  local pid
+  for pid in "$@"; do
+    if alive "$pid"; then return 1; fi
+  done
+}
+ppid_of() { sed -n 's/.*) . \([0-9]*\).*/\1/p' "/proc/$1/stat" 2>/dev/null; }
+not_exists() { [ ! -e "$1" ]; }
+
+# remove_tree DIR: SIGKILL everything below a cgroup and remove it, deepest first.
+remove_tree() {
+  [ -d "$1" ] || return 0
+  echo 1 > "$1/cgroup.kill" 2>/dev/null || true
+  wait_until 10 empty "$1" || true
+  find "$1" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+}
+
+# set_limit ID FILE VALUE --FLAG [ARG]: set a module's limit through `ck-cgroup set ID --FLAG
+# [ARG]` when this build's `set` has --FLAG, else by writing VALUE to the module's FILE. Says which.
+set_limit() {
+  local id=$1 file=$2 value=$3
+  shift 3
+  if "$CK" set --help 2> /dev/null | grep -q -- "$1 "; then
+    if "$CK" set "$id" "$@" > /dev/null; then
+      echo "limit: ck-cgroup set $id $*"
+    else
+      echo "limit: ck-cgroup set $id $* FAILED"
+    fi
+  else
+    echo "$value" > "$MODS/$id/$file"
+    echo "limit: $value written to $file (this build's set has no $1)"
+  fi
+}
+
+# service_new NAME: a service-like root $CG/NAME with a stand-in daemon (a sleep) in it, as systemd
+# would start the daemon in its service cgroup. Sets SVC, MODS (its subc-modules/), DAEMON_PID and
+# exports CK_CGROUP_ROOT. `ck-cgroup init` then moves the daemon into daemon/.
+service_new() {
+  SVC=$CG/$1
+  MODS=$SVC/subc-modules
+  mkdir "$SVC"
+  sleep 3600 &
+  DAEMON_PID=$!
+  echo "$DAEMON_PID" > "$SVC/cgroup.procs"
+  export CK_CGROUP_ROOT=$SVC
+}
+# service_end: kill and remove the whole service root, stand-in daemon included.
+service_end() {
+  remove_tree "$SVC"
+  wait "$DAEMON_PID" 2>/dev/null || true
+  unset CK_CGROUP_ROOT
+}
