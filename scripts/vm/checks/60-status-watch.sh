@@ -1,0 +1,59 @@
+# The telemetry commands on real controllers: a module over its memory.max is OOM-killed alone;
+# `status` shows its oom_kill and its limits with their sources; `watch` reported the rise as it
+# happened and killed nothing; `create` sets memory.oom.group 1 by default; `doctor` passes the
+# controller checks.
+set -euo pipefail
+. /lane/lib.sh
+
+check_begin status-watch
+service_new svc-tel
+"$CK" init > /dev/null
+"$CK" create hog --memory-max 32M --memory-swap-max 0 > /dev/null
+"$CK" create calm > /dev/null
+hog=$MODS/hog
+calm=$MODS/calm
+expect "create set memory.oom.group 1 by default ($(cat "$calm/memory.oom.group"))" \
+  [ "$(cat "$calm/memory.oom.group")" = 1 ]
+
+"$CK" watch > /tmp/watch.out &
+watch_pid=$!
+sleep 0.3
+"$CK" exec calm -- sleep 600 &
+calm_pid=$!
+expect "calm's sleep is in calm" wait_until 5 is_member "$calm" "$calm_pid"
+rc=0
+"$CK" exec hog -- "$MEMHOG" 256 > /dev/null 2>&1 || rc=$?
+expect "the hog died of SIGKILL (rc=$rc)" [ "$rc" = 137 ]
+sleep 0.3
+
+st=$("$CK" --json status hog)
+echo "$st" | head -c 600; echo
+kills=$(echo "$st" | grep -o '"oom_kill":[0-9]*' | head -1 | cut -d: -f2)
+expect "status shows hog's oom_kill=$kills >= 1" [ "${kills:-0}" -ge 1 ]
+expect "status shows memory.max 33554432 from memory.max" \
+  json_has "$st" 'memory_max:{"value":33554432,"source":"memory.max"}'
+expect "status reads memory.current from the kernel, not /proc" \
+  json_has "$st" 'source:"memory.current"'
+expect "status shows memory.peak" json_has "$st" 'memory_peak:{"value":'"$(echo "$st" | grep -o '"memory_peak":{"value":[0-9]*' | cut -d: -f3)"',"source":"memory.peak"}' 
+"$CK" status --format prometheus > /tmp/status.prom
+expect "prometheus has hog's oom_kill counter" \
+  grep -q 'ck_cgroup_memory_events_total{name="hog",module="hog",layout="ck",event="oom_kill"} [1-9]' /tmp/status.prom
+expect "prometheus has memory.current" grep -q '^ck_cgroup_memory_current_bytes' /tmp/status.prom
+expect "prometheus has no /proc sums" sh -c '! grep -q rss_proc /tmp/status.prom' 
+
+kill "$watch_pid" 2>/dev/null || true
+wait "$watch_pid" 2>/dev/null || true
+cat /tmp/watch.out
+expect "watch reported hog's oom_kill rise" grep -q '"module":"hog".*"event":"memory_oom_kill"' /tmp/watch.out
+expect "watch reported nothing of the kind for calm" sh -c "! grep -q '\"module\":\"calm\".*\"event\":\"memory_oom' /tmp/watch.out"
+expect "calm's sleep survived (watch never kills)" alive "$calm_pid"
+expect "the stand-in daemon is alive in daemon/" is_member "$SVC/daemon" "$DAEMON_PID"
+
+doc=$("$CK" --json doctor || true)
+expect "doctor: controllers delegated" json_has "$doc" 'name:"controllers delegated","outcome":"ok"'
+
+"$CK" kill calm > /dev/null || true
+wait "$calm_pid" 2>/dev/null || true
+"$CK" kill hog > /dev/null || true
+check_end
+service_end
