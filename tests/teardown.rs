@@ -261,3 +261,38 @@ fn prune_removes_empty_skips_populated_keeps_and_dry_run_changes_nothing() {
     ok(w.run(&["kill", "p1"]));
     c.wait().unwrap();
 }
+
+#[test]
+fn kill_removes_sub_cgroups_the_module_made_depth_first() {
+    let w = World::new();
+    let module = w.root().join("subc-modules/nested");
+    // The module makes cgroups of its own and moves a child into the deepest one.
+    let script = format!(
+        "mkdir -p {m}/inner/deeper && sh -c 'echo $$ > {m}/inner/deeper/cgroup.procs; exec sleep 600' & exec sleep 600",
+        m = module.display()
+    );
+    let mut c = module_with_sub(&w, &script);
+    let v = kill_json(&w, &["nested", "--timeout", "3s"]);
+    assert_eq!(v["killed"], 2, "{v}");
+    assert_eq!(v["removed"], true, "{v}");
+    c.wait().unwrap();
+    assert!(!module.exists(), "sub-cgroups left");
+}
+
+fn module_with_sub(w: &World, script: &str) -> std::process::Child {
+    let c = w
+        .ck()
+        .args(["exec", "nested", "--", "sh", "-c", script])
+        .spawn()
+        .unwrap();
+    w.track(c.id());
+    let deeper = w
+        .root()
+        .join("subc-modules/nested/inner/deeper/cgroup.procs");
+    eventually("a process in the module's own sub-cgroup", || {
+        std::fs::read_to_string(&deeper)
+            .map(|s| s.lines().count() == 1)
+            .unwrap_or(false)
+    });
+    c
+}
