@@ -1029,12 +1029,20 @@ impl SignalRelay {
     /// Until `child` exits, send it (through its pidfd) every blocked signal that arrives; then
     /// reap it and return its status. Signals are relayed one for one, in order.
     pub fn relay_until_exit(&self, child: &mut ModuleChild) -> io::Result<ExitStatus> {
+        self.relay_until_readable(child.pidfd())?;
+        child.wait()
+    }
+
+    /// Until the process of `pidfd` exits, send it every blocked signal that arrives; return
+    /// when it has exited, without reaping it (for a child started with `std::process::Command`:
+    /// open its pidfd with `pidfd_open(2)` while it is unreaped, then `wait` it after this).
+    pub fn relay_until_readable(&self, pidfd: BorrowedFd<'_>) -> io::Result<()> {
         use rustix::event::{PollFd, PollFlags, poll};
         loop {
             let (sig_ready, child_ready) = {
                 let mut fds = [
                     PollFd::new(&self.fd, PollFlags::IN),
-                    PollFd::new(&child.pidfd, PollFlags::IN),
+                    PollFd::new(&pidfd, PollFlags::IN),
                 ];
                 match poll(&mut fds, None) {
                     Ok(_) => {}
@@ -1053,7 +1061,7 @@ impl SignalRelay {
                             && !cfg!(feature = "mutation-no-relay")
                         {
                             // The child may have exited in between: ESRCH is not an error.
-                            let _ = child.signal(sig);
+                            let _ = pidfd_send_signal(pidfd, sig);
                         }
                     }
                     Ok(_) | Err(Errno::AGAIN) | Err(Errno::INTR) => {}
@@ -1061,7 +1069,7 @@ impl SignalRelay {
                 }
             }
             if child_ready {
-                return child.wait();
+                return Ok(());
             }
         }
     }
