@@ -438,6 +438,11 @@ impl Root {
 
     /// Every module, ours and the daemon's, with its populated state and process count.
     pub fn list(&self) -> Result<Vec<ModuleEntry>> {
+        self.entries(true)
+    }
+
+    /// The modules; `procs` is counted only when `count_procs` (status counts them itself).
+    pub(crate) fn entries(&self, count_procs: bool) -> Result<Vec<ModuleEntry>> {
         let mut out = Vec::new();
         for layout in [Layout::Ck, Layout::Daemon] {
             for name in self.dir.subdirs(layout.dir())? {
@@ -449,7 +454,11 @@ impl Root {
                 out.push(ModuleEntry {
                     module: m.module_name(),
                     populated: self.events(&rel).ok().and_then(|e| e.populated),
-                    procs: self.procs(&rel).ok().map(|p| p.len()),
+                    procs: if count_procs {
+                        self.procs(&rel).ok().map(|p| p.len())
+                    } else {
+                        None
+                    },
                     path: rel,
                     layout,
                     name: m.name,
@@ -663,6 +672,12 @@ pub fn signal_name(sig: Signal) -> String {
 /// The pids in `rel` and every cgroup below it (`cgroup.procs` of each).
 pub(crate) fn procs(dir: &CgroupDir, rel: &str) -> Result<Vec<u32>> {
     let mut out = parse::pids(&dir.read(&join(rel, "cgroup.procs"))?);
+    // A leaf (cgroup.stat nr_descendants 0, the usual module) needs no directory listing.
+    if let Ok(stat) = dir.read_raw(&join(rel, "cgroup.stat"))
+        && parse::flat_keyed(&stat).get("nr_descendants") == Some(&0)
+    {
+        return Ok(out);
+    }
     for sub in dir.subdirs(rel)? {
         match procs(dir, &join(rel, &sub)) {
             Ok(p) => out.extend(p),

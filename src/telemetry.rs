@@ -115,11 +115,25 @@ fn read(dir: &CgroupDir, rel: &str, file: &str) -> Option<String> {
 impl Root {
     /// The figures of every module (ours and the daemon's), or of those named.
     pub fn status(&self, names: &[String]) -> Result<Vec<ModuleStatus>> {
-        let all = self.list()?;
+        let all = self.entries(false)?;
+        // The controllers each layout's modules have: files of the others are not there, and
+        // are not tried (the figure stays unknown either way).
+        let enabled = |dir: &str| {
+            self.dir()
+                .read_raw(&join(dir, "cgroup.subtree_control"))
+                .map(|t| parse::controllers(&t))
+                .unwrap_or_default()
+        };
+        let ck = enabled(crate::module::MODULES_DIR);
+        let daemon = enabled("daemon/subc-modules");
+        let on = |m: &ModuleEntry| match m.layout {
+            Layout::Ck => Some(ck.as_slice()),
+            Layout::Daemon => Some(daemon.as_slice()),
+        };
         let mut out = Vec::new();
         if names.is_empty() {
             for m in &all {
-                out.push(module_status(self.dir(), m));
+                out.push(module_status_with(self.dir(), m, on(m)));
             }
             return Ok(out);
         }
@@ -135,7 +149,7 @@ impl Root {
                 .iter()
                 .find(|e| e.name == m.name && e.layout == m.layout)
             {
-                out.push(module_status(self.dir(), e));
+                out.push(module_status_with(self.dir(), e, on(e)));
             }
         }
         Ok(out)
@@ -144,8 +158,26 @@ impl Root {
 
 /// Read one module's figures. Never fails: what cannot be read is `None`.
 pub fn module_status(dir: &CgroupDir, m: &ModuleEntry) -> ModuleStatus {
+    module_status_with(dir, m, None)
+}
+
+/// As [`module_status`]; with `enabled`, the files of controllers not in it are not tried.
+fn module_status_with(
+    dir: &CgroupDir,
+    m: &ModuleEntry,
+    enabled: Option<&[String]>,
+) -> ModuleStatus {
     let rel = m.path.as_str();
-    let f = |file: &str| read(dir, rel, file);
+    let f = |file: &str| {
+        let controller = file.split('.').next().unwrap_or("");
+        let core = matches!(file, "cpu.stat")
+            || file.ends_with(".pressure")
+            || !matches!(controller, "memory" | "pids" | "cpu" | "io");
+        match enabled {
+            Some(on) if !core && !on.iter().any(|c| c == controller) => None,
+            _ => read(dir, rel, file),
+        }
+    };
     let pids = procs(dir, rel).ok();
 
     let (memory_current, memory_swap_current) =

@@ -40,8 +40,10 @@ impl Output {
     fn emit(&self, value: &impl Serialize, text: impl FnOnce() -> String) -> io::Result<()> {
         let mut out = io::stdout().lock();
         if self.json {
-            serde_json::to_writer(&mut out, value).map_err(io::Error::other)?;
-            writeln!(out)?;
+            // One write(2): stdout is line-buffered and JSON has its newline at the end only.
+            let mut buf = serde_json::to_vec(value).map_err(io::Error::other)?;
+            buf.push(b'\n');
+            out.write_all(&buf)?;
         } else {
             out.write_all(text().as_bytes())?;
         }
