@@ -305,25 +305,25 @@ fn sandbox(
     };
     // TERM, INT and HUP must not kill the helper before it has removed the sandbox: they are
     // blocked here and passed on to CMD (a terminal's Ctrl-C reaches CMD directly too), and the
-    // sandbox is cleaned up when CMD exits. std's spawn gives CMD an empty signal mask.
+    // sandbox is cleaned up when CMD exits. CMD gets an empty signal mask (std keeps the
+    // parent's, which would leave TERM blocked in every process CMD starts).
     let relay = ck_cgroup::spawn::SignalRelay::new(&[
         rustix::process::Signal::TERM,
         rustix::process::Signal::INT,
         rustix::process::Signal::HUP,
     ])
     .map_err(|e| Error::failed(format!("failed to set up signal relay: {e}")))?;
-    let status = std::process::Command::new(prog)
-        .args(args)
-        .env(discover::ENV_ROOT, sb.path())
-        .spawn()
-        .and_then(|mut child| {
-            let pid = rustix::process::Pid::from_raw(child.id() as i32)
-                .ok_or_else(|| io::Error::other("child without a pid"))?;
-            // Our own unreaped child: its pid cannot be reused before we wait for it.
-            let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())?;
-            relay.relay_until_readable(std::os::unix::io::AsFd::as_fd(&pidfd))?;
-            child.wait()
-        });
+    let mut command = std::process::Command::new(prog);
+    command.args(args).env(discover::ENV_ROOT, sb.path());
+    ck_cgroup::spawn::unblock_signals_before_exec(&mut command);
+    let status = command.spawn().and_then(|mut child| {
+        let pid = rustix::process::Pid::from_raw(child.id() as i32)
+            .ok_or_else(|| io::Error::other("child without a pid"))?;
+        // Our own unreaped child: its pid cannot be reused before we wait for it.
+        let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty())?;
+        relay.relay_until_readable(std::os::unix::io::AsFd::as_fd(&pidfd))?;
+        child.wait()
+    });
     drop(relay);
     let code = match status {
         Ok(s) => match (s.code(), s.signal()) {

@@ -490,6 +490,7 @@ fn spawn_pre_exec(
         Mode::empty(),
     )?;
     place_before_exec(&mut std_cmd, procs);
+    unblock_signals_before_exec(&mut std_cmd);
     if let Some(sig) = cmd.pdeathsig {
         pdeathsig_before_exec(&mut std_cmd, sig);
     }
@@ -979,6 +980,25 @@ unsafe fn child_exec(ctx: &ChildCtx) -> ! {
     // alive in this copy-on-write copy of its memory.
     unsafe { libc::execve(ctx.path, ctx.argv, ctx.envp) };
     fail(errno())
+}
+
+/// Give `cmd`'s child an empty signal mask before `execve(2)`. The mask is inherited across
+/// fork and exec and `std::process::Command` does not reset it, so a parent that blocks signals
+/// (a [`SignalRelay`]) would otherwise start a child that can never receive them.
+pub fn unblock_signals_before_exec(cmd: &mut Command) {
+    // SAFETY: the closure runs in the forked child before exec and calls only sigemptyset and
+    // pthread_sigmask on a local sigset_t (all-zero is a valid value that sigemptyset then
+    // overwrites); both are async-signal-safe and nothing is allocated.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            match libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) {
+                0 => Ok(()),
+                rc => Err(io::Error::from_raw_os_error(rc)),
+            }
+        });
+    }
 }
 
 /// Relays signals that the calling thread receives to a child, for a helper that stays resident

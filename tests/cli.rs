@@ -503,3 +503,23 @@ fn sandbox_passes_term_to_cmd_and_still_removes_itself() {
         "the sandbox was left behind"
     );
 }
+
+#[test]
+fn sandbox_and_run_start_cmd_with_no_signal_blocked() {
+    let w = World::new();
+    let sigblk = |out: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix("SigBlk:"))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_default()
+    };
+    let o = bare()
+        .args(["sandbox", "--parent"])
+        .arg(parent())
+        .args(["--", "cat", "/proc/self/status"])
+        .output()
+        .unwrap();
+    assert_eq!(sigblk(&stdout(&o)), "0000000000000000", "sandbox's CMD");
+    let o = w.run(&["run", "mask", "--", "cat", "/proc/self/status"]);
+    assert_eq!(sigblk(&stdout(&o)), "0000000000000000", "run's CMD");
+}
