@@ -104,9 +104,13 @@ pub struct ModuleStatus {
 }
 
 fn read(dir: &CgroupDir, rel: &str, file: &str) -> Option<String> {
-    let text = dir.read_raw(&join(rel, file)).ok();
+    absent_is_unknown(dir.read_raw(&join(rel, file)).ok())
+}
+
+/// What an unreadable file gives: nothing. (The mutation control makes it 0, the bug the null
+/// rule exists to prevent, so that the tests guarding the rule can be shown to fail.)
+fn absent_is_unknown(text: Option<String>) -> Option<String> {
     if cfg!(feature = "mutation-absent-is-zero") {
-        // Mutation: an unreadable figure becomes 0, the bug the null rule exists to prevent.
         return text.or_else(|| Some("0\n".into()));
     }
     text
@@ -174,7 +178,7 @@ fn module_status_with(
             || file.ends_with(".pressure")
             || !matches!(controller, "memory" | "pids" | "cpu" | "io");
         match enabled {
-            Some(on) if !core && !on.iter().any(|c| c == controller) => None,
+            Some(on) if !core && !on.iter().any(|c| c == controller) => absent_is_unknown(None),
             _ => read(dir, rel, file),
         }
     };
