@@ -572,11 +572,14 @@ impl Root {
         report.path = Some(path.clone());
         report.tree = stop_tree(&self.dir, &rel, opts)?;
         if !report.tree.empty {
-            let left = procs(&self.dir, &rel).map(|p| p.len()).unwrap_or(0);
+            let left = match procs(&self.dir, &rel) {
+                Ok(p) if p.len() == 1 => "1 process".to_string(),
+                Ok(p) => format!("{} processes", p.len()),
+                Err(_) => "processes (how many could not be read)".to_string(),
+            };
             report.error = Some(format!(
-                "{} still holds {left} process{} after {} ms (a process in uninterruptible sleep, state D, dies only when its I/O ends)",
+                "{} still holds {left} after {} ms (a process in uninterruptible sleep, state D, dies only when its I/O ends)",
                 path.display(),
-                if left == 1 { "" } else { "es" },
                 report.tree.waited_ms
             ));
             return Ok(report);

@@ -204,7 +204,10 @@ impl ModuleCommand {
     /// the spawning thread exits while the daemon lives on, the child gets
     /// the signal too.
     pub fn parent_death_signal(&mut self, sig: Signal) -> &mut Self {
-        self.pdeathsig = Some(sig);
+        // Mutation control: the child outlives a dead parent.
+        if !cfg!(feature = "mutation-no-pdeathsig") {
+            self.pdeathsig = Some(sig);
+        }
         self
     }
 

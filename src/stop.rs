@@ -122,8 +122,9 @@ pub fn stop_tree(dir: &CgroupDir, rel: &str, opts: &StopOptions) -> Result<TreeS
     let start = Instant::now();
     let mut out = TreeStop::default();
     if !opts.grace.is_zero() {
-        let first = procs(dir, rel)?.into_iter().min();
-        out.signalled = signal_members(dir, rel, opts.signal)?;
+        let signalled = signal_members(dir, rel, opts.signal)?;
+        let first = signalled.iter().copied().min();
+        out.signalled = signalled.len();
         let waited = grace_wait(dir, rel, opts.grace, first)?;
         if waited == Waited::Empty {
             out.left_after_grace = Some(0);
@@ -292,8 +293,8 @@ fn freeze_kill(dir: &CgroupDir, rel: &str, deadline: Instant) -> Result<Ran> {
 
 /// Send `sig` to every process in the subtree through a pidfd, so a reused pid is never
 /// signalled: each pid is opened, then the member list is read again, and only pids still listed
-/// (so the pidfd names the member) are signalled. Returns how many were signalled.
-pub fn signal_members(dir: &CgroupDir, rel: &str, sig: Signal) -> Result<usize> {
+/// (so the pidfd names the member) are signalled. Returns the pids signalled.
+pub fn signal_members(dir: &CgroupDir, rel: &str, sig: Signal) -> Result<Vec<u32>> {
     let mut fds = Vec::new();
     for pid in procs(dir, rel)? {
         let Some(p) = Pid::from_raw(pid as i32) else {
@@ -304,11 +305,11 @@ pub fn signal_members(dir: &CgroupDir, rel: &str, sig: Signal) -> Result<usize> 
         }
     }
     let still: HashSet<u32> = procs(dir, rel)?.into_iter().collect();
-    let mut n = 0;
+    let mut sent = Vec::new();
     for (pid, fd) in fds {
         if still.contains(&pid) && pidfd_send_signal(&fd, sig).is_ok() {
-            n += 1;
+            sent.push(pid);
         }
     }
-    Ok(n)
+    Ok(sent)
 }

@@ -184,21 +184,11 @@ fn module_status_with(
     };
     let pids = procs(dir, rel).ok();
 
-    let (memory_current, memory_swap_current) =
-        match (f("memory.current"), f("memory.swap.current")) {
-            (Some(cur), swap) => (
-                Figure::new(parse::number(&cur), "memory.current"),
-                Figure::new(
-                    swap.as_deref().and_then(parse::number),
-                    "memory.swap.current",
-                ),
-            ),
-            (None, Some(swap)) => (
-                Figure::new(None, "memory.current"),
-                Figure::new(parse::number(&swap), "memory.swap.current"),
-            ),
-            (None, None) => proc_memory(pids.as_deref()),
-        };
+    let (memory_current, memory_swap_current) = memory_now(
+        f("memory.current"),
+        f("memory.swap.current"),
+        pids.as_deref(),
+    );
     let events = f("memory.events").map(|t| {
         let k = parse::flat_keyed(&t);
         MemoryEvents {
@@ -254,6 +244,42 @@ fn module_status_with(
             memory_oom_group: limit("memory.oom.group"),
         },
     }
+}
+
+/// Memory and swap in use: `memory.current` and `memory.swap.current` (their texts, `None` when
+/// absent), or the `/proc` sums over `pids` when neither file exists.
+fn memory_now(
+    current: Option<String>,
+    swap: Option<String>,
+    pids: Option<&[u32]>,
+) -> (Figure<u64>, Figure<u64>) {
+    match (current, swap) {
+        (Some(cur), swap) => (
+            Figure::new(parse::number(&cur), "memory.current"),
+            Figure::new(
+                swap.as_deref().and_then(parse::number),
+                "memory.swap.current",
+            ),
+        ),
+        (None, Some(swap)) => (
+            Figure::new(None, "memory.current"),
+            Figure::new(parse::number(&swap), "memory.swap.current"),
+        ),
+        (None, None) => proc_memory(pids),
+    }
+}
+
+/// A module's memory in use, as `status` reports it, reading only what that needs (for `watch`'s
+/// report threshold, which runs every second).
+pub fn memory_current(dir: &CgroupDir, rel: &str) -> Figure<u64> {
+    let cur = read(dir, rel, "memory.current");
+    let swap = read(dir, rel, "memory.swap.current");
+    let pids = if cur.is_none() && swap.is_none() {
+        procs(dir, rel).ok()
+    } else {
+        None
+    };
+    memory_now(cur, swap, pids.as_deref()).0
 }
 
 /// The source of a figure summed from `/proc` (the memory controller is not enabled).

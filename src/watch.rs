@@ -19,7 +19,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::module::{Layout, ModuleEntry, Root};
 use crate::parse;
-use crate::telemetry::module_status;
+use crate::telemetry::memory_current;
 use crate::wait::join;
 
 /// One event line.
@@ -63,6 +63,8 @@ pub struct WatchOptions {
 
 #[derive(Default)]
 struct State {
+    /// The module's path relative to the root (`ModuleEntry::path`).
+    rel: String,
     populated: Option<bool>,
     counters: BTreeMap<String, u64>,
     above: bool,
@@ -221,6 +223,7 @@ impl Watcher<'_> {
             // A new cgroup starts empty: a module that already holds a process is reported as
             // populated right after it appeared.
             let mut st = State {
+                rel: m.path.clone(),
                 populated: Some(false),
                 ..State::default()
             };
@@ -247,14 +250,9 @@ impl Watcher<'_> {
 
     /// Re-read a module's event files; report what changed.
     fn update(&mut self, k: &Key, report: bool, out: &mut Vec<WatchEvent>) {
-        let rel = format!(
-            "{}/{}",
-            match k.0 {
-                Layout::Ck => "subc-modules",
-                Layout::Daemon => "daemon/subc-modules",
-            },
-            k.1
-        );
+        let Some(rel) = self.modules.get(k).map(|st| st.rel.clone()) else {
+            return;
+        };
         let dir = self.root.dir();
         let populated = dir
             .read_raw(&join(&rel, "cgroup.events"))
@@ -290,14 +288,14 @@ impl Watcher<'_> {
                 }
             }
             for (name, v) in &counters {
-                let prev = st.counters.get(name).copied().unwrap_or(0);
-                if *v > prev {
+                let prev = st.counters.get(name).copied();
+                if *v > prev.unwrap_or(0) {
                     let file = if name.starts_with("pids_") {
                         "pids.events"
                     } else {
                         "memory.events"
                     };
-                    out.push(event(k, name, Some(*v), Some(prev), Some(file.into())));
+                    out.push(event(k, name, Some(*v), prev, Some(file.into())));
                 }
             }
         }
@@ -322,8 +320,8 @@ impl Watcher<'_> {
             let Some(st) = self.modules.get_mut(&k) else {
                 continue;
             };
-            let s = module_status(self.root.dir(), &m);
-            let Some(v) = s.memory_current.value else {
+            let mem = memory_current(self.root.dir(), &m.path);
+            let Some(v) = mem.value else {
                 continue;
             };
             let above = v > limit;
@@ -334,13 +332,7 @@ impl Watcher<'_> {
                 } else {
                     "memory_below"
                 };
-                let mut e = event(
-                    &k,
-                    name,
-                    Some(v),
-                    None,
-                    Some(s.memory_current.source.clone()),
-                );
+                let mut e = event(&k, name, Some(v), None, Some(mem.source.clone()));
                 e.threshold = Some(limit);
                 out.push(e);
             }
