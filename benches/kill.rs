@@ -251,6 +251,9 @@ fn measure(root: &Root, tree: &Tree, kind: Kind, n: usize) -> Res<Sample> {
                 KillMethod::CgroupKill => Method::CgroupKill,
                 KillMethod::Freeze => Method::Freeze,
                 KillMethod::Signal => Method::Signal,
+                KillMethod::Systemd => {
+                    return Err("the systemd backend is not benchmarked here".into());
+                }
             };
             let opts = StopOptions {
                 grace: Duration::ZERO,

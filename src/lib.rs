@@ -25,6 +25,7 @@ pub mod parse;
 pub mod policy;
 pub mod root;
 pub mod sandbox;
+pub mod scopes;
 pub mod spawn;
 pub mod stop;
 pub mod systemd;

@@ -114,10 +114,21 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             let r = open_root(cli.root)?.place(&id, &pids)?;
             out.place(&r)?;
         }
-        Command::Exec { id, limits, cmd } => {
+        Command::Exec {
+            id,
+            limits,
+            backend,
+            cmd,
+        } => {
             let id = ModuleId::new(&id)?;
             let policy = Policy::load(cli.policy.as_deref())?;
             let l = merge(&limits.limits(), &policy.for_module(&id).limits);
+            if let Some(bus) = backend.systemd() {
+                // systemd makes the scope, applies the limits and moves this process; D-Bus is
+                // paid for only on this backend.
+                ck_cgroup::scopes::enter(bus, &id, &l, ck_cgroup::scopes::START_TIMEOUT)?;
+                return Ok(exec(&cmd));
+            }
             let root = open_root(cli.root)?;
             // The spawn path: without limits, one write to cgroup.procs (and a mkdir the first
             // time); with limits, checked before anything is made.
@@ -130,8 +141,11 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             root.enter(&id)?;
             return Ok(exec(&cmd));
         }
-        Command::Kill { id, stop } => {
-            let r = open_root(cli.root)?.stop(&id, &stop.options())?;
+        Command::Kill { id, stop, backend } => {
+            let r = match backend.systemd() {
+                Some(bus) => ck_cgroup::scopes::stop(bus, &id, &stop.options())?,
+                None => open_root(cli.root)?.stop(&id, &stop.options())?,
+            };
             out.kill(&r)?;
             if let Some(e) = &r.error {
                 return Err(Error::failed(e.clone()).into());
@@ -158,9 +172,15 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             let r = open_root(cli.root)?.remove(&id)?;
             out.remove(&r)?;
         }
-        Command::Status { ids, format } => {
-            let root = open_root(cli.root)?;
-            let r = root.status(&ids)?;
+        Command::Status {
+            ids,
+            format,
+            backend,
+        } => {
+            let r = match backend.systemd() {
+                Some(bus) => ck_cgroup::scopes::status(bus, &ids)?,
+                None => open_root(cli.root)?.status(&ids)?,
+            };
             let format = if cli.json {
                 cli::args::Format::Json
             } else {
@@ -213,16 +233,44 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
                 o.flush()
             })?;
         }
-        Command::List => {
-            let root = open_root(cli.root)?;
-            let r = root.list()?;
-            out.list(root.path(), &r)?;
-        }
+        Command::List { backend } => match backend.systemd() {
+            Some(bus) => {
+                let (dir, r) = ck_cgroup::scopes::list(bus)?;
+                out.list_scopes(dir.as_deref(), &r)?;
+            }
+            None => {
+                let root = open_root(cli.root)?;
+                let r = root.list()?;
+                out.list(root.path(), &r)?;
+            }
+        },
         Command::Run { id, stop, cmd } => {
             let id = ModuleId::new(&id)?;
             return run_resident(open_root(cli.root)?, &id, &stop.options(), &cmd, out);
         }
-        Command::Sandbox { parent, keep, cmd } => return sandbox(parent, keep, &cmd, out),
+        Command::Sandbox {
+            parent,
+            backend,
+            manager,
+            keep,
+            cmd,
+        } => {
+            use cli::args::Backend;
+            let scope = match (backend, &parent) {
+                (Some(Backend::Systemd), _) => true,
+                (Some(Backend::Cgroupfs), _) | (None, Some(_)) => false,
+                (None, None) => std::path::Path::new("/run/systemd/system").exists(),
+            };
+            if scope && keep {
+                return Err(Error::bad_input(
+                    "--keep cannot keep a sandbox scope: systemd removes the scope when the helper exits",
+                )
+                .with_hint("pass --backend cgroupfs (or --parent PATH) with --keep")
+                .into());
+            }
+            let bus = scope.then(|| cli::args::bus(manager));
+            return sandbox(parent, bus, keep, &cmd, out);
+        }
         Command::Generate { kind, out_dir } => cli::generate::generate(kind, out_dir.as_deref())?,
     }
     Ok(ExitCode::SUCCESS)
@@ -291,15 +339,16 @@ fn run_resident(
 
 fn sandbox(
     parent: Option<PathBuf>,
+    scope: Option<ck_cgroup::systemd::Bus>,
     keep: bool,
     cmd: &[String],
     out: &Output,
 ) -> Result<ExitCode, Fail> {
-    let parent = match parent {
-        Some(p) => p,
-        None => Sandbox::default_parent()?,
+    let sb = match (scope, parent) {
+        (Some(bus), _) => Sandbox::create_in_scope(bus)?,
+        (None, Some(p)) => Sandbox::create(&p)?,
+        (None, None) => Sandbox::create(&Sandbox::default_parent()?)?,
     };
-    let sb = Sandbox::create(&parent)?;
     let Some((prog, args)) = cmd.split_first() else {
         return Ok(ExitCode::from(2));
     };
@@ -316,6 +365,10 @@ fn sandbox(
     let mut command = std::process::Command::new(prog);
     command.args(args).env(discover::ENV_ROOT, sb.path());
     ck_cgroup::spawn::unblock_signals_before_exec(&mut command);
+    if let Some(procs) = sb.cmd_procs()? {
+        // In a scope: CMD runs in cmd/, which the teardown empties (its orphans too).
+        ck_cgroup::spawn::place_before_exec(&mut command, procs);
+    }
     let status = command.spawn().and_then(|mut child| {
         let pid = rustix::process::Pid::from_raw(child.id() as i32)
             .ok_or_else(|| io::Error::other("child without a pid"))?;

@@ -42,6 +42,9 @@ pub enum Layout {
     Ck,
     /// The daemon's built-in placement: `daemon/subc-modules/m-<escaped>_<n>`.
     Daemon,
+    /// The systemd backend: a transient scope
+    /// `module.slice/module-<id>.slice/subc-module-<id>.scope` ([`crate::scopes`]).
+    Systemd,
 }
 
 impl Layout {
@@ -49,6 +52,8 @@ impl Layout {
         match self {
             Layout::Ck => MODULES_DIR,
             Layout::Daemon => "daemon/subc-modules",
+            // Not under a service root; see crate::scopes.
+            Layout::Systemd => crate::systemd::MODULES_SLICE,
         }
     }
 }
@@ -81,6 +86,7 @@ impl ModuleRef {
         match self.layout {
             Layout::Ck => Some(self.name.to_string()),
             Layout::Daemon => decode_daemon_name(self.name.as_str()).map(|d| d.module),
+            Layout::Systemd => crate::scopes::module_of_scope(self.name.as_str()),
         }
     }
 }

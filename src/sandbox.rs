@@ -27,7 +27,16 @@ pub struct Sandbox {
     name: String,
     root: Root,
     keep: bool,
+    /// In a systemd scope ([`Sandbox::create_in_scope`]): the scope's unit name.
+    scope: Option<String>,
 }
+
+/// In a scope sandbox, the leaf that holds the helper itself.
+pub const HELPER_LEAF: &str = "helper";
+/// In a scope sandbox, the leaf where the sandbox's command runs (emptied at teardown).
+pub const CMD_LEAF: &str = "cmd";
+/// In a scope sandbox, the isolated root.
+pub const ROOT_DIR: &str = "root";
 
 impl Sandbox {
     /// The default parent: the cgroup2 mount's root, when the caller may make cgroups there (as
@@ -48,16 +57,76 @@ impl Sandbox {
 
     /// Make a fresh sandbox under `parent` and `init` it.
     pub fn create(parent: &Path) -> Result<Sandbox> {
-        let parent = CgroupDir::open(parent)?;
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let name = format!(
-            "{PREFIX}{}-{}-{nanos:08x}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        );
+        Sandbox::create_named(CgroupDir::open(parent)?, unique_name())
+    }
+
+    /// On a systemd host: ask the manager on `bus` for a transient scope
+    /// `ck-sandbox-<pid>-<seq>-<nanos>.scope` with `Delegate=yes` holding this process, so that
+    /// the sandbox lives in a subtree systemd handed over instead of beside systemd's own
+    /// cgroups. Inside the scope (no process in an inner node): this process moves to
+    /// [`HELPER_LEAF`], the controllers the scope has are enabled for its children, and the
+    /// isolated root is [`ROOT_DIR`]; a command meant to run in the sandbox goes to
+    /// [`CMD_LEAF`] ([`Sandbox::cmd_procs`]). Teardown empties and removes `root/` and `cmd/`;
+    /// when this process exits, the scope is empty and systemd removes it.
+    pub fn create_in_scope(bus: crate::systemd::Bus) -> Result<Sandbox> {
+        use crate::systemd::{Manager, ScopeSpec};
+        let unit = format!("{}.scope", unique_name());
+        let me = std::process::id();
+        let spec = ScopeSpec {
+            unit: unit.clone(),
+            slice: None,
+            description: "ck-cgroup sandbox (an isolated root for tests)".into(),
+            pids: vec![me],
+            delegate: true,
+            part_of: None,
+            limits: crate::limits::Limits::default(),
+        };
+        Manager::connect(bus)?.start_scope(&spec, Duration::from_secs(30))?;
+        let text = std::fs::read_to_string("/proc/self/cgroup")
+            .map_err(|e| Error::failed(format!("failed to read /proc/self/cgroup: {e}")))?;
+        let cg = crate::parse::proc_cgroup_v2(&text).unwrap_or_default();
+        if !cg.ends_with(&format!("/{unit}")) {
+            return Err(Error::failed(format!(
+                "systemd started {unit} but this process is in {cg:?}, not in the scope"
+            )));
+        }
+        let scope = CgroupDir::open(&cgroup2_mount()?.join(cg.trim_start_matches('/')))?;
+        scope.mkdir(HELPER_LEAF)?;
+        scope.write(&format!("{HELPER_LEAF}/cgroup.procs"), &me.to_string())?;
+        let available = crate::parse::controllers(&scope.read("cgroup.controllers")?);
+        let enable: Vec<String> = crate::module::WANTED_CONTROLLERS
+            .iter()
+            .filter(|c| available.iter().any(|a| a == *c))
+            .map(|c| format!("+{c}"))
+            .collect();
+        if !enable.is_empty() {
+            scope.write("cgroup.subtree_control", &enable.join(" "))?;
+        }
+        scope.mkdir(CMD_LEAF)?;
+        let mut sb = Sandbox::create_named(scope, ROOT_DIR.to_string())?;
+        sb.scope = Some(unit);
+        Ok(sb)
+    }
+
+    /// The scope's unit name, for a sandbox made by [`Sandbox::create_in_scope`].
+    pub fn scope(&self) -> Option<&str> {
+        self.scope.as_deref()
+    }
+
+    /// For a scope sandbox: `cmd/cgroup.procs`, opened for writing, to place the sandbox's
+    /// command before it runs ([`crate::spawn::place_before_exec`]). `None` otherwise.
+    pub fn cmd_procs(&self) -> Result<Option<rustix::fd::OwnedFd>> {
+        if self.scope.is_none() {
+            return Ok(None);
+        }
+        let rel = format!("{CMD_LEAF}/cgroup.procs");
+        self.parent
+            .open_beneath(&rel, rustix::fs::OFlags::WRONLY)
+            .map(Some)
+            .map_err(|e| Error::io("open", self.parent.display_path(&rel), e))
+    }
+
+    fn create_named(parent: CgroupDir, name: String) -> Result<Sandbox> {
         if !parent.mkdir(&name)? {
             return Err(Error::failed(format!(
                 "{} already exists",
@@ -77,6 +146,7 @@ impl Sandbox {
             name,
             root,
             keep: false,
+            scope: None,
         };
         // On failure the guard's drop removes the directory.
         sandbox.root.init()?;
@@ -106,13 +176,37 @@ impl Sandbox {
     }
 
     fn teardown(&self) -> Result<()> {
-        let dir = self.root.dir();
+        empty_and_remove(&self.parent, &self.name, self.root.dir())?;
+        if self.scope.is_some() && self.parent.exists(CMD_LEAF) {
+            let leaf = CgroupDir::open(&self.parent.display_path(CMD_LEAF))?;
+            empty_and_remove(&self.parent, CMD_LEAF, &leaf)?;
+        }
+        Ok(())
+    }
+}
+
+fn unique_name() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "{PREFIX}{}-{}-{nanos:08x}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Kill everything in `dir` (= `parent/name`), wait until it is empty, remove it deepest first.
+/// Independent of [`crate::stop`], so that the mutation controls do not switch it off.
+fn empty_and_remove(parent: &CgroupDir, name: &str, dir: &CgroupDir) -> Result<()> {
+    {
         match dir.write_raw("cgroup.kill", "1") {
             Ok(()) => {}
             // Before 5.14: SIGKILL each member until none is left (the wait below bounds it).
             Err(Errno::NOENT) => {
                 for _ in 0..100 {
-                    let pids = self.root.procs("")?;
+                    let pids = crate::module::procs(dir, "")?;
                     if pids.is_empty() {
                         break;
                     }
@@ -135,16 +229,16 @@ impl Sandbox {
         if wait_empty(dir, "", Duration::from_secs(10))? == Waited::TimedOut {
             return Err(Error::failed(format!(
                 "sandbox {} is still populated 10 s after cgroup.kill",
-                self.path().display()
+                dir.path().display()
             )));
         }
         for sub in dir.subdirs("")? {
             remove_tree(dir, &sub)?;
         }
-        self.parent
-            .rmdir_raw(&self.name)
+        parent
+            .rmdir_raw(name)
             .or_else(|e| if e == Errno::NOENT { Ok(()) } else { Err(e) })
-            .map_err(|e| Error::io("rmdir", self.path(), e))
+            .map_err(|e| Error::io("rmdir", dir.path(), e))
     }
 }
 

@@ -50,6 +50,9 @@ pub enum KillMethod {
     Freeze,
     /// SIGKILL every member, repeated until empty.
     Signal,
+    /// systemd's `KillUnit(unit, "all", SIGKILL)` (the systemd backend: the scope's cgroup is
+    /// systemd's, so ck-cgroup writes none of its files).
+    Systemd,
 }
 
 impl KillMethod {
@@ -59,6 +62,7 @@ impl KillMethod {
             KillMethod::CgroupKill => "cgroup-kill",
             KillMethod::Freeze => "freeze",
             KillMethod::Signal => "signal",
+            KillMethod::Systemd => "systemd",
         }
     }
 }
@@ -178,7 +182,12 @@ fn ms(start: Instant) -> f64 {
 }
 
 /// The grace: wait on the whole subtree (`populated 0`), never on one process.
-fn grace_wait(dir: &CgroupDir, rel: &str, grace: Duration, first: Option<u32>) -> Result<Waited> {
+pub(crate) fn grace_wait(
+    dir: &CgroupDir,
+    rel: &str,
+    grace: Duration,
+    first: Option<u32>,
+) -> Result<Waited> {
     if cfg!(feature = "mutation-grace-first-pid") {
         // Mutation: wait on the first process only, as a supervisor that knows one child does.
         if let Some(p) = first.and_then(|p| Pid::from_raw(p as i32))
@@ -229,6 +238,9 @@ fn run_method(dir: &CgroupDir, rel: &str, m: KillMethod, deadline: Instant) -> R
             }
         }
         KillMethod::Freeze => freeze_kill(dir, rel, deadline),
+        KillMethod::Systemd => Ok(Ran::Unsupported(
+            "systemd's KillUnit runs only with --backend systemd".into(),
+        )),
         KillMethod::Signal => loop {
             signal_members(dir, rel, Signal::KILL)?;
             let slice = deadline

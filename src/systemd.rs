@@ -1,10 +1,25 @@
-//! systemd over D-Bus (zbus 6, async API driven by `zbus::block_on`; no Tokio). Used only by
-//! `doctor`: nothing on the spawn and kill paths connects to a bus.
+//! systemd over D-Bus (zbus 6, async API driven by `zbus::block_on`; no Tokio).
 //!
-//! Interfaces: `org.freedesktop.systemd1.Manager` (`GetUnitByPID`, `GetUnit`, `Version`) and the
-//! unit's `org.freedesktop.systemd1.Service` properties; see org.freedesktop.systemd1(5).
+//! Two users: `doctor` ([`unit_facts`]), and the systemd backend ([`Manager`]: transient scopes
+//! for modules on hosts where the service is not delegated, and the delegated scope of a
+//! `sandbox`). The default (cgroupfs) spawn and kill paths never connect to a bus.
+//!
+//! Interfaces: `org.freedesktop.systemd1.Manager` (`GetUnitByPID`, `GetUnit`, `Version`,
+//! `StartTransientUnit`, `KillUnit`, `StopUnit`, the `JobRemoved` signal) and the unit's
+//! properties; see org.freedesktop.systemd1(5) and
+//! <https://systemd.io/CGROUP_DELEGATION/>.
 
-use zbus::{OwnedObjectPath, OwnedVariant};
+use std::future::{Future, poll_fn};
+use std::pin::pin;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use zbus::{OwnedObjectPath, OwnedVariant, Variant};
+
+use crate::error::{Error, Result};
+use crate::id::ModuleId;
+use crate::limits::Limits;
+use crate::parse::Limit;
 
 const DEST: &str = "org.freedesktop.systemd1";
 const PATH: &str = "/org/freedesktop/systemd1";
@@ -136,4 +151,439 @@ pub fn unit_facts(bus: Bus, unit: Option<&str>, pid: u32) -> Result<UnitFacts, U
                 .and_then(|v| String::try_from(v).ok()),
         })
     })
+}
+
+/// The slice that holds every module scope of the systemd backend (`units/module.slice`).
+pub const MODULES_SLICE: &str = "module.slice";
+
+/// Escape `s` for use in a unit name, as `systemd-escape` does: `[A-Za-z0-9:_.]` stay (a leading
+/// `.` does not), `/` becomes `-`, every other byte `\xNN`. A module id's `-` becomes `\x2d`,
+/// so that `module-<id>.slice` stays a direct child of `module.slice` (a `-` in a slice name
+/// means nesting; systemd.slice(5)).
+pub fn unit_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for (i, b) in s.bytes().enumerate() {
+        match b {
+            b'/' => out.push('-'),
+            b'.' if i == 0 => out.push_str("\\x2e"),
+            b if b.is_ascii_alphanumeric() || matches!(b, b':' | b'_' | b'.') => {
+                out.push(b as char)
+            }
+            b => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out
+}
+
+/// The scope of module `id`: `subc-module-<id>.scope`.
+pub fn scope_unit(id: &ModuleId) -> String {
+    format!("subc-module-{}.scope", unit_escape(id.as_str()))
+}
+
+/// The slice of module `id`: `module-<id>.slice`, a child of [`MODULES_SLICE`].
+pub fn slice_unit(id: &ModuleId) -> String {
+    format!("module-{}.slice", unit_escape(id.as_str()))
+}
+
+/// A scope to start: its name, its slice, the pids it takes, and its unit properties.
+#[derive(Debug, Clone)]
+pub struct ScopeSpec {
+    /// The unit name (`*.scope`).
+    pub unit: String,
+    /// `Slice=`; `None` for the manager's default.
+    pub slice: Option<String>,
+    /// `Description=`.
+    pub description: String,
+    /// `PIDs=`: the processes moved into the scope when it starts.
+    pub pids: Vec<u32>,
+    /// `Delegate=`.
+    pub delegate: bool,
+    /// `PartOf=` and `Before=` this unit (the daemon's service): a stop or restart of the service
+    /// stops the scope too, after the service has stopped (so the daemon drains first).
+    pub part_of: Option<String>,
+    /// Resource limits, as `MemoryHigh=`, `MemoryMax=`, `MemorySwapMax=`, `TasksMax=`,
+    /// `CPUWeight=`, and `memory.oom.group` as `OOMPolicy=` (see [`ScopeSpec::properties`]).
+    pub limits: Limits,
+}
+
+impl ScopeSpec {
+    /// The scope of module `id`, holding `pid`, in `module-<id>.slice`.
+    pub fn module(id: &ModuleId, pid: u32, limits: &Limits) -> ScopeSpec {
+        ScopeSpec {
+            unit: scope_unit(id),
+            slice: Some(slice_unit(id)),
+            description: format!("ck-subc module {id}"),
+            pids: vec![pid],
+            delegate: false,
+            part_of: None,
+            limits: *limits,
+        }
+    }
+
+    /// The `a(sv)` properties of `StartTransientUnit`: `Description`, `Slice`, `PIDs`,
+    /// `Delegate`, `CollectMode=inactive-or-failed` (a failed or OOM-killed scope is unloaded at
+    /// once, so the next start of the same module does not meet `UnitExists`), and the limits.
+    /// `max` is `u64::MAX` (systemd's infinity). `oom_group` is `OOMPolicy=kill` or `continue`.
+    pub fn properties(&self) -> Vec<(&'static str, Variant<'_>)> {
+        let mut p: Vec<(&'static str, Variant<'_>)> = vec![
+            ("Description", Variant::from(self.description.as_str())),
+            ("PIDs", Variant::from(self.pids.clone())),
+            ("CollectMode", Variant::from("inactive-or-failed")),
+        ];
+        if let Some(slice) = &self.slice {
+            p.push(("Slice", Variant::from(slice.as_str())));
+        }
+        if self.delegate {
+            p.push(("Delegate", Variant::from(true)));
+        }
+        if let Some(u) = &self.part_of {
+            p.push(("PartOf", Variant::from(vec![u.as_str()])));
+            p.push(("Before", Variant::from(vec![u.as_str()])));
+        }
+        let bytes = |l: Limit| match l {
+            Limit::Max => u64::MAX,
+            Limit::Value(v) => v,
+        };
+        let l = &self.limits;
+        for (name, v) in [
+            ("MemoryHigh", l.memory_high),
+            ("MemoryMax", l.memory_max),
+            ("MemorySwapMax", l.memory_swap_max),
+            ("TasksMax", l.pids_max),
+        ] {
+            if let Some(v) = v {
+                p.push((name, Variant::from(bytes(v))));
+            }
+        }
+        if let Some(w) = l.cpu_weight {
+            p.push(("CPUWeight", Variant::from(w)));
+        }
+        // memory.oom.group is systemd's to write: OOMPolicy=kill sets it (the kernel kills the
+        // whole scope); continue leaves it off (only the chosen process dies, the scope lives).
+        // Unset, systemd's DefaultOOMPolicy (stop) stops the scope after an OOM kill.
+        if let Some(group) = l.oom_group {
+            p.push((
+                "OOMPolicy",
+                Variant::from(if group { "kill" } else { "continue" }),
+            ));
+        }
+        p
+    }
+}
+
+/// A connection to a systemd manager, for the systemd backend: the system bus for the system
+/// manager, the session bus (`$DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus`) for the
+/// caller's user manager.
+///
+/// Not the managers' private sockets (`/run/systemd/private`), which `systemctl` prefers: systemd
+/// stamps its messages there with the sender `org.freedesktop.systemd1`, and zbus 6 rejects a
+/// sender that is not a unique name ("Invalid unique name"; seen in the guest lane).
+#[derive(Debug)]
+pub struct Manager {
+    conn: zbus::Connection,
+    bus: Bus,
+    via: String,
+}
+
+/// Method calls that get no answer within this time fail (a hung manager must not hang the
+/// daemon's spawn).
+const CALL_TIMEOUT: Duration = Duration::from_secs(25);
+
+impl Manager {
+    /// Connect to the system or the user manager.
+    pub fn connect(bus: Bus) -> Result<Manager> {
+        zbus::block_on(async move {
+            let (builder, what) = match bus {
+                Bus::System => (zbus::conn::Builder::system(), "the system bus"),
+                Bus::User => (zbus::conn::Builder::session(), "the session bus"),
+            };
+            match builder.method_timeout(CALL_TIMEOUT).build().await {
+                Ok(conn) => Ok(Manager {
+                    conn,
+                    bus,
+                    via: what.to_string(),
+                }),
+                Err(e) => Err(no_manager(bus, &format!("{what}: {e}"))),
+            }
+        })
+    }
+
+    /// How the manager was reached: "the system bus" or "the session bus".
+    pub fn via(&self) -> &str {
+        &self.via
+    }
+
+    async fn call<B>(&self, method: &str, body: &B) -> zbus::Result<zbus::Message>
+    where
+        B: serde::Serialize + zbus::wire::DynamicType,
+    {
+        self.conn
+            .call_method(Some(DEST), PATH, Some(MANAGER), method, body)
+            .await
+    }
+
+    /// The unit's `ControlGroup` (e.g. `/module.slice/module-a.slice/subc-module-a.scope`);
+    /// `None` when the unit is not loaded (`NoSuchUnit`) or has no cgroup (it is not active).
+    pub fn control_group(&self, unit: &str) -> Result<Option<String>> {
+        zbus::block_on(async move {
+            let path: OwnedObjectPath = match self.call("GetUnit", &(unit,)).await {
+                Ok(r) => r
+                    .body()
+                    .deserialize()
+                    .map_err(|e| self.fail("GetUnit", unit, &e))?,
+                Err(e) if dbus_error_name(&e).ends_with(".NoSuchUnit") => return Ok(None),
+                Err(e) => return Err(self.fail("GetUnit", unit, &e)),
+            };
+            let iface = unit_interface(unit);
+            let r = self
+                .conn
+                .call_method(
+                    Some(DEST),
+                    path.as_str(),
+                    Some("org.freedesktop.DBus.Properties"),
+                    "Get",
+                    &(iface, "ControlGroup"),
+                )
+                .await
+                .map_err(|e| self.fail("Get ControlGroup of", unit, &e))?;
+            let v: OwnedVariant = r
+                .body()
+                .deserialize()
+                .map_err(|e| self.fail("Get ControlGroup of", unit, &e))?;
+            Ok(String::try_from(v).ok().filter(|s| !s.is_empty()))
+        })
+    }
+
+    /// The unit `pid` belongs to (`GetUnitByPID`, then its `Id`); `None` when systemd has none
+    /// for it.
+    pub fn unit_of_pid(&self, pid: u32) -> Result<Option<String>> {
+        zbus::block_on(async move {
+            let what = format!("pid {pid}");
+            let path: OwnedObjectPath = match self.call("GetUnitByPID", &(pid,)).await {
+                Ok(r) => r
+                    .body()
+                    .deserialize()
+                    .map_err(|e| self.fail("GetUnitByPID", &what, &e))?,
+                Err(e) if dbus_error_name(&e).ends_with(".NoUnitForPID") => return Ok(None),
+                Err(e) => return Err(self.fail("GetUnitByPID", &what, &e)),
+            };
+            let r = self
+                .conn
+                .call_method(
+                    Some(DEST),
+                    path.as_str(),
+                    Some("org.freedesktop.DBus.Properties"),
+                    "Get",
+                    &("org.freedesktop.systemd1.Unit", "Id"),
+                )
+                .await
+                .map_err(|e| self.fail("Get Id of the unit of", &what, &e))?;
+            let v: OwnedVariant = r
+                .body()
+                .deserialize()
+                .map_err(|e| self.fail("Get Id of the unit of", &what, &e))?;
+            Ok(String::try_from(v).ok().filter(|s| !s.is_empty()))
+        })
+    }
+
+    /// `StartTransientUnit(unit, "fail", properties, [])`, then wait (at most `timeout`) for the
+    /// job's `JobRemoved` signal; its result must be `done`. When this returns `Ok`, the scope's
+    /// pids are in its cgroup.
+    pub fn start_scope(&self, spec: &ScopeSpec, timeout: Duration) -> Result<()> {
+        let props = spec.properties();
+        let aux: Vec<(&str, Vec<(&str, Variant<'_>)>)> = Vec::new();
+        let body = (spec.unit.as_str(), "fail", props, aux);
+        self.run_job("StartTransientUnit", &spec.unit, &body, timeout)
+            .and_then(|r| match r {
+                Some(result) if result == "done" => Ok(()),
+                Some(result) => Err(Error::failed(format!(
+                    "systemd could not start {}: job result \"{result}\"",
+                    spec.unit
+                ))
+                .with_hint(self.journal_hint(&spec.unit))),
+                None => Err(Error::failed(format!(
+                    "systemd could not start {}: the unit vanished",
+                    spec.unit
+                ))),
+            })
+    }
+
+    /// `StopUnit(unit, "replace")` and wait for its job. `Ok(false)` when the unit is not loaded.
+    pub fn stop_unit(&self, unit: &str, timeout: Duration) -> Result<bool> {
+        match self.run_job("StopUnit", unit, &(unit, "replace"), timeout)? {
+            Some(result) if result == "done" => Ok(true),
+            Some(result) => Err(Error::failed(format!(
+                "systemd could not stop {unit}: job result \"{result}\""
+            ))
+            .with_hint(self.journal_hint(unit))),
+            None => Ok(false),
+        }
+    }
+
+    /// `KillUnit(unit, "all", signal)`: systemd signals every process of the unit's cgroup.
+    /// `Ok(false)` when the unit is not loaded.
+    pub fn kill_unit(&self, unit: &str, signal: i32) -> Result<bool> {
+        zbus::block_on(async move {
+            match self.call("KillUnit", &(unit, "all", signal)).await {
+                Ok(_) => Ok(true),
+                Err(e) if dbus_error_name(&e).ends_with(".NoSuchUnit") => Ok(false),
+                Err(e) => Err(self.fail("KillUnit", unit, &e)),
+            }
+        })
+    }
+
+    /// Call `method` (which returns a job path), then wait for that job's `JobRemoved` and return
+    /// its result (`done`, `failed`, `canceled`, ...). `Ok(None)`: the unit is not loaded.
+    fn run_job<B>(
+        &self,
+        method: &str,
+        unit: &str,
+        body: &B,
+        timeout: Duration,
+    ) -> Result<Option<String>>
+    where
+        B: serde::Serialize + zbus::wire::DynamicType,
+    {
+        let deadline = Instant::now() + timeout;
+        zbus::block_on(async move {
+            // The match is added before the call, so the signal cannot be missed. A job's
+            // requester gets its JobRemoved without Subscribe (systemd tracks it).
+            let rule = zbus::MatchRule::builder()
+                .msg_type(zbus::message::Type::Signal)
+                .interface(MANAGER)
+                .member("JobRemoved")
+                .path(PATH)
+                .build()
+                .map_err(|e| self.fail("match JobRemoved for", unit, &e))?;
+            let mut stream = zbus::MessageStream::for_match_rule(rule, &self.conn, None)
+                .await
+                .map_err(|e| self.fail("match JobRemoved for", unit, &e))?;
+            let job: OwnedObjectPath = match self.call(method, body).await {
+                Ok(r) => r
+                    .body()
+                    .deserialize()
+                    .map_err(|e| self.fail(method, unit, &e))?,
+                Err(e) if dbus_error_name(&e).ends_with(".NoSuchUnit") => return Ok(None),
+                Err(e) => return Err(self.fail(method, unit, &e)),
+            };
+            let wait = async {
+                loop {
+                    let next = poll_fn(|cx| {
+                        futures_core::Stream::poll_next(std::pin::Pin::new(&mut stream), cx)
+                    })
+                    .await;
+                    let Some(Ok(msg)) = next else {
+                        return None;
+                    };
+                    if let Ok((_, path, _, result)) =
+                        msg.body()
+                            .deserialize::<(u32, OwnedObjectPath, String, String)>()
+                        && path == job
+                    {
+                        return Some(result);
+                    }
+                }
+            };
+            match with_deadline(wait, deadline).await {
+                Some(Some(result)) => Ok(Some(result)),
+                Some(None) => Err(Error::failed(format!(
+                    "lost the connection to systemd ({}) while waiting for {method} {unit}",
+                    self.via
+                ))),
+                None => Err(Error::failed(format!(
+                    "systemd did not finish {method} {unit} within {} s (job {})",
+                    timeout.as_secs_f64(),
+                    job.as_str()
+                ))
+                .with_hint("see `systemctl list-jobs` and the journal")),
+            }
+        })
+    }
+
+    fn fail(&self, what: &str, unit: &str, e: &zbus::Error) -> Error {
+        let name = dbus_error_name(e);
+        let err = Error::failed(format!("systemd ({}): {what} {unit}: {e}", self.via));
+        if name.ends_with(".UnitExists") {
+            err.with_hint(format!(
+                "{unit} is already running: stop it first (`ck-cgroup kill --backend systemd` with its id)"
+            ))
+        } else if name.contains("AccessDenied") || name.contains("InteractiveAuthorizationRequired")
+        {
+            err.with_hint(match self.bus {
+                Bus::System => "run as root, or use the user manager: --manager user",
+                Bus::User => "the user manager accepts only its own user",
+            })
+        } else {
+            err
+        }
+    }
+
+    fn journal_hint(&self, unit: &str) -> String {
+        match self.bus {
+            Bus::System => format!("see `journalctl -u {unit}`"),
+            Bus::User => format!("see `journalctl --user -u {unit}`"),
+        }
+    }
+}
+
+/// The D-Bus interface that carries a unit's cgroup properties.
+fn unit_interface(unit: &str) -> &'static str {
+    match unit.rsplit('.').next() {
+        Some("scope") => "org.freedesktop.systemd1.Scope",
+        Some("slice") => "org.freedesktop.systemd1.Slice",
+        Some("socket") => "org.freedesktop.systemd1.Socket",
+        Some("mount") => "org.freedesktop.systemd1.Mount",
+        Some("swap") => "org.freedesktop.systemd1.Swap",
+        _ => "org.freedesktop.systemd1.Service",
+    }
+}
+
+/// The D-Bus error name of a failed call (`org.freedesktop.systemd1.NoSuchUnit`), or "".
+fn dbus_error_name(e: &zbus::Error) -> String {
+    match e {
+        zbus::Error::MethodError(name, _, _) => name.as_str().to_string(),
+        zbus::Error::FDO(f) => f.to_string().split(':').next().unwrap_or("").to_string(),
+        _ => String::new(),
+    }
+}
+
+fn no_manager(bus: Bus, why: &str) -> Error {
+    let (which, hint) = match bus {
+        Bus::System => (
+            "the system manager",
+            "the systemd backend needs systemd as PID 1; use the default backend (cgroupfs) with a delegated root",
+        ),
+        Bus::User => (
+            "the user manager",
+            "set XDG_RUNTIME_DIR to the user's runtime directory (/run/user/UID) and make sure its manager runs (`loginctl enable-linger USER`)",
+        ),
+    };
+    Error::bad_input(format!("cannot reach {which}: {why}")).with_hint(hint)
+}
+
+/// Run `fut` until it is ready or `deadline` passes (`None`). A thread sleeps until the deadline
+/// and then wakes the task: zbus's `block_on` has no timer.
+async fn with_deadline<F: Future>(fut: F, deadline: Instant) -> Option<F::Output> {
+    let mut fut = pin!(fut);
+    let mut timer = false;
+    poll_fn(|cx| {
+        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Some(v));
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Poll::Ready(None);
+        }
+        if !timer {
+            timer = true;
+            let waker = cx.waker().clone();
+            let left = deadline - now;
+            std::thread::spawn(move || {
+                std::thread::sleep(left);
+                waker.wake();
+            });
+        }
+        Poll::Pending
+    })
+    .await
 }

@@ -133,6 +133,7 @@ impl Root {
         let on = |m: &ModuleEntry| match m.layout {
             Layout::Ck => Some(ck.as_slice()),
             Layout::Daemon => Some(daemon.as_slice()),
+            Layout::Systemd => None,
         };
         let mut out = Vec::new();
         if names.is_empty() {
@@ -166,7 +167,7 @@ pub fn module_status(dir: &CgroupDir, m: &ModuleEntry) -> ModuleStatus {
 }
 
 /// As [`module_status`]; with `enabled`, the files of controllers not in it are not tried.
-fn module_status_with(
+pub(crate) fn module_status_with(
     dir: &CgroupDir,
     m: &ModuleEntry,
     enabled: Option<&[String]>,

@@ -66,6 +66,8 @@ pub enum Command {
         id: String,
         #[command(flatten)]
         limits: LimitArgs,
+        #[command(flatten)]
+        backend: BackendArgs,
         /// The module's command and its arguments.
         #[arg(last = true, required = true, value_name = "CMD")]
         cmd: Vec<String>,
@@ -84,6 +86,8 @@ pub enum Command {
         id: String,
         #[command(flatten)]
         stop: StopArgs,
+        #[command(flatten)]
+        backend: BackendArgs,
     },
     /// Remove empty modules; with --kill also stop and remove populated ones (orphans).
     Prune {
@@ -116,7 +120,10 @@ pub enum Command {
         id: String,
     },
     /// Every module (ours and the daemon's own placement) with its populated state and processes.
-    List,
+    List {
+        #[command(flatten)]
+        backend: BackendArgs,
+    },
     /// Check the host and the service: cgroup2, the root, controllers, kernel features, and the
     /// unit's Delegate=, OOMPolicy=, KillMode=, TimeoutStopSec= from systemd over D-Bus. Exit 0
     /// when ready, 1 when not.
@@ -151,12 +158,24 @@ pub enum Command {
         /// Output format (--json is the same as --format json).
         #[arg(long, value_enum, default_value = "table")]
         format: Format,
+        #[command(flatten)]
+        backend: BackendArgs,
     },
-    /// Run CMD with CK_CGROUP_ROOT set to a fresh isolated root; remove it afterwards.
+    /// Run CMD with CK_CGROUP_ROOT set to a fresh isolated root; remove it afterwards. On a
+    /// systemd host (without --parent) the root is inside a transient delegated scope
+    /// ck-sandbox-*.scope that holds the helper (helper/), CMD (cmd/) and the root (root/).
     Sandbox {
-        /// Where to make the sandbox (default: the cgroup2 mount's root, when writable).
-        #[arg(long, value_name = "PATH")]
+        /// Where to make the sandbox (default: a delegated scope on a systemd host, else the
+        /// cgroup2 mount's root, when writable).
+        #[arg(long, value_name = "PATH", conflicts_with = "backend")]
         parent: Option<PathBuf>,
+        /// systemd: a transient delegated scope; cgroupfs: a directory under --parent or the
+        /// mount's root. Default: systemd when systemd is PID 1 and --parent is not given.
+        #[arg(long, value_enum, value_name = "BACKEND")]
+        backend: Option<Backend>,
+        /// The manager that makes the scope (default: system for root, user for everyone else).
+        #[arg(long, value_enum, value_name = "MANAGER")]
+        manager: Option<ManagerArg>,
         /// Leave the sandbox in place and print its path.
         #[arg(long)]
         keep: bool,
@@ -233,6 +252,63 @@ impl LimitArgs {
 }
 
 /// `status` output formats.
+/// Where modules live.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BackendArgs {
+    /// Where modules live. cgroupfs: subc-modules/<id> under the service's delegated root (no
+    /// D-Bus). systemd: transient scopes subc-module-<id>.scope in module-<id>.slice, started,
+    /// limited and killed by systemd over D-Bus, for hosts where the service is not delegated
+    /// (--root does not apply).
+    #[arg(
+        long,
+        value_enum,
+        default_value = "cgroupfs",
+        env = "CK_CGROUP_BACKEND",
+        value_name = "BACKEND"
+    )]
+    pub backend: Backend,
+    /// The systemd manager the systemd backend asks: system, or user (the caller's own). Default:
+    /// system for root, user for everyone else.
+    #[arg(long, value_enum, value_name = "MANAGER")]
+    pub manager: Option<ManagerArg>,
+}
+
+/// `--backend`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// Module cgroups under the service's delegated root.
+    Cgroupfs,
+    /// Transient scopes made by systemd.
+    Systemd,
+}
+
+/// `--manager`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ManagerArg {
+    /// The system manager (PID 1).
+    System,
+    /// The caller's user manager (systemd --user).
+    User,
+}
+
+impl BackendArgs {
+    /// The manager to ask, when the backend is systemd.
+    pub fn systemd(&self) -> Option<ck_cgroup::systemd::Bus> {
+        (self.backend == Backend::Systemd).then(|| bus(self.manager))
+    }
+}
+
+/// `--manager`, or the default: the system manager for root, the user's own for everyone else.
+pub fn bus(manager: Option<ManagerArg>) -> ck_cgroup::systemd::Bus {
+    use ck_cgroup::systemd::Bus;
+    match manager {
+        Some(ManagerArg::System) => Bus::System,
+        Some(ManagerArg::User) => Bus::User,
+        None if rustix::process::geteuid().is_root() => Bus::System,
+        None => Bus::User,
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     /// A table for people.

@@ -247,9 +247,14 @@ impl Output {
     }
 
     pub fn list(&self, root: &Path, modules: &[ModuleEntry]) -> io::Result<()> {
+        self.list_scopes(Some(root), modules)
+    }
+
+    /// `list`; for the systemd backend `root` is module.slice's cgroup (`null`: not loaded).
+    pub fn list_scopes(&self, root: Option<&Path>, modules: &[ModuleEntry]) -> io::Result<()> {
         #[derive(Serialize)]
         struct List<'a> {
-            root: &'a Path,
+            root: Option<&'a Path>,
             modules: &'a [ModuleEntry],
         }
         self.emit(&List { root, modules }, || {
@@ -267,6 +272,7 @@ impl Output {
                     match m.layout {
                         ck_cgroup::Layout::Ck => "ck".into(),
                         ck_cgroup::Layout::Daemon => "daemon".into(),
+                        ck_cgroup::Layout::Systemd => "systemd".into(),
                     },
                     match m.populated {
                         Some(true) => "yes".into(),

@@ -116,6 +116,7 @@ pub fn prometheus(rows: &[ModuleStatus]) -> String {
             match m.layout {
                 ck_cgroup::Layout::Ck => "ck",
                 ck_cgroup::Layout::Daemon => "daemon",
+                ck_cgroup::Layout::Systemd => "systemd",
             }
         )
     };

@@ -29,7 +29,7 @@ $CK prune --kill
 $CK list
 JOB
 before_d=$(subtree_dirs "$SVC") before_p=$(subtree_pids "$SVC")
-top_before=$(ls -d "$CG"/ck-sandbox-* 2> /dev/null || true)
+top_before=$(find "$CG" -name "ck-sandbox-*" 2> /dev/null || true)
 rc=0
 bash -c "echo \$\$ > '$SVC/daemon/cgroup.procs' && exec $CK sandbox -- bash /tmp/job.sh" || rc=$?
 expect "the job ran from daemon/ under sandbox and exited 0 ($rc)" [ "$rc" = 0 ]
@@ -39,6 +39,6 @@ echo "pids before: $before_p"; echo "pids after:  $after_p"
 expect "the service's cgroup directories are unchanged" [ "$before_d" = "$after_d" ]
 expect "the service's processes are unchanged ($(echo $after_p | wc -w))" [ "$before_p" = "$after_p" ]
 expect "the daemon kept its pid and the service is active" eval '[ "$(main_pid)" = "$mp" ] && is_active'
-left=$(ls -d "$CG"/ck-sandbox-* 2> /dev/null || true)
+left=$(find "$CG" -name "ck-sandbox-*" 2> /dev/null || true)
 expect "no sandbox is left (${left:-none})" [ "$left" = "$top_before" ]
 check_end

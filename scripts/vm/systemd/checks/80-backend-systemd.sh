@@ -1,0 +1,138 @@
+# The systemd backend where the service is not delegated (the incident host's Delegate=no): a
+# drop-in turns delegation off and sets CK_CGROUP_BACKEND=systemd, so the stand-in daemon's
+# `ck-cgroup exec` asks systemd for a scope per module (subc-module-ID.scope in
+# module-ID.slice, the limits as unit properties) and its `ck-cgroup kill` has systemd kill it.
+# Replay 1 (the hoard) and replay 2 (the orphans) then run against those scopes, and
+# `systemctl stop` leaves no scope and no process.
+set -euo pipefail
+. /lane/lib-systemd.sh
+check_begin backend-systemd
+systemctl stop "$UNIT" 2> /dev/null || true
+rm -rf "$T"
+dropin=/run/systemd/system/$UNIT.d/backend-systemd.conf
+mkdir -p "$(dirname "$dropin")"
+# --no-oom-group: the scopes get OOMPolicy=continue, so an OOM kill takes the hog and the module
+# lives on with its counters (with systemd's default, stop, the scope is stopped and its cgroup
+# and counters go with it; the first run of this check showed that).
+printf '[Service]\nDelegate=no\nExecStartPre=\nEnvironment=CK_CGROUP_BACKEND=systemd CK_SUBC_EXEC_FLAGS=--no-oom-group\n' > "$dropin"
+cleanup() { systemctl stop "$UNIT" 2> /dev/null || true; rm -f "$dropin"; systemctl daemon-reload; }
+trap cleanup EXIT
+systemctl daemon-reload
+MS=$CG/module.slice
+scope() { echo "$MS/module-$1.slice/subc-module-$1.scope"; }
+srunning() {  # the module's main process runs in its scope
+  local pid
+  pid=$(mod_pid "$1")
+  [ -n "$pid" ] && alive "$pid" && grep -qx "$pid" "$(scope "$1")/cgroup.procs" 2> /dev/null
+}
+sall() { srunning a && srunning b && srunning c; }
+srestarted() { [ "$(starts "$1")" -gt "$2" ] && srunning "$1"; }
+rc=0; systemctl start "$UNIT" || rc=$?
+expect "systemctl start with Delegate=no exit 0 ($rc)" [ "$rc" = 0 ]
+expect "Delegate=no is in force ($(systemctl show -P Delegate "$UNIT"))" [ "$(systemctl show -P Delegate "$UNIT")" = no ]
+expect "modules a b c run, each in its scope" wait_until 30 sall
+SVC=$(svc_cg) mp=$(main_pid)
+expect "the service's cgroup holds only the daemon ($(subtree_pids "$SVC"); dirs: $(subtree_dirs "$SVC"))" \
+  eval '[ "$(subtree_pids "$SVC")" = "$mp " ] && [ "$(subtree_dirs "$SVC")" = ". " ]'
+for id in a b c; do
+  expect "subc-module-$id.scope: memory.max 64M from the exec flags ($(cat "$(scope "$id")/memory.max"))" \
+    [ "$(cat "$(scope "$id")/memory.max")" = 67108864 ]
+  expect "subc-module-$id.scope has OOMPolicy=continue ($(systemctl show -P OOMPolicy "subc-module-$id.scope"))" \
+    [ "$(systemctl show -P OOMPolicy "subc-module-$id.scope")" = continue ]
+  expect "subc-module-$id.scope is PartOf the service ($(systemctl show -P PartOf "subc-module-$id.scope"))" \
+    [ "$(systemctl show -P PartOf "subc-module-$id.scope")" = "$UNIT" ]
+  expect "the daemon ($mp) is the parent of $id's main process ($(mod_pid "$id"))" \
+    [ "$(ppid_of "$(mod_pid "$id")")" = "$mp" ]
+done
+"$CK" list --backend systemd
+"$CK" status --backend systemd
+
+# Replay 1, the hoard: a restarts with a command whose child allocates past memory.max; the
+# kernel OOM-kills that child, inside a's scope only.
+t0=$(date +%s)
+pb=$(mod_pid b) pc=$(mod_pid c) sa=$(starts a)
+echo "$MEMHOG 256; exec sleep infinity" > "$T/a.once"
+kill "$(mod_pid a)"
+expect "the daemon restarted a in a new scope" wait_until 30 srestarted a "$sa"
+pa=$(mod_pid a)
+oom_seen() { [ "$(keyed "$(scope a)/memory.events" oom_kill 2> /dev/null || echo 0)" -ge 1 ]; }
+expect "a's hog is OOM-killed (memory.events oom_kill >= 1)" wait_until 60 oom_seen
+json=$("$CK" status --backend systemd --json a)
+echo "$json"
+oom=$(jq -r '.modules[0].memory_events.value.oom_kill // "null"' <<< "$json")
+layout=$(jq -r '.modules[0].layout' <<< "$json")
+expect "ck-cgroup status --backend systemd --json a: oom_kill >= 1 ($oom), layout $layout" \
+  eval '[ "$oom" != null ] && [ "$oom" -ge 1 ] && [ "$layout" = systemd ]'
+expect "the service is active ($(systemctl is-active "$UNIT"))" is_active
+expect "a's main process ($pa) outlived its hog's OOM kill in the same scope" srunning a
+expect "the daemon kept its pid ($mp, now $(main_pid))" [ "$(main_pid)" = "$mp" ]
+expect "b and c kept their pids ($pb $pc)" \
+  eval '[ "$(mod_pid b)" = "$pb" ] && [ "$(mod_pid c)" = "$pc" ] && alive "$pb" && alive "$pc"'
+for id in b c; do
+  expect "$id had no OOM kill ($(keyed "$(scope "$id")/memory.events" oom_kill))" \
+    [ "$(keyed "$(scope "$id")/memory.events" oom_kill)" = 0 ]
+done
+stops=$(journal_since "$t0" | grep -E 'Stopping|Stopped|Deactivated|Failed with result|Main process exited|Scheduled restart' || true)
+expect "the journal shows no stop of the service (${stops:-none})" [ -z "$stops" ]
+
+# Replay 2, the orphans: b's command leaves a grandchild reparented away from b's main process;
+# each restart has the daemon run `ck-cgroup kill b --grace 1s` (systemd's KillUnit) first.
+echo '( sleep 1001 & ); exec sleep infinity' > "$T/b.cmd"
+restart_b() {
+  local s
+  s=$(starts b)
+  kill "$(mod_pid b)"
+  wait_until 30 srestarted b "$s" && wait_until 10 has_procs "$(scope b)" 2
+}
+expect "b restarted with the orphan-making command, 2 processes" restart_b
+orphan=$(grep -vx "$(mod_pid b)" "$(scope b)/cgroup.procs" | head -n 1)
+expect "the grandchild $orphan is reparented away from b's main process (ppid $(ppid_of "$orphan"))" \
+  [ "$(ppid_of "$orphan")" != "$(mod_pid b)" ]
+n0=$(subtree_pids "$MS" | wc -w) d0=$(subtree_dirs "$MS") s0=$(subtree_pids "$SVC")
+old=() failed_round=
+t1=$(date +%s.%N)
+for i in $(seq 1 20); do
+  old+=($(cat "$(scope b)/cgroup.procs"))
+  restart_b || { failed_round=$i; break; }
+done
+t2=$(date +%s.%N)
+expect "20 restarts of b, each with its orphan (failed at: ${failed_round:-none})" [ -z "$failed_round" ]
+sleep 0.2
+survivors=$(for p in "${old[@]}"; do alive "$p" && echo "$p $(tr '\0' ' ' < /proc/$p/cmdline)"; done || true)
+expect "no process of an old b survives (${#old[@]} pids checked; alive: ${survivors:-none})" [ -z "$survivors" ]
+n1=$(subtree_pids "$MS" | wc -w) d1=$(subtree_dirs "$MS")
+expect "processes under module.slice: $n0 before, $n1 after" [ "$n0" = "$n1" ]
+expect "cgroup directories under module.slice unchanged ($d1)" [ "$d0" = "$d1" ]
+expect "the service's cgroup still holds only the daemon" [ "$(subtree_pids "$SVC")" = "$s0" ]
+note "20 restarts in $(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.1f", b - a }') s"
+left=$(systemctl list-units --all --no-legend 'subc-module-*.scope' | wc -l)
+expect "3 module scopes loaded ($left)" [ "$left" = 3 ]
+
+# Stop: the daemon drains (kill --backend systemd for each module); PartOf= stops what is left.
+all=$(subtree_pids "$MS")
+rc=0; systemctl stop "$UNIT" || rc=$?
+expect "systemctl stop exit 0 ($rc)" [ "$rc" = 0 ]
+left=$(for p in $all; do alive "$p" && echo "$p"; done || true)
+expect "no module process survives the stop (${left:-none})" [ -z "$left" ]
+units=$(systemctl list-units --all --no-legend 'subc-module-*.scope' 'module-*.slice' | awk '{print $1}' | tr '\n' ' ')
+expect "no module scope or slice is left (${units:-none})" [ -z "$units" ]
+expect "nothing is left under module.slice ($(subtree_dirs "$MS" 2> /dev/null))" \
+  eval '[ ! -d "$MS" ] || [ "$(subtree_dirs "$MS")" = ". " ]'
+journal_since "$t0" | tail -n 12 || true
+
+# What the backend costs a spawn, in one run against baselines (TCG guest: compare ratios, not
+# milliseconds): ten starts each of /bin/true, `ck-cgroup exec --backend systemd tN -- true`
+# (a scope per start) and `systemd-run --scope --collect true`.
+per_start() {  # per_start CMD...: mean ms of ten runs; "{i}" in CMD becomes the run's number
+  local t0 t1 i
+  t0=$(date +%s%N)
+  for i in $(seq 10); do "${@//\{i\}/$i}" > /dev/null 2>&1 || return 1; done
+  t1=$(date +%s%N)
+  echo $(((t1 - t0) / 10000000))
+}
+b_true=$(per_start true) b_ck=$(per_start "$CK" exec --backend systemd 't{i}' -- true) \
+  b_run=$(per_start systemd-run --quiet --scope --collect true)
+note "spawn cost: /bin/true ${b_true} ms, exec --backend systemd ${b_ck} ms ($(awk -v a="$b_ck" -v b="$b_true" 'BEGIN { printf "%.1f", a / (b ? b : 1) }')x), systemd-run --scope ${b_run} ms ($(awk -v a="$b_run" -v b="$b_true" 'BEGIN { printf "%.1f", a / (b ? b : 1) }')x)"
+left=$(systemctl list-units --all --no-legend 'subc-module-t*.scope' | wc -l)
+expect "the benchmark's scopes ended with their command ($left left)" wait_until 10 eval '[ "$(systemctl list-units --all --no-legend "subc-module-t*.scope" | wc -l)" = 0 ]'
+check_end

@@ -1,0 +1,421 @@
+//! The systemd backend: modules as transient scopes, for hosts where the service cannot be
+//! delegated (`Delegate=no`).
+//!
+//! A module `id` is the scope `subc-module-<id>.scope` in `module-<id>.slice` (a child of
+//! [`MODULES_SLICE`], `units/module.slice`), so its cgroup is
+//! `<mount><module.slice's ControlGroup>/module-<id>.slice/subc-module-<id>.scope`. systemd makes,
+//! limits and removes those cgroups; ck-cgroup only reads them (`cgroup.events`, `cgroup.procs`,
+//! the controllers' files) and asks systemd over D-Bus for everything else, as
+//! <https://systemd.io/CGROUP_DELEGATION/> asks of programs that were not delegated a subtree:
+//!
+//! - [`enter`]: `StartTransientUnit` with the caller's own pid (`PIDs=`) and the limits as unit
+//!   properties; after the job is done, the caller is in the scope and can exec the module's
+//!   command (the daemon stays its parent, and the command cannot fork before it is placed).
+//! - [`stop`]: `KillUnit(all, SIG)` and a grace that waits on `populated 0`, then
+//!   `KillUnit(all, SIGKILL)`, then `StopUnit` of the scope and of its slice.
+//! - [`list`] and [`status`]: the scopes found under `module.slice`'s cgroup.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rustix::process::Signal;
+
+use crate::discover::cgroup2_mount;
+use crate::error::{Error, Result};
+use crate::id::{DirName, ModuleId};
+use crate::limits::Limits;
+use crate::module::{Layout, ModuleEntry, StopReport, procs, signal_name};
+use crate::parse;
+use crate::root::CgroupDir;
+use crate::stop::{KillMethod, StopOptions, TreeStop, grace_wait};
+use crate::systemd::{Bus, MODULES_SLICE, Manager, ScopeSpec, scope_unit, slice_unit};
+use crate::telemetry::{ModuleStatus, module_status_with};
+use crate::wait::{Waited, wait_events};
+#[cfg(test)]
+use {crate::parse::Limit, zbus::Variant};
+
+/// How long `exec` waits for systemd to start a module's scope.
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The module id of a scope's directory name `subc-module-<escaped id>.scope`; `None` for any
+/// other name.
+pub fn module_of_scope(name: &str) -> Option<String> {
+    let esc = name.strip_prefix("subc-module-")?.strip_suffix(".scope")?;
+    let id = unit_unescape(esc)?;
+    ModuleId::new(&id).ok().map(|m| m.as_str().to_string())
+}
+
+/// Undo [`crate::systemd::unit_escape`]: `\xNN` becomes the byte, `-` becomes `/`.
+fn unit_unescape(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => {
+                let hex = s.get(i + 2..i + 4)?;
+                if b.get(i + 1) != Some(&b'x') {
+                    return None;
+                }
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 4;
+            }
+            b'-' => {
+                out.push(b'/');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The module named on the command line: its id, or its scope's name as `list` shows it.
+pub fn module_id(name: &str) -> Result<ModuleId> {
+    match module_of_scope(name) {
+        Some(id) => ModuleId::new(&id),
+        None => ModuleId::new(name),
+    }
+}
+
+/// Where `module.slice`'s cgroup is: `None` when systemd has not loaded it (no module scope was
+/// ever started, or all are gone and it was unloaded).
+fn modules_dir(m: &Manager) -> Result<Option<CgroupDir>> {
+    let Some(cg) = m.control_group(MODULES_SLICE)? else {
+        return Ok(None);
+    };
+    let path = join_cg(&cgroup2_mount()?, &cg);
+    if !path.exists() {
+        return Ok(None);
+    }
+    CgroupDir::open(&path).map(Some)
+}
+
+fn join_cg(mount: &Path, cg: &str) -> PathBuf {
+    mount.join(cg.trim_start_matches('/'))
+}
+
+/// What [`enter`] did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Entered {
+    /// The scope.
+    pub unit: String,
+    /// Its slice.
+    pub slice: String,
+    /// The caller's cgroup afterwards (from `/proc/self/cgroup`).
+    pub cgroup: String,
+}
+
+/// Put the calling process into module `id`'s scope: `StartTransientUnit` holding this pid,
+/// with `limits` as unit properties, and wait for the job. When the caller runs in a service
+/// (the daemon's), the scope is `PartOf=` and `Before=` it: stopping or restarting the service
+/// stops the module too, after the daemon has stopped. Checks `/proc/self/cgroup` afterwards:
+/// the process must be in the scope.
+pub fn enter(bus: Bus, id: &ModuleId, limits: &Limits, timeout: Duration) -> Result<Entered> {
+    let m = Manager::connect(bus)?;
+    let me = std::process::id();
+    let mut spec = ScopeSpec::module(id, me, limits);
+    spec.part_of = m.unit_of_pid(me)?.filter(|u| u.ends_with(".service"));
+    m.start_scope(&spec, timeout)?;
+    let text = std::fs::read_to_string("/proc/self/cgroup")
+        .map_err(|e| Error::failed(format!("failed to read /proc/self/cgroup: {e}")))?;
+    let cgroup = parse::proc_cgroup_v2(&text).unwrap_or_default();
+    let want = format!("/{}/{}", slice_unit(id), spec.unit);
+    if !cgroup.ends_with(&want) {
+        return Err(Error::failed(format!(
+            "systemd started {} but this process is in {cgroup:?}, not in the scope",
+            spec.unit
+        )));
+    }
+    Ok(Entered {
+        unit: spec.unit,
+        slice: slice_unit(id),
+        cgroup,
+    })
+}
+
+/// The module scopes under `module.slice`: the directory (when it exists) and one entry per
+/// `module-*.slice/subc-module-*.scope`.
+pub fn list(bus: Bus) -> Result<(Option<PathBuf>, Vec<ModuleEntry>)> {
+    let m = Manager::connect(bus)?;
+    let Some(dir) = modules_dir(&m)? else {
+        return Ok((None, Vec::new()));
+    };
+    let entries = entries(&dir, true)?;
+    Ok((Some(dir.path().to_path_buf()), entries))
+}
+
+fn entries(dir: &CgroupDir, count_procs: bool) -> Result<Vec<ModuleEntry>> {
+    let mut out = Vec::new();
+    for slice in dir.subdirs("")? {
+        if !(slice.starts_with("module-") && slice.ends_with(".slice")) {
+            continue;
+        }
+        for scope in dir.subdirs(&slice)? {
+            let Some(module) = module_of_scope(&scope) else {
+                continue;
+            };
+            let Ok(name) = DirName::new(&scope) else {
+                continue;
+            };
+            let rel = format!("{slice}/{scope}");
+            out.push(ModuleEntry {
+                populated: dir
+                    .read_raw(&format!("{rel}/cgroup.events"))
+                    .ok()
+                    .and_then(|t| parse::events(&t).populated),
+                procs: if count_procs {
+                    procs(dir, &rel).ok().map(|p| p.len())
+                } else {
+                    None
+                },
+                module: Some(module),
+                layout: Layout::Systemd,
+                path: rel,
+                name,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The figures of every module scope, or of those named (by id or scope name).
+pub fn status(bus: Bus, names: &[String]) -> Result<Vec<ModuleStatus>> {
+    let ids = names
+        .iter()
+        .map(|n| module_id(n))
+        .collect::<Result<Vec<_>>>()?;
+    let m = Manager::connect(bus)?;
+    let dir = modules_dir(&m)?;
+    let all = match &dir {
+        Some(d) => entries(d, false)?,
+        None => Vec::new(),
+    };
+    let mut out = Vec::new();
+    let Some(dir) = dir else {
+        if let Some(n) = names.first() {
+            return Err(no_module(n));
+        }
+        return Ok(out);
+    };
+    if names.is_empty() {
+        for e in &all {
+            out.push(module_status_with(&dir, e, None));
+        }
+        return Ok(out);
+    }
+    for (n, id) in names.iter().zip(&ids) {
+        match all
+            .iter()
+            .find(|e| e.module.as_deref() == Some(id.as_str()))
+        {
+            Some(e) => out.push(module_status_with(&dir, e, None)),
+            None => return Err(no_module(n)),
+        }
+    }
+    Ok(out)
+}
+
+fn no_module(n: &str) -> Error {
+    Error::failed(format!("no module scope {n} under {MODULES_SLICE}"))
+        .with_hint("`ck-cgroup list --backend systemd` shows the module scopes")
+}
+
+/// Stop module `name`'s scope: `KillUnit(all, opts.signal)` and a grace that ends on
+/// `populated 0`, then `KillUnit(all, SIGKILL)` and a wait of at most `opts.timeout`, then
+/// `StopUnit` of the scope and of its slice (systemd removes their cgroups). The report's
+/// method is `systemd`. A scope that is not loaded is reported as already gone.
+pub fn stop(bus: Bus, name: &str, opts: &StopOptions) -> Result<StopReport> {
+    if opts.method != crate::stop::Method::Auto {
+        return Err(Error::bad_input(
+            "--method cannot be chosen with --backend systemd: the scope's cgroup is systemd's, and systemd kills it (KillUnit)",
+        )
+        .with_hint("leave --method out (auto)"));
+    }
+    let id = module_id(name)?;
+    let unit = scope_unit(&id);
+    let slice = slice_unit(&id);
+    let mut report = StopReport {
+        module: name.to_string(),
+        layout: None,
+        path: None,
+        already_gone: true,
+        signal: (!opts.grace.is_zero()).then(|| signal_name(opts.signal)),
+        grace_ms: opts.grace.as_secs_f64() * 1e3,
+        tree: TreeStop {
+            empty: true,
+            ..TreeStop::default()
+        },
+        removed: false,
+        error: None,
+    };
+    let m = Manager::connect(bus)?;
+    let Some(cg) = m.control_group(&unit)? else {
+        // No scope; an empty slice left behind goes too.
+        m.stop_unit(&slice, opts.timeout)?;
+        return Ok(report);
+    };
+    let path = join_cg(&cgroup2_mount()?, &cg);
+    let (parent, rel) = match (path.parent(), path.file_name().and_then(|n| n.to_str())) {
+        (Some(p), Some(n)) => (p.to_path_buf(), n.to_string()),
+        _ => {
+            return Err(Error::failed(format!(
+                "systemd gave {unit} the cgroup {cg:?}, which is not a path below the mount"
+            )));
+        }
+    };
+    let dir = CgroupDir::open(&parent)?;
+    let me = std::process::id();
+    if procs(&dir, &rel)?.contains(&me) {
+        return Err(Error::bad_input(format!(
+            "refusing to kill {}: it holds this process ({me})",
+            path.display()
+        ))
+        .with_hint("run `ck-cgroup kill` from outside the module, e.g. from the daemon"));
+    }
+    report.already_gone = false;
+    report.layout = Some(Layout::Systemd);
+    report.path = Some(path.clone());
+    let start = Instant::now();
+    let ms = |s: Instant| (s.elapsed().as_secs_f64() * 1e6).round() / 1e3;
+    let tree = &mut report.tree;
+    tree.empty = false;
+    let mut done = false;
+    if !opts.grace.is_zero() {
+        let before = procs(&dir, &rel)?;
+        tree.signalled = before.len();
+        m.kill_unit(&unit, opts.signal.as_raw())?;
+        let first = before.iter().copied().min();
+        if grace_wait(&dir, &rel, opts.grace, first)? == Waited::Empty {
+            tree.left_after_grace = Some(0);
+            done = true;
+        } else {
+            tree.left_after_grace = Some(procs(&dir, &rel)?.len());
+        }
+    }
+    if !done {
+        tree.killed = procs(&dir, &rel)?.len();
+        if !cfg!(feature = "mutation-no-kill") {
+            m.kill_unit(&unit, Signal::KILL.as_raw())?;
+        }
+        tree.method = Some(KillMethod::Systemd);
+        done =
+            wait_events(&dir, &rel, opts.timeout, |e| e.populated == Some(false))? == Waited::Empty;
+    }
+    tree.empty = done;
+    tree.waited_ms = ms(start);
+    if !done {
+        report.error = Some(format!(
+            "{} still holds processes after {} ms (a process in uninterruptible sleep, state D, dies only when its I/O ends)",
+            path.display(),
+            report.tree.waited_ms
+        ));
+        return Ok(report);
+    }
+    // systemd stops an empty scope by itself; StopUnit makes it happen now and waits for it.
+    m.stop_unit(&unit, opts.timeout)?;
+    m.stop_unit(&slice, opts.timeout)?;
+    report.removed = !path.exists();
+    if !report.removed {
+        report.error = Some(format!(
+            "systemd stopped {unit} but {} is still there",
+            path.display()
+        ));
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::systemd::unit_escape;
+
+    #[test]
+    fn names_round_trip() {
+        for id in ["a", "web-1", "m_2", "A-b-C"] {
+            let id = ModuleId::new(id).unwrap();
+            let scope = scope_unit(&id);
+            assert_eq!(
+                module_of_scope(&scope).as_deref(),
+                Some(id.as_str()),
+                "{scope}"
+            );
+        }
+        let id = ModuleId::new("web-1").unwrap();
+        assert_eq!(scope_unit(&id), "subc-module-web\\x2d1.scope");
+        assert_eq!(slice_unit(&id), "module-web\\x2d1.slice");
+    }
+
+    #[test]
+    fn escape_matches_systemd_escape() {
+        // Values from `systemd-escape` (systemd 252).
+        assert_eq!(unit_escape("a-b"), "a\\x2db");
+        assert_eq!(unit_escape(".x"), "\\x2ex");
+        assert_eq!(unit_escape("a/b c"), "a-b\\x20c");
+        assert_eq!(unit_escape("ok_1:2.3"), "ok_1:2.3");
+    }
+
+    #[test]
+    fn other_names_are_not_modules() {
+        for name in [
+            "session-1.scope",
+            "subc-module-.scope",
+            "subc-module-a.service",
+            "subc-module-..scope",
+            "subc-module-\\x2fa.scope",
+            "subc-module-\\xZZ.scope",
+        ] {
+            assert_eq!(module_of_scope(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn module_id_takes_an_id_or_a_scope_name() {
+        assert_eq!(module_id("a").unwrap().as_str(), "a");
+        assert_eq!(
+            module_id("subc-module-x\\x2dy.scope").unwrap().as_str(),
+            "x-y"
+        );
+        assert!(module_id("../x").is_err());
+    }
+
+    #[test]
+    fn scope_properties() {
+        let id = ModuleId::new("a").unwrap();
+        let limits = Limits {
+            memory_max: Some(Limit::Value(64 << 20)),
+            pids_max: Some(Limit::Max),
+            cpu_weight: Some(50),
+            oom_group: Some(false),
+            ..Limits::default()
+        };
+        let mut spec = ScopeSpec::module(&id, 42, &limits);
+        spec.part_of = Some("ck-subc.service".into());
+        let p = spec.properties();
+        let names: Vec<&str> = p.iter().map(|(n, _)| *n).collect();
+        assert_eq!(
+            names,
+            [
+                "Description",
+                "PIDs",
+                "CollectMode",
+                "Slice",
+                "PartOf",
+                "Before",
+                "MemoryMax",
+                "TasksMax",
+                "CPUWeight",
+                "OOMPolicy"
+            ]
+        );
+        let get = |n: &str| &p.iter().find(|(k, _)| *k == n).unwrap().1;
+        assert_eq!(get("MemoryMax"), &Variant::from(64u64 << 20));
+        assert_eq!(get("TasksMax"), &Variant::from(u64::MAX));
+        assert_eq!(get("Slice"), &Variant::from("module-a.slice"));
+        assert_eq!(get("PIDs"), &Variant::from(vec![42u32]));
+        assert_eq!(get("OOMPolicy"), &Variant::from("continue"));
+    }
+}
