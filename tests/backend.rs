@@ -110,3 +110,40 @@ fn a_bad_module_id_is_refused_before_systemd_is_asked() {
         );
     }
 }
+
+#[test]
+fn a_scope_sandbox_without_systemd_is_bad_input_and_runs_nothing() {
+    if has_systemd() {
+        eprintln!("skipped: systemd runs here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let o = bare()
+        .args(["sandbox", "--backend", "systemd", "--manager", "system", "--"])
+        .arg("touch")
+        .arg(&marker)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("ck-cgroup: cannot reach the system manager: the system bus: "),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!marker.exists(), "CMD ran without its sandbox");
+}
+
+#[test]
+fn a_scope_sandbox_cannot_be_kept() {
+    let o = bare()
+        .args(["sandbox", "--backend", "systemd", "--keep", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).starts_with("ck-cgroup: --keep cannot keep a sandbox scope"),
+        "{}",
+        stderr(&o)
+    );
+}
