@@ -120,7 +120,14 @@ fn a_scope_sandbox_without_systemd_is_bad_input_and_runs_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("ran");
     let o = bare()
-        .args(["sandbox", "--backend", "systemd", "--manager", "system", "--"])
+        .args([
+            "sandbox",
+            "--backend",
+            "systemd",
+            "--manager",
+            "system",
+            "--",
+        ])
         .arg("touch")
         .arg(&marker)
         .output()
