@@ -336,7 +336,17 @@ fn unit_checks(f: &systemd::UnitFacts, checks: &mut Vec<Check>) {
             }
             None => "unknown".into(),
         },
-        (!(delegated && lacking.is_empty())).then(|| edit("Delegate=memory pids cpu io")),
+        (!(delegated && lacking.is_empty())).then(|| {
+            let fix = edit("Delegate=memory pids cpu io");
+            if f.delegate == Some(false) {
+                // The incident's host: delegation may be forbidden by local policy.
+                format!(
+                    "{fix}\n(where the service must stay undelegated: run its modules as systemd scopes, `ck-cgroup exec --backend systemd`, e.g. Environment=CK_CGROUP_BACKEND=systemd in the same drop-in instead)"
+                )
+            } else {
+                fix
+            }
+        }),
     ));
     let oom = f.oom_policy.as_deref() == Some("continue");
     checks.push(check(

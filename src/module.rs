@@ -191,6 +191,24 @@ pub struct StopReport {
 }
 
 impl StopReport {
+    /// The report of a stop of `name` that found nothing: already gone.
+    pub(crate) fn gone(name: &str, opts: &StopOptions) -> StopReport {
+        StopReport {
+            module: name.to_string(),
+            layout: None,
+            path: None,
+            already_gone: true,
+            signal: (!opts.grace.is_zero()).then(|| signal_name(opts.signal)),
+            grace_ms: opts.grace.as_secs_f64() * 1e3,
+            tree: TreeStop {
+                empty: true,
+                ..TreeStop::default()
+            },
+            removed: false,
+            error: None,
+        }
+    }
+
     /// Done: the tree is empty and its directory removed, or it was already gone.
     pub fn ok(&self) -> bool {
         self.already_gone || (self.tree.empty && self.removed)
@@ -543,23 +561,7 @@ impl Root {
     /// the calling process is refused (exit 2). Check [`StopReport::ok`]: a tree that is not
     /// empty or a directory that could not be removed is reported, not raised.
     pub fn stop(&self, name: &str, opts: &StopOptions) -> Result<StopReport> {
-        let mut report = StopReport {
-            module: name.to_string(),
-            layout: None,
-            path: None,
-            already_gone: true,
-            signal: None,
-            grace_ms: opts.grace.as_secs_f64() * 1e3,
-            tree: TreeStop {
-                empty: true,
-                ..TreeStop::default()
-            },
-            removed: false,
-            error: None,
-        };
-        if !opts.grace.is_zero() {
-            report.signal = Some(signal_name(opts.signal));
-        }
+        let mut report = StopReport::gone(name, opts);
         let Some(m) = self.find(name)? else {
             return Ok(report);
         };

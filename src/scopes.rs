@@ -24,10 +24,10 @@ use crate::discover::cgroup2_mount;
 use crate::error::{Error, Result};
 use crate::id::{DirName, ModuleId};
 use crate::limits::Limits;
-use crate::module::{Layout, ModuleEntry, StopReport, procs, signal_name};
+use crate::module::{Layout, ModuleEntry, StopReport, procs};
 use crate::parse;
 use crate::root::CgroupDir;
-use crate::stop::{KillMethod, StopOptions, TreeStop, grace_wait};
+use crate::stop::{KillMethod, StopOptions, grace_wait};
 use crate::systemd::{Bus, MODULES_SLICE, Manager, ScopeSpec, scope_unit, slice_unit};
 use crate::telemetry::{ModuleStatus, module_status_with};
 use crate::wait::{Waited, wait_events};
@@ -238,20 +238,7 @@ pub fn stop(bus: Bus, name: &str, opts: &StopOptions) -> Result<StopReport> {
     let id = module_id(name)?;
     let unit = scope_unit(&id);
     let slice = slice_unit(&id);
-    let mut report = StopReport {
-        module: name.to_string(),
-        layout: None,
-        path: None,
-        already_gone: true,
-        signal: (!opts.grace.is_zero()).then(|| signal_name(opts.signal)),
-        grace_ms: opts.grace.as_secs_f64() * 1e3,
-        tree: TreeStop {
-            empty: true,
-            ..TreeStop::default()
-        },
-        removed: false,
-        error: None,
-    };
+    let mut report = StopReport::gone(name, opts);
     let m = Manager::connect(bus)?;
     let Some(cg) = m.control_group(&unit)? else {
         // No scope; an empty slice left behind goes too.

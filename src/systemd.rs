@@ -334,24 +334,37 @@ impl Manager {
                 Err(e) if dbus_error_name(&e).ends_with(".NoSuchUnit") => return Ok(None),
                 Err(e) => return Err(self.fail("GetUnit", unit, &e)),
             };
-            let iface = unit_interface(unit);
-            let r = self
-                .conn
-                .call_method(
-                    Some(DEST),
-                    path.as_str(),
-                    Some("org.freedesktop.DBus.Properties"),
-                    "Get",
-                    &(iface, "ControlGroup"),
-                )
+            self.get_string(&path, unit_interface(unit), "ControlGroup", unit)
                 .await
-                .map_err(|e| self.fail("Get ControlGroup of", unit, &e))?;
-            let v: OwnedVariant = r
-                .body()
-                .deserialize()
-                .map_err(|e| self.fail("Get ControlGroup of", unit, &e))?;
-            Ok(String::try_from(v).ok().filter(|s| !s.is_empty()))
         })
+    }
+
+    /// The string property `prop` of `iface` on the object `path` (`what` names it in errors);
+    /// `None` when it is empty.
+    async fn get_string(
+        &self,
+        path: &OwnedObjectPath,
+        iface: &str,
+        prop: &str,
+        what: &str,
+    ) -> Result<Option<String>> {
+        let get = format!("Get {prop} of");
+        let r = self
+            .conn
+            .call_method(
+                Some(DEST),
+                path.as_str(),
+                Some("org.freedesktop.DBus.Properties"),
+                "Get",
+                &(iface, prop),
+            )
+            .await
+            .map_err(|e| self.fail(&get, what, &e))?;
+        let v: OwnedVariant = r
+            .body()
+            .deserialize()
+            .map_err(|e| self.fail(&get, what, &e))?;
+        Ok(String::try_from(v).ok().filter(|s| !s.is_empty()))
     }
 
     /// The unit `pid` belongs to (`GetUnitByPID`, then its `Id`); `None` when systemd has none
@@ -367,22 +380,8 @@ impl Manager {
                 Err(e) if dbus_error_name(&e).ends_with(".NoUnitForPID") => return Ok(None),
                 Err(e) => return Err(self.fail("GetUnitByPID", &what, &e)),
             };
-            let r = self
-                .conn
-                .call_method(
-                    Some(DEST),
-                    path.as_str(),
-                    Some("org.freedesktop.DBus.Properties"),
-                    "Get",
-                    &("org.freedesktop.systemd1.Unit", "Id"),
-                )
+            self.get_string(&path, "org.freedesktop.systemd1.Unit", "Id", &what)
                 .await
-                .map_err(|e| self.fail("Get Id of the unit of", &what, &e))?;
-            let v: OwnedVariant = r
-                .body()
-                .deserialize()
-                .map_err(|e| self.fail("Get Id of the unit of", &what, &e))?;
-            Ok(String::try_from(v).ok().filter(|s| !s.is_empty()))
         })
     }
 

@@ -4,7 +4,15 @@
 
 mod common;
 
+use std::process::Output;
+
 use common::{bare, stderr};
+
+/// Exit 2, and the first line of stderr starts with `prefix`.
+fn assert_bad_input(o: &Output, prefix: &str, what: &str) {
+    assert_eq!(o.status.code(), Some(2), "{what}: {}", stderr(o));
+    assert!(stderr(o).starts_with(prefix), "{what}: {}", stderr(o));
+}
 
 /// systemd is PID 1 here (its private socket exists): the "cannot reach" tests do not apply.
 fn has_systemd() -> bool {
@@ -12,40 +20,35 @@ fn has_systemd() -> bool {
 }
 
 #[test]
-fn exec_with_the_systemd_backend_and_no_systemd_is_bad_input_and_runs_nothing() {
+fn exec_and_sandbox_without_systemd_are_bad_input_and_run_nothing() {
     if has_systemd() {
         eprintln!("skipped: systemd runs here");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let marker = dir.path().join("ran");
-    let o = bare()
-        .args([
-            "exec",
-            "--backend",
-            "systemd",
-            "--manager",
-            "system",
-            "a",
-            "--",
-        ])
-        .arg("touch")
-        .arg(&marker)
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    let err = stderr(&o);
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 2, "{err}");
-    assert!(
-        lines[0].starts_with("ck-cgroup: cannot reach the system manager: the system bus: "),
-        "{err}"
-    );
-    assert!(lines[1].starts_with("ck-cgroup: hint: "), "{err}");
-    assert!(
-        !marker.exists(),
-        "CMD ran although the module was not placed"
-    );
+    for args in [
+        &["exec", "--backend", "systemd", "--manager", "system", "a"][..],
+        &["sandbox", "--backend", "systemd", "--manager", "system"],
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let o = bare()
+            .args(args)
+            .args(["--", "touch"])
+            .arg(&marker)
+            .output()
+            .unwrap();
+        let what = format!("{args:?}");
+        assert_bad_input(
+            &o,
+            "ck-cgroup: cannot reach the system manager: the system bus: ",
+            &what,
+        );
+        let err = stderr(&o);
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 2, "{what}: {err}");
+        assert!(lines[1].starts_with("ck-cgroup: hint: "), "{what}: {err}");
+        assert!(!marker.exists(), "{what}: CMD ran, unplaced");
+    }
 }
 
 #[test]
@@ -63,11 +66,10 @@ fn the_backend_comes_from_the_environment_too() {
             .args(["--manager", "user"])
             .output()
             .unwrap();
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(
-            stderr(&o).starts_with("ck-cgroup: cannot reach the user manager: the session bus: "),
-            "{args:?}: {}",
-            stderr(&o)
+        assert_bad_input(
+            &o,
+            "ck-cgroup: cannot reach the user manager: the session bus: ",
+            &format!("{args:?}"),
         );
     }
 }
@@ -86,11 +88,10 @@ fn a_kill_method_cannot_be_forced_on_a_scope() {
         ])
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).starts_with("ck-cgroup: --method cannot be chosen with --backend systemd"),
-        "{}",
-        stderr(&o)
+    assert_bad_input(
+        &o,
+        "ck-cgroup: --method cannot be chosen with --backend systemd",
+        "",
     );
 }
 
@@ -102,43 +103,12 @@ fn a_bad_module_id_is_refused_before_systemd_is_asked() {
         &["status", "--backend", "systemd", "../x"],
     ] {
         let o = bare().args(args).output().unwrap();
-        assert_eq!(o.status.code(), Some(2), "{args:?}");
-        assert!(
-            stderr(&o).starts_with("ck-cgroup: invalid module id \"../x\""),
-            "{args:?}: {}",
-            stderr(&o)
+        assert_bad_input(
+            &o,
+            "ck-cgroup: invalid module id \"../x\"",
+            &format!("{args:?}"),
         );
     }
-}
-
-#[test]
-fn a_scope_sandbox_without_systemd_is_bad_input_and_runs_nothing() {
-    if has_systemd() {
-        eprintln!("skipped: systemd runs here");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let marker = dir.path().join("ran");
-    let o = bare()
-        .args([
-            "sandbox",
-            "--backend",
-            "systemd",
-            "--manager",
-            "system",
-            "--",
-        ])
-        .arg("touch")
-        .arg(&marker)
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).starts_with("ck-cgroup: cannot reach the system manager: the system bus: "),
-        "{}",
-        stderr(&o)
-    );
-    assert!(!marker.exists(), "CMD ran without its sandbox");
 }
 
 #[test]
@@ -147,10 +117,5 @@ fn a_scope_sandbox_cannot_be_kept() {
         .args(["sandbox", "--backend", "systemd", "--keep", "--", "true"])
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).starts_with("ck-cgroup: --keep cannot keep a sandbox scope"),
-        "{}",
-        stderr(&o)
-    );
+    assert_bad_input(&o, "ck-cgroup: --keep cannot keep a sandbox scope", "");
 }
