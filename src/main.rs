@@ -156,8 +156,12 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             kill,
             keep,
             stop,
+            backend,
         } => {
-            let r = open_root(cli.root)?.prune(dry_run, kill, &keep, &stop.options())?;
+            let r = match backend.systemd() {
+                Some(bus) => ck_cgroup::scopes::prune(bus, dry_run, kill, &keep, &stop.options())?,
+                None => open_root(cli.root)?.prune(dry_run, kill, &keep, &stop.options())?,
+            };
             out.prune(&r, dry_run)?;
             let failed = r.iter().filter(|e| e.error.is_some()).count();
             if failed > 0 {

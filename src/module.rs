@@ -609,59 +609,80 @@ impl Root {
         keep: &[String],
         opts: &StopOptions,
     ) -> Result<Vec<PruneEntry>> {
-        let mut out = Vec::new();
-        for m in self.list()? {
-            let mut e = PruneEntry {
-                name: m.name.clone(),
-                layout: m.layout,
-                procs: m.procs,
-                action: PruneAction::Kept,
-                stop: None,
-                error: None,
-            };
-            let populated = m.procs != Some(0) || m.populated != Some(false);
-            if keep
-                .iter()
-                .any(|k| k == m.name.as_str() || Some(k) == m.module.as_ref())
-            {
-                e.action = PruneAction::Kept;
-            } else if populated && !kill {
-                e.action = PruneAction::SkippedPopulated;
-            } else if dry_run {
-                e.action = if populated {
-                    PruneAction::WouldKill
-                } else {
-                    PruneAction::WouldRemove
-                };
-            } else if populated {
-                match self.stop(m.name.as_str(), opts) {
-                    Ok(r) => {
-                        e.action = if r.ok() {
-                            PruneAction::Killed
-                        } else {
-                            PruneAction::Failed
-                        };
-                        e.error = r.error.clone();
-                        e.stop = Some(r);
-                    }
-                    Err(err) => {
-                        e.action = PruneAction::Failed;
-                        e.error = Some(err.to_string());
-                    }
-                }
+        Ok(prune_entries(
+            self.list()?,
+            dry_run,
+            kill,
+            keep,
+            |name| self.stop(name, opts),
+            |name| self.remove(name).map(|_| ()),
+        ))
+    }
+}
+
+/// `prune`'s decisions over `modules`, the same for every layout: `--keep` ones are kept;
+/// populated ones are stopped with `stop` under `kill` and skipped otherwise; empty ones are
+/// removed with `remove`; `dry_run` only says what would be done.
+pub(crate) fn prune_entries(
+    modules: Vec<ModuleEntry>,
+    dry_run: bool,
+    kill: bool,
+    keep: &[String],
+    stop: impl Fn(&str) -> Result<StopReport>,
+    remove: impl Fn(&str) -> Result<()>,
+) -> Vec<PruneEntry> {
+    let mut out = Vec::new();
+    for m in modules {
+        let mut e = PruneEntry {
+            name: m.name.clone(),
+            layout: m.layout,
+            procs: m.procs,
+            action: PruneAction::Kept,
+            stop: None,
+            error: None,
+        };
+        let populated = m.procs != Some(0) || m.populated != Some(false);
+        if keep
+            .iter()
+            .any(|k| k == m.name.as_str() || Some(k) == m.module.as_ref())
+        {
+            e.action = PruneAction::Kept;
+        } else if populated && !kill {
+            e.action = PruneAction::SkippedPopulated;
+        } else if dry_run {
+            e.action = if populated {
+                PruneAction::WouldKill
             } else {
-                match self.remove(m.name.as_str()) {
-                    Ok(_) => e.action = PruneAction::Removed,
-                    Err(err) => {
-                        e.action = PruneAction::Failed;
-                        e.error = Some(err.to_string());
-                    }
+                PruneAction::WouldRemove
+            };
+        } else if populated {
+            match stop(m.name.as_str()) {
+                Ok(r) => {
+                    e.action = if r.ok() {
+                        PruneAction::Killed
+                    } else {
+                        PruneAction::Failed
+                    };
+                    e.error = r.error.clone();
+                    e.stop = Some(r);
+                }
+                Err(err) => {
+                    e.action = PruneAction::Failed;
+                    e.error = Some(err.to_string());
                 }
             }
-            out.push(e);
+        } else {
+            match remove(m.name.as_str()) {
+                Ok(()) => e.action = PruneAction::Removed,
+                Err(err) => {
+                    e.action = PruneAction::Failed;
+                    e.error = Some(err.to_string());
+                }
+            }
         }
-        Ok(out)
+        out.push(e);
     }
+    out
 }
 
 /// `SIGTERM` for [`Signal::TERM`].

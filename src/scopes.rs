@@ -24,7 +24,7 @@ use crate::discover::cgroup2_mount;
 use crate::error::{Error, Result};
 use crate::id::{DirName, ModuleId};
 use crate::limits::Limits;
-use crate::module::{Layout, ModuleEntry, StopReport, procs};
+use crate::module::{Layout, ModuleEntry, PruneEntry, StopReport, procs, prune_entries};
 use crate::parse;
 use crate::root::CgroupDir;
 use crate::stop::{KillMethod, StopOptions, grace_wait};
@@ -219,6 +219,60 @@ pub fn status(bus: Bus, names: &[String]) -> Result<Vec<ModuleStatus>> {
     Ok(out)
 }
 
+/// `prune` of the module scopes: the same decisions as for a service root
+/// ([`crate::module::Root::prune`]): empty scopes are stopped, populated ones killed with `kill`
+/// (else skipped), `keep` ones left. Run from a service (the daemon's `ExecStartPre=`), only the
+/// scopes `PartOf=` that service are pruned, so that the modules of another service that uses
+/// the backend are not touched; run from anywhere else, every module scope is.
+pub fn prune(
+    bus: Bus,
+    dry_run: bool,
+    kill: bool,
+    keep: &[String],
+    opts: &StopOptions,
+) -> Result<Vec<PruneEntry>> {
+    if opts.method != crate::stop::Method::Auto {
+        return Err(method_forced());
+    }
+    let m = Manager::connect(bus)?;
+    let Some(dir) = modules_dir(&m)? else {
+        return Ok(Vec::new());
+    };
+    let owner = m
+        .unit_of_pid(std::process::id())?
+        .filter(|u| u.ends_with(".service"));
+    let mut mine = Vec::new();
+    for e in entries(&dir, true)? {
+        if let Some(owner) = &owner
+            && !m.part_of(e.name.as_str())?.contains(owner)
+        {
+            continue;
+        }
+        mine.push(e);
+    }
+    let id_of = |name: &str| module_id(name);
+    Ok(prune_entries(
+        mine,
+        dry_run,
+        kill,
+        keep,
+        |name| stop_with(&m, &id_of(name)?, name, opts),
+        |name| {
+            let id = id_of(name)?;
+            m.stop_unit(&scope_unit(&id), opts.timeout)?;
+            m.stop_unit(&slice_unit(&id), opts.timeout)?;
+            Ok(())
+        },
+    ))
+}
+
+fn method_forced() -> Error {
+    Error::bad_input(
+        "--method cannot be chosen with --backend systemd: the scope's cgroup is systemd's, and systemd kills it (KillUnit)",
+    )
+    .with_hint("leave --method out (auto)")
+}
+
 fn no_module(n: &str) -> Error {
     Error::failed(format!("no module scope {n} under {MODULES_SLICE}"))
         .with_hint("`ck-cgroup list --backend systemd` shows the module scopes")
@@ -230,16 +284,16 @@ fn no_module(n: &str) -> Error {
 /// method is `systemd`. A scope that is not loaded is reported as already gone.
 pub fn stop(bus: Bus, name: &str, opts: &StopOptions) -> Result<StopReport> {
     if opts.method != crate::stop::Method::Auto {
-        return Err(Error::bad_input(
-            "--method cannot be chosen with --backend systemd: the scope's cgroup is systemd's, and systemd kills it (KillUnit)",
-        )
-        .with_hint("leave --method out (auto)"));
+        return Err(method_forced());
     }
     let id = module_id(name)?;
-    let unit = scope_unit(&id);
-    let slice = slice_unit(&id);
+    stop_with(&Manager::connect(bus)?, &id, name, opts)
+}
+
+fn stop_with(m: &Manager, id: &ModuleId, name: &str, opts: &StopOptions) -> Result<StopReport> {
+    let unit = scope_unit(id);
+    let slice = slice_unit(id);
     let mut report = StopReport::gone(name, opts);
-    let m = Manager::connect(bus)?;
     let Some(cg) = m.control_group(&unit)? else {
         // No scope; an empty slice left behind goes too.
         m.stop_unit(&slice, opts.timeout)?;
@@ -392,6 +446,7 @@ mod tests {
                 "Slice",
                 "PartOf",
                 "Before",
+                "TimeoutStopUSec",
                 "MemoryMax",
                 "TasksMax",
                 "CPUWeight",

@@ -185,6 +185,9 @@ pub fn slice_unit(id: &ModuleId) -> String {
     format!("module-{}.slice", unit_escape(id.as_str()))
 }
 
+/// `TimeoutStopSec=` of a module's scope (10 s), in microseconds.
+pub const MODULE_STOP_TIMEOUT_USEC: u64 = 10_000_000;
+
 /// A scope to start: its name, its slice, the pids it takes, and its unit properties.
 #[derive(Debug, Clone)]
 pub struct ScopeSpec {
@@ -199,7 +202,8 @@ pub struct ScopeSpec {
     /// `Delegate=`.
     pub delegate: bool,
     /// `PartOf=` and `Before=` this unit (the daemon's service): a stop or restart of the service
-    /// stops the scope too, after the service has stopped (so the daemon drains first).
+    /// stops the scope too, after the service has stopped (so the daemon drains first); with
+    /// `TimeoutStopSec=10s` for that stop.
     pub part_of: Option<String>,
     /// Resource limits, as `MemoryHigh=`, `MemoryMax=`, `MemorySwapMax=`, `TasksMax=`,
     /// `CPUWeight=`, and `memory.oom.group` as `OOMPolicy=` (see [`ScopeSpec::properties`]).
@@ -239,6 +243,10 @@ impl ScopeSpec {
         if let Some(u) = &self.part_of {
             p.push(("PartOf", Variant::from(vec![u.as_str()])));
             p.push(("Before", Variant::from(vec![u.as_str()])));
+            // When systemd itself stops the module (the service stopped or restarted without
+            // the daemon draining it), a process that ignores SIGTERM is killed after 10 s,
+            // not after systemd's default of 90 s.
+            p.push(("TimeoutStopUSec", Variant::from(MODULE_STOP_TIMEOUT_USEC)));
         }
         let bytes = |l: Limit| match l {
             Limit::Max => u64::MAX,
@@ -326,28 +334,51 @@ impl Manager {
     /// `None` when the unit is not loaded (`NoSuchUnit`) or has no cgroup (it is not active).
     pub fn control_group(&self, unit: &str) -> Result<Option<String>> {
         zbus::block_on(async move {
-            let path: OwnedObjectPath = match self.call("GetUnit", &(unit,)).await {
-                Ok(r) => r
-                    .body()
-                    .deserialize()
-                    .map_err(|e| self.fail("GetUnit", unit, &e))?,
-                Err(e) if dbus_error_name(&e).ends_with(".NoSuchUnit") => return Ok(None),
-                Err(e) => return Err(self.fail("GetUnit", unit, &e)),
+            let Some(path) = self.unit_path(unit).await? else {
+                return Ok(None);
             };
-            self.get_string(&path, unit_interface(unit), "ControlGroup", unit)
-                .await
+            let v = self
+                .get(&path, unit_interface(unit), "ControlGroup", unit)
+                .await?;
+            Ok(String::try_from(v).ok().filter(|s| !s.is_empty()))
         })
     }
 
-    /// The string property `prop` of `iface` on the object `path` (`what` names it in errors);
-    /// `None` when it is empty.
-    async fn get_string(
+    /// The unit's `PartOf=` list (`org.freedesktop.systemd1.Unit` `PartOf`); empty when the
+    /// unit is not loaded.
+    pub fn part_of(&self, unit: &str) -> Result<Vec<String>> {
+        zbus::block_on(async move {
+            let Some(path) = self.unit_path(unit).await? else {
+                return Ok(Vec::new());
+            };
+            let v = self
+                .get(&path, "org.freedesktop.systemd1.Unit", "PartOf", unit)
+                .await?;
+            Ok(Vec::<String>::try_from(v).unwrap_or_default())
+        })
+    }
+
+    /// `GetUnit`: the unit's object path; `None` when it is not loaded (`NoSuchUnit`).
+    async fn unit_path(&self, unit: &str) -> Result<Option<OwnedObjectPath>> {
+        match self.call("GetUnit", &(unit,)).await {
+            Ok(r) => r
+                .body()
+                .deserialize()
+                .map(Some)
+                .map_err(|e| self.fail("GetUnit", unit, &e)),
+            Err(e) if dbus_error_name(&e).ends_with(".NoSuchUnit") => Ok(None),
+            Err(e) => Err(self.fail("GetUnit", unit, &e)),
+        }
+    }
+
+    /// The property `prop` of `iface` on the object `path` (`what` names it in errors).
+    async fn get(
         &self,
         path: &OwnedObjectPath,
         iface: &str,
         prop: &str,
         what: &str,
-    ) -> Result<Option<String>> {
+    ) -> Result<OwnedVariant> {
         let get = format!("Get {prop} of");
         let r = self
             .conn
@@ -360,11 +391,9 @@ impl Manager {
             )
             .await
             .map_err(|e| self.fail(&get, what, &e))?;
-        let v: OwnedVariant = r
-            .body()
+        r.body()
             .deserialize()
-            .map_err(|e| self.fail(&get, what, &e))?;
-        Ok(String::try_from(v).ok().filter(|s| !s.is_empty()))
+            .map_err(|e| self.fail(&get, what, &e))
     }
 
     /// The unit `pid` belongs to (`GetUnitByPID`, then its `Id`); `None` when systemd has none
@@ -380,8 +409,10 @@ impl Manager {
                 Err(e) if dbus_error_name(&e).ends_with(".NoUnitForPID") => return Ok(None),
                 Err(e) => return Err(self.fail("GetUnitByPID", &what, &e)),
             };
-            self.get_string(&path, "org.freedesktop.systemd1.Unit", "Id", &what)
-                .await
+            let v = self
+                .get(&path, "org.freedesktop.systemd1.Unit", "Id", &what)
+                .await?;
+            Ok(String::try_from(v).ok().filter(|s| !s.is_empty()))
         })
     }
 

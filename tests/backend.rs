@@ -77,22 +77,22 @@ fn the_backend_comes_from_the_environment_too() {
 #[test]
 fn a_kill_method_cannot_be_forced_on_a_scope() {
     // Refused before any connection: systemd kills a scope, not ck-cgroup.
-    let o = bare()
-        .args([
-            "kill",
-            "--backend",
-            "systemd",
-            "a",
-            "--method",
-            "cgroup-kill",
-        ])
-        .output()
-        .unwrap();
-    assert_bad_input(
-        &o,
-        "ck-cgroup: --method cannot be chosen with --backend systemd",
-        "",
-    );
+    for args in [
+        &["kill", "a"][..],
+        &["prune", "--kill"],
+        &["prune", "--dry-run"],
+    ] {
+        let o = bare()
+            .args(args)
+            .args(["--backend", "systemd", "--method", "cgroup-kill"])
+            .output()
+            .unwrap();
+        assert_bad_input(
+            &o,
+            "ck-cgroup: --method cannot be chosen with --backend systemd",
+            &format!("{args:?}"),
+        );
+    }
 }
 
 #[test]

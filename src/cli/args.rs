@@ -102,6 +102,8 @@ pub enum Command {
         keep: Vec<String>,
         #[command(flatten)]
         stop: StopArgs,
+        #[command(flatten)]
+        backend: BackendArgs,
     },
     /// Start CMD in a module and stay as its parent: relay TERM INT HUP USR1 USR2 to it; when it
     /// exits, stop what is left of the module, remove it, and exit with CMD's status.

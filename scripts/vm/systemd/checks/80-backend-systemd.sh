@@ -14,7 +14,9 @@ mkdir -p "$(dirname "$dropin")"
 # --no-oom-group: the scopes get OOMPolicy=continue, so an OOM kill takes the hog and the module
 # lives on with its counters (with systemd's default, stop, the scope is stopped and its cgroup
 # and counters go with it; the first run of this check showed that).
-printf '[Service]\nDelegate=no\nExecStartPre=\nEnvironment=CK_CGROUP_BACKEND=systemd CK_SUBC_EXEC_FLAGS=--no-oom-group\n' > "$dropin"
+# The package's ExecStartPre=ck-cgroup prune --kill stays: with the variable set it prunes the
+# module scopes PartOf= this service.
+printf '[Service]\nDelegate=no\nEnvironment=CK_CGROUP_BACKEND=systemd CK_SUBC_EXEC_FLAGS=--no-oom-group\n' > "$dropin"
 cleanup() { systemctl stop "$UNIT" 2> /dev/null || true; rm -f "$dropin"; systemctl daemon-reload; }
 trap cleanup EXIT
 systemctl daemon-reload
@@ -39,8 +41,9 @@ for id in a b c; do
     [ "$(cat "$(scope "$id")/memory.max")" = 67108864 ]
   expect "subc-module-$id.scope has OOMPolicy=continue ($(systemctl show -P OOMPolicy "subc-module-$id.scope"))" \
     [ "$(systemctl show -P OOMPolicy "subc-module-$id.scope")" = continue ]
-  expect "subc-module-$id.scope is PartOf the service ($(systemctl show -P PartOf "subc-module-$id.scope"))" \
-    [ "$(systemctl show -P PartOf "subc-module-$id.scope")" = "$UNIT" ]
+  expect "subc-module-$id.scope is PartOf the service ($(systemctl show -P PartOf "subc-module-$id.scope")), TimeoutStopSec 10s ($(systemctl show -P TimeoutStopUSec "subc-module-$id.scope"))" \
+    eval '[ "$(systemctl show -P PartOf "subc-module-$id.scope")" = "$UNIT" ] && [ "$(systemctl show -P TimeoutStopUSec "subc-module-$id.scope")" = 10s ]'
+
   expect "the daemon ($mp) is the parent of $id's main process ($(mod_pid "$id"))" \
     [ "$(ppid_of "$(mod_pid "$id")")" = "$mp" ]
 done
@@ -109,6 +112,22 @@ expect "the service's cgroup still holds only the daemon" [ "$(subtree_pids "$SV
 note "20 restarts in $(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.1f", b - a }') s"
 left=$(systemctl list-units --all --no-legend 'subc-module-*.scope' | wc -l)
 expect "3 module scopes loaded ($left)" [ "$left" = 3 ]
+
+# The daemon dies alone (SIGKILL), without draining: Restart= starts the service again. The old
+# scopes are outside the service's cgroup, so KillMode= does not reach them, and a restart after
+# a crash is not a job that PartOf= propagates (the first run of this check: they survived, and
+# the new daemon's `exec`s met UnitExists). ExecStartPre's `prune --kill` stops them (b's orphan
+# ignores SIGTERM) before the new daemon starts.
+old_pids=$(subtree_pids "$MS") omp=$(main_pid)
+systemctl kill -s KILL --kill-whom=main "$UNIT"
+new_daemon() { local p; p=$(main_pid); [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != "$omp" ] && sall; }
+expect "after the daemon's SIGKILL, Restart= started a new daemon with a b c in scopes" wait_until 60 new_daemon
+sleep 0.2
+left=$(for p in $old_pids; do alive "$p" && echo "$p $(tr '\0' ' ' < /proc/$p/cmdline)"; done || true)
+expect "no process of the old modules survives ($(echo $old_pids | wc -w) checked; alive: ${left:-none})" [ -z "$left" ]
+pruned=$(journal_since "$t0" | grep -c 'subc-module-.*: [0-9]* processes: killed and removed' || true)
+expect "ExecStartPre's prune killed the old scopes ($pruned lines in the journal)" [ "$pruned" -ge 3 ]
+journal_since "$t0" | grep -E 'subc-module-.*(Stopp|Deactivated|Failed)|Scheduled restart|ck-subc.service: (Main|Failed|Consumed)' | tail -n 12 || true
 
 # Stop: the daemon drains (kill --backend systemd for each module); PartOf= stops what is left.
 all=$(subtree_pids "$MS")
