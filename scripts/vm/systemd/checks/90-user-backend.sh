@@ -22,9 +22,9 @@ ck-cgroup exec --backend systemd u1 --memory-max 32M -- sh -c 'echo $$ > /tmp/u1
 for i in $(seq 100); do [ -s /tmp/u1.pid ] && break; sleep 0.1; done
 echo "PID $(cat /tmp/u1.pid)"
 echo "CGROUP $(sed -n 's/^0:://p' /proc/$(cat /tmp/u1.pid)/cgroup)"
-echo "LIST $(ck-cgroup --json list --backend systemd | jq -c '[.modules[] | {module, procs}]')"
+echo "LIST $(ck-cgroup --json list --backend systemd | jq -c '[.modules[] | {module: .module, procs: .procs}]')"
 echo "MAX $(ck-cgroup --json status --backend systemd u1 | jq -r '.modules[0].limits.memory_max.value')"
-k=$(ck-cgroup --json kill --backend systemd u1 --grace 1s); echo "KILL $? $(jq -c '{method, removed, error}' <<< "$k")"
+k=$(ck-cgroup --json kill --backend systemd u1); echo "KILL $? $(jq -c '{method: .method, removed: .removed, error: .error}' <<< "$k")"
 wait
 echo "UNITS $(systemctl --user list-units --all --no-legend '*u1*' | wc -l)"
 ck-cgroup sandbox -- bash -c 'echo "ROOT $CK_CGROUP_ROOT"; ck-cgroup exec m --memory-max 16M -- sleep 300 & sleep 1; echo "SMAX $(ck-cgroup --json status m | jq -r ".modules[0].limits.memory_max.value")"'
