@@ -65,6 +65,13 @@ fn kernel_at_least(release: &str, major: u32, minor: u32) -> bool {
 /// Run every check. `root`: the explicit root, else discovered; `unit`: the unit to ask systemd
 /// about, else the unit of the calling process.
 pub fn doctor(root: Option<&Path>, unit: Option<&str>) -> Report {
+    doctor_for(root, unit, None)
+}
+
+/// [`doctor`] for a backend: with `scopes` (the systemd backend and its manager), the service's
+/// own cgroup is not the modules' root, so instead of the root checks it checks that the manager
+/// answers and which controllers it can give the module scopes, and `Delegate=no` is fine.
+pub fn doctor_for(root: Option<&Path>, unit: Option<&str>, scopes: Option<Bus>) -> Report {
     let mut checks = Vec::new();
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     let mounts = parse::mountinfo(&mountinfo);
@@ -93,7 +100,11 @@ pub fn doctor(root: Option<&Path>, unit: Option<&str>) -> Report {
         )),
     }
 
+    if let Some(bus) = scopes {
+        scope_checks(bus, v1, &mut checks);
+    }
     let root_path: Option<PathBuf> = match root {
+        _ if scopes.is_some() => None,
         Some(p) => Some(p.to_path_buf()),
         None => match discover::discover() {
             Ok(p) => Some(p),
@@ -265,7 +276,9 @@ pub fn doctor(root: Option<&Path>, unit: Option<&str>) -> Report {
         .ok()
         .and_then(|t| parse::proc_cgroup_v2(&t))
         .unwrap_or_default();
-    let bus = if own_cgroup.contains("/user@") && !rustix::process::getuid().is_root() {
+    let bus = if let Some(b) = scopes {
+        b
+    } else if own_cgroup.contains("/user@") && !rustix::process::getuid().is_root() {
         Bus::User
     } else {
         Bus::System
@@ -283,13 +296,90 @@ pub fn doctor(root: Option<&Path>, unit: Option<&str>) -> Report {
             format!("systemd did not answer: {e}"),
             Some("name the unit with --unit ck-subc.service".into()),
         )),
-        Ok(f) => unit_checks(&f, &mut checks),
+        Ok(f) => unit_checks(&f, scopes.is_some(), &mut checks),
     }
     let ready = checks.iter().all(|c| c.outcome != Outcome::Fail);
     Report { checks, ready }
 }
 
-fn unit_checks(f: &systemd::UnitFacts, checks: &mut Vec<Check>) {
+/// The systemd backend: the manager answers, and the controllers it can give module scopes (those
+/// of the hierarchy's root for the system manager, of its own cgroup for a user manager).
+fn scope_checks(bus: Bus, v1: bool, checks: &mut Vec<Check>) {
+    let m = match systemd::Manager::connect(bus) {
+        Ok(m) => m,
+        Err(e) => {
+            checks.push(check(
+                "systemd backend",
+                Outcome::Fail,
+                e.to_string(),
+                e.hint().map(str::to_string),
+            ));
+            return;
+        }
+    };
+    checks.push(check(
+        "systemd backend",
+        Outcome::Ok,
+        format!(
+            "the {} manager answers on {}; modules are scopes in {}",
+            if bus == Bus::User { "user" } else { "system" },
+            m.via(),
+            systemd::MODULES_SLICE
+        ),
+        None,
+    ));
+    let top = m
+        .control_group("-.slice")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let available = discover::cgroup2_mount()
+        .ok()
+        .and_then(|mnt| {
+            std::fs::read_to_string(
+                mnt.join(top.trim_start_matches('/'))
+                    .join("cgroup.controllers"),
+            )
+            .ok()
+        })
+        .map(|t| parse::controllers(&t))
+        .unwrap_or_default();
+    let missing: Vec<&str> = WANTED_CONTROLLERS
+        .iter()
+        .copied()
+        .filter(|c| !available.iter().any(|a| a == c))
+        .collect();
+    // A user manager gets no io from systemd 252 (user@.service delegates cpu memory pids).
+    let fail = missing.iter().any(|c| *c == "memory" || *c == "pids");
+    checks.push(check(
+        "controllers for module scopes",
+        if fail {
+            Outcome::Fail
+        } else if missing.is_empty() {
+            Outcome::Ok
+        } else {
+            Outcome::Warn
+        },
+        if missing.is_empty() {
+            format!("{} available", WANTED_CONTROLLERS.join(" "))
+        } else {
+            format!(
+                "missing: {} (available: {})",
+                missing.join(" "),
+                if available.is_empty() { "none".to_string() } else { available.join(" ") }
+            )
+        },
+        (!missing.is_empty()).then(|| {
+            if v1 {
+                "this hybrid host keeps those controllers in cgroup v1: boot with systemd.unified_cgroup_hierarchy=1".to_string()
+            } else {
+                "limits on those controllers are unavailable to the modules (for a user manager: systemctl edit user@.service, [Service] Delegate=cpu cpuset io memory pids)".to_string()
+            }
+        }),
+    ));
+}
+
+fn unit_checks(f: &systemd::UnitFacts, scopes: bool, checks: &mut Vec<Check>) {
     let edit = |line: &str| {
         format!(
             "add a drop-in (systemctl edit {}):\n[Service]\n{line}",
@@ -307,6 +397,21 @@ fn unit_checks(f: &systemd::UnitFacts, checks: &mut Vec<Check>) {
         ),
         None,
     ));
+    if scopes {
+        checks.push(check(
+            "Delegate=",
+            Outcome::Ok,
+            format!(
+                "{}: not needed, the modules are systemd's scopes (--backend systemd)",
+                match f.delegate {
+                    Some(true) => "yes",
+                    Some(false) => "no",
+                    None => "unknown",
+                }
+            ),
+            None,
+        ));
+    }
     let delegated = f.delegate == Some(true);
     let ctl = f.delegate_controllers.clone().unwrap_or_default();
     let lacking: Vec<&str> = WANTED_CONTROLLERS
@@ -314,40 +419,42 @@ fn unit_checks(f: &systemd::UnitFacts, checks: &mut Vec<Check>) {
         .copied()
         .filter(|c| !ctl.iter().any(|x| x == c))
         .collect();
-    checks.push(check(
-        "Delegate=",
-        if delegated && lacking.is_empty() {
-            Outcome::Ok
-        } else {
-            Outcome::Fail
-        },
-        match f.delegate {
-            Some(true) => format!(
-                "yes, controllers: {}",
-                if ctl.is_empty() {
-                    "-".into()
-                } else {
-                    ctl.join(" ")
-                }
-            ),
-            Some(false) => {
-                "no: the service's cgroup is systemd's; modules cannot get cgroups of their own"
-                    .into()
-            }
-            None => "unknown".into(),
-        },
-        (!(delegated && lacking.is_empty())).then(|| {
-            let fix = edit("Delegate=memory pids cpu io");
-            if f.delegate == Some(false) {
-                // The incident's host: delegation may be forbidden by local policy.
-                format!(
-                    "{fix}\n(where the service must stay undelegated: run its modules as systemd scopes, `ck-cgroup exec --backend systemd`, e.g. Environment=CK_CGROUP_BACKEND=systemd in the same drop-in instead)"
-                )
+    if !scopes {
+        checks.push(check(
+            "Delegate=",
+            if delegated && lacking.is_empty() {
+                Outcome::Ok
             } else {
-                fix
-            }
-        }),
-    ));
+                Outcome::Fail
+            },
+            match f.delegate {
+                Some(true) => format!(
+                    "yes, controllers: {}",
+                    if ctl.is_empty() {
+                        "-".into()
+                    } else {
+                        ctl.join(" ")
+                    }
+                ),
+                Some(false) => {
+                    "no: the service's cgroup is systemd's; modules cannot get cgroups of their own"
+                        .into()
+                }
+                None => "unknown".into(),
+            },
+            (!(delegated && lacking.is_empty())).then(|| {
+                let fix = edit("Delegate=memory pids cpu io");
+                if f.delegate == Some(false) {
+                    // The incident's host: delegation may be forbidden by local policy.
+                    format!(
+                        "{fix}\n(where the service must stay undelegated: run its modules as systemd scopes, `ck-cgroup exec --backend systemd`, e.g. Environment=CK_CGROUP_BACKEND=systemd in the same drop-in instead)"
+                    )
+                } else {
+                    fix
+                }
+            }),
+        ));
+    }
     let oom = f.oom_policy.as_deref() == Some("continue");
     checks.push(check(
         "OOMPolicy=",
@@ -408,7 +515,7 @@ mod tests {
             control_group: Some("/system.slice/ck-subc.service".into()),
         };
         let mut c = Vec::new();
-        unit_checks(&f, &mut c);
+        unit_checks(&f, false, &mut c);
         let failed: Vec<&str> = c
             .iter()
             .filter(|c| c.outcome == Outcome::Fail)
@@ -426,5 +533,18 @@ mod tests {
                 .contains("Delegate=memory pids cpu io")
         );
         assert!(c.iter().any(|c| c.detail.contains("older than 254")));
+        assert!(d.fix.as_deref().unwrap().contains("--backend systemd"));
+
+        // With the systemd backend, Delegate=no is fine; the rest still fails.
+        let mut c = Vec::new();
+        unit_checks(&f, true, &mut c);
+        let failed: Vec<&str> = c
+            .iter()
+            .filter(|c| c.outcome == Outcome::Fail)
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(failed, vec!["OOMPolicy=", "KillMode=", "TimeoutStopSec="]);
+        let d = c.iter().find(|c| c.name == "Delegate=").unwrap();
+        assert_eq!(d.outcome, Outcome::Ok);
     }
 }

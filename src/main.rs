@@ -192,8 +192,12 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             };
             out.status(&r, format)?;
         }
-        Command::Doctor { unit } => {
-            let r = ck_cgroup::doctor::doctor(cli.root.as_deref(), unit.as_deref());
+        Command::Doctor { unit, backend } => {
+            let r = ck_cgroup::doctor::doctor_for(
+                cli.root.as_deref(),
+                unit.as_deref(),
+                backend.systemd(),
+            );
             out.doctor(&r)?;
             if !r.ready {
                 return Ok(ExitCode::from(1));

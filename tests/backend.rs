@@ -119,3 +119,23 @@ fn a_scope_sandbox_cannot_be_kept() {
         .unwrap();
     assert_bad_input(&o, "ck-cgroup: --keep cannot keep a sandbox scope", "");
 }
+
+#[test]
+fn doctor_for_the_systemd_backend_says_the_manager_is_missing() {
+    if has_systemd() {
+        eprintln!("skipped: systemd runs here");
+        return;
+    }
+    let o = bare()
+        .args(["doctor", "--backend", "systemd", "--manager", "system"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("FAIL  systemd backend: cannot reach the system manager")),
+        "{out}"
+    );
+    assert!(!out.contains("service root"), "{out}");
+}

@@ -133,6 +133,10 @@ pub enum Command {
         /// The unit to check (default: the unit of the calling process).
         #[arg(long, value_name = "NAME")]
         unit: Option<String>,
+        /// With --backend systemd: check the manager and the controllers for module scopes
+        /// instead of the service's root; Delegate=no is then fine.
+        #[command(flatten)]
+        backend: BackendArgs,
     },
     /// Re-apply the policy's limits to every existing module; report what differed.
     Apply {

@@ -49,6 +49,10 @@ for id in a b c; do
 done
 "$CK" list --backend systemd
 "$CK" status --backend systemd
+rc=0; doc=$("$CK" doctor --backend systemd --unit "$UNIT" 2>&1) || rc=$?
+echo "$doc"
+expect "doctor --backend systemd on the undelegated service: exit 0 ($rc; $(grep -E '^(ok|FAIL) +(Delegate=|systemd backend|controllers for)' <<< "$doc" | tr -s ' ' | tr '\n' ' '))" \
+  eval '[ "$rc" = 0 ] && grep -q "^ok *Delegate=: no: not needed" <<< "$doc" && grep -q "^ok *controllers for module scopes" <<< "$doc"'
 
 # Replay 1, the hoard: a restarts with a command whose child allocates past memory.max; the
 # kernel OOM-kills that child, inside a's scope only.
