@@ -155,30 +155,15 @@ pub fn doctor_for(root: Option<&Path>, unit: Option<&str>, scopes: Option<Bus>) 
             .read("cgroup.controllers")
             .map(|t| parse::controllers(&t))
             .unwrap_or_default();
-        let missing: Vec<&str> = WANTED_CONTROLLERS
-            .iter()
-            .copied()
-            .filter(|c| !available.iter().any(|a| a == c))
-            .collect();
-        checks.push(check(
+        checks.push(controllers_check(
             "controllers delegated",
-            if missing.is_empty() { Outcome::Ok } else { Outcome::Fail },
-            if missing.is_empty() {
-                format!("{} available", WANTED_CONTROLLERS.join(" "))
+            &available,
+            |_| Outcome::Fail,
+            if v1 {
+                "this hybrid host keeps those controllers in cgroup v1: boot with systemd.unified_cgroup_hierarchy=1 (and cgroup_no_v1=all), then add Delegate=memory pids cpu io"
             } else {
-                format!(
-                    "missing from cgroup.controllers: {} (available: {})",
-                    missing.join(" "),
-                    if available.is_empty() { "none".to_string() } else { available.join(" ") }
-                )
+                "add a drop-in (systemctl edit ck-subc.service):\n[Service]\nDelegate=memory pids cpu io"
             },
-            (!missing.is_empty()).then(|| {
-                if v1 {
-                    "this hybrid host keeps those controllers in cgroup v1: boot with systemd.unified_cgroup_hierarchy=1 (and cgroup_no_v1=all), then add Delegate=memory pids cpu io".to_string()
-                } else {
-                    "add a drop-in (systemctl edit ck-subc.service):\n[Service]\nDelegate=memory pids cpu io".to_string()
-                }
-            }),
         ));
         let enabled = r.module_controllers().unwrap_or_default();
         let not_enabled: Vec<&str> = WANTED_CONTROLLERS
@@ -244,7 +229,7 @@ pub fn doctor_for(root: Option<&Path>, unit: Option<&str>, scopes: Option<Bus>) 
             if peak { Outcome::Ok } else { Outcome::Warn },
             if peak {
                 "present".into()
-            } else if missing.contains(&"memory") {
+            } else if !available.iter().any(|c| c == "memory") {
                 "not checked: no memory controller".into()
             } else {
                 "absent (kernel before 5.19): status shows the peak as unknown".into()
@@ -344,39 +329,61 @@ fn scope_checks(bus: Bus, v1: bool, checks: &mut Vec<Check>) {
         })
         .map(|t| parse::controllers(&t))
         .unwrap_or_default();
+    // A user manager gets no io from systemd 252 (user@.service delegates cpu memory pids):
+    // without memory or pids the backend fails, without the others it only warns.
+    checks.push(controllers_check(
+        "controllers for module scopes",
+        &available,
+        |missing| {
+            if missing.iter().any(|c| *c == "memory" || *c == "pids") {
+                Outcome::Fail
+            } else {
+                Outcome::Warn
+            }
+        },
+        if v1 {
+            "this hybrid host keeps those controllers in cgroup v1: boot with systemd.unified_cgroup_hierarchy=1"
+        } else {
+            "limits on those controllers are unavailable to the modules (for a user manager: systemctl edit user@.service, [Service] Delegate=cpu cpuset io memory pids)"
+        },
+    ));
+}
+
+/// The controllers the helper uses, against those `available`: ok when none is missing, else
+/// `outcome(missing)` with `fix`.
+fn controllers_check(
+    name: &str,
+    available: &[String],
+    outcome: impl Fn(&[&str]) -> Outcome,
+    fix: &str,
+) -> Check {
     let missing: Vec<&str> = WANTED_CONTROLLERS
         .iter()
         .copied()
         .filter(|c| !available.iter().any(|a| a == c))
         .collect();
-    // A user manager gets no io from systemd 252 (user@.service delegates cpu memory pids).
-    let fail = missing.iter().any(|c| *c == "memory" || *c == "pids");
-    checks.push(check(
-        "controllers for module scopes",
-        if fail {
-            Outcome::Fail
-        } else if missing.is_empty() {
-            Outcome::Ok
-        } else {
-            Outcome::Warn
-        },
-        if missing.is_empty() {
-            format!("{} available", WANTED_CONTROLLERS.join(" "))
-        } else {
-            format!(
-                "missing: {} (available: {})",
-                missing.join(" "),
-                if available.is_empty() { "none".to_string() } else { available.join(" ") }
-            )
-        },
-        (!missing.is_empty()).then(|| {
-            if v1 {
-                "this hybrid host keeps those controllers in cgroup v1: boot with systemd.unified_cgroup_hierarchy=1".to_string()
+    if missing.is_empty() {
+        return check(
+            name,
+            Outcome::Ok,
+            format!("{} available", WANTED_CONTROLLERS.join(" ")),
+            None,
+        );
+    }
+    check(
+        name,
+        outcome(&missing),
+        format!(
+            "missing from cgroup.controllers: {} (available: {})",
+            missing.join(" "),
+            if available.is_empty() {
+                "none".to_string()
             } else {
-                "limits on those controllers are unavailable to the modules (for a user manager: systemctl edit user@.service, [Service] Delegate=cpu cpuset io memory pids)".to_string()
+                available.join(" ")
             }
-        }),
-    ));
+        ),
+        Some(fix.to_string()),
+    )
 }
 
 fn unit_checks(f: &systemd::UnitFacts, scopes: bool, checks: &mut Vec<Check>) {
