@@ -23,9 +23,11 @@
 //!   pidfds opened after the walk), wait until each of them has exited. `missed` is how many
 //!   processes were still in the module afterwards; a `cgroup.kill` then cleans up (untimed).
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::collections::HashMap;
-use std::error::Error;
-use std::fs::{self, File};
+use std::fs;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -34,12 +36,11 @@ use ck_cgroup::discover::cgroup2_mount;
 use ck_cgroup::spawn::ModuleCommand;
 use ck_cgroup::stop::{KillMethod, Method, StopOptions};
 use ck_cgroup::{ModuleId, Root, Sandbox};
+use common::{Res, dev_null, is_sleep, leftovers, median, min, print_machine, reap_all};
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
-use rustix::process::{Pid, PidfdFlags, Signal, WaitOptions, pidfd_open, pidfd_send_signal};
-
-type Res<T> = Result<T, Box<dyn Error>>;
+use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
 
 /// Tree sizes and repetitions of each measurement.
 const SIZES: [(usize, usize); 3] = [(1, 9), (100, 9), (1000, 5)];
@@ -162,17 +163,7 @@ fn main() -> Res<()> {
 }
 
 fn print_header(mount: &Path) -> Res<()> {
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let cpuinfo = fs::read_to_string("/proc/cpuinfo")?;
-    let model = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name"))
-        .and_then(|l| l.split_once(':'))
-        .map_or("unknown", |(_, m)| m.trim());
-    let kernel = fs::read_to_string("/proc/sys/kernel/osrelease")?;
-    println!("ck-cgroup kill benchmark");
-    println!("machine: {cpus} cpus, {model}");
-    println!("kernel:  {}", kernel.trim());
+    print_machine("ck-cgroup kill benchmark")?;
     println!("cgroup2: {}", mount.display());
     let reps: Vec<String> = SIZES.iter().map(|(n, r)| format!("{r} x {n}")).collect();
     println!("repetitions: {}", reps.join(", "));
@@ -213,18 +204,6 @@ fn build_tree(root: &Root, sandbox: &Path, id: ModuleId, n: usize) -> Res<Tree> 
     }
     std::thread::sleep(SETTLE);
     Ok(Tree { id, dir, top })
-}
-
-fn dev_null() -> Res<OwnedFd> {
-    Ok(File::options()
-        .read(true)
-        .write(true)
-        .open("/dev/null")?
-        .into())
-}
-
-fn is_sleep(pid: u32) -> bool {
-    fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == "sleep")
 }
 
 fn read_procs(dir: &Path) -> Res<Vec<u32>> {
@@ -367,26 +346,6 @@ fn ppid_of(stat: &str) -> Option<u32> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Reap every exited child (the bench is a subreaper, so orphans of its trees are its children).
-fn reap_all() {
-    while let Ok(Some(_)) = rustix::process::wait(WaitOptions::NOHANG) {}
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let m = s.len() / 2;
-    if s.len() % 2 == 1 {
-        s[m]
-    } else {
-        (s[m - 1] + s[m]) / 2.0
-    }
-}
-
-fn min(v: &[f64]) -> f64 {
-    v.iter().copied().fold(f64::INFINITY, f64::min)
-}
-
 fn print_table(results: &[(usize, Kind, Vec<Sample>)]) {
     let med = |n: usize, kind: Kind| {
         results
@@ -467,20 +426,4 @@ fn print_table(results: &[(usize, Kind, Vec<Sample>)]) {
             "NOT met"
         }
     );
-}
-
-/// Directories this run made that still exist: the sandbox, and anything else named after it.
-fn leftovers(mount: &Path, sandbox: &Path) -> Res<Vec<PathBuf>> {
-    let mut left = Vec::new();
-    if sandbox.exists() {
-        left.push(sandbox.to_path_buf());
-    }
-    let prefix = format!("{}{}-", ck_cgroup::sandbox::PREFIX, std::process::id());
-    for entry in fs::read_dir(mount)?.flatten() {
-        let p = entry.path();
-        if entry.file_name().to_string_lossy().starts_with(&prefix) && !left.contains(&p) {
-            left.push(p);
-        }
-    }
-    Ok(left)
 }

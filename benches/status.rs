@@ -31,9 +31,11 @@
 //! - `binary --json` (b): the release binary `ck-cgroup --root <sandbox> --json status` spawned
 //!   as a process, from the spawn until it has exited and its stdout (a pipe) is read to the end.
 
-use std::error::Error;
+#[path = "common/mod.rs"]
+mod common;
+
 use std::ffi::CStr;
-use std::fs::{self, File};
+use std::fs;
 use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -43,10 +45,8 @@ use std::time::{Duration, Instant};
 use ck_cgroup::discover::cgroup2_mount;
 use ck_cgroup::spawn::ModuleCommand;
 use ck_cgroup::{ModuleId, Root, Sandbox};
+use common::{Res, dev_null, is_sleep, leftovers, median, min, print_machine, reap_all};
 use rustix::fs::{Dir, FileType, Mode, OFlags};
-use rustix::process::WaitOptions;
-
-type Res<T> = Result<T, Box<dyn Error>>;
 
 /// Modules in the sandbox.
 const MODULES: usize = 1000;
@@ -254,18 +254,8 @@ fn binary() -> PathBuf {
 }
 
 fn print_header(mount: &Path, bin: &Path) -> Res<()> {
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let cpuinfo = fs::read_to_string("/proc/cpuinfo")?;
-    let model = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name"))
-        .and_then(|l| l.split_once(':'))
-        .map_or("unknown", |(_, m)| m.trim());
-    let kernel = fs::read_to_string("/proc/sys/kernel/osrelease")?;
+    print_machine("ck-cgroup status benchmark")?;
     let controllers = fs::read_to_string(mount.join("cgroup.controllers"))?;
-    println!("ck-cgroup status benchmark");
-    println!("machine: {cpus} cpus, {model}");
-    println!("kernel:  {}", kernel.trim());
     println!(
         "cgroup2: {} (controllers: {})",
         mount.display(),
@@ -315,18 +305,6 @@ fn populate(root: &Root, sandbox: &Path) -> Res<usize> {
         return Err(format!("{listed} modules in the sandbox, want {MODULES}").into());
     }
     Ok(pids.len())
-}
-
-fn dev_null() -> Res<OwnedFd> {
-    Ok(File::options()
-        .read(true)
-        .write(true)
-        .open("/dev/null")?
-        .into())
-}
-
-fn is_sleep(pid: u32) -> bool {
-    fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == "sleep")
 }
 
 /// One measurement of one kind: milliseconds per row, and what the run saw.
@@ -526,26 +504,6 @@ fn read_to_short(fd: &OwnedFd, buf: &mut [u8], mut keep: Option<&mut Vec<u8>>) -
     }
 }
 
-/// Reap every exited child (the bench is a subreaper).
-fn reap_all() {
-    while let Ok(Some(_)) = rustix::process::wait(WaitOptions::NOHANG) {}
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let m = s.len() / 2;
-    if s.len() % 2 == 1 {
-        s[m]
-    } else {
-        (s[m - 1] + s[m]) / 2.0
-    }
-}
-
-fn min(v: &[f64]) -> f64 {
-    v.iter().copied().fold(f64::INFINITY, f64::min)
-}
-
 fn print_table(samples: &[Vec<f64>], opens: Opens, json_bytes: usize) {
     let med = |row: Row| {
         ROWS.iter()
@@ -606,20 +564,4 @@ fn print_table(samples: &[Vec<f64>], opens: Opens, json_bytes: usize) {
             if x >= GOAL_X_SHELL { "met" } else { "NOT met" }
         );
     }
-}
-
-/// Directories this run made that still exist: the sandbox, and anything else named after it.
-fn leftovers(mount: &Path, sandbox: &Path) -> Res<Vec<PathBuf>> {
-    let mut left = Vec::new();
-    if sandbox.exists() {
-        left.push(sandbox.to_path_buf());
-    }
-    let prefix = format!("{}{}-", ck_cgroup::sandbox::PREFIX, std::process::id());
-    for entry in fs::read_dir(mount)?.flatten() {
-        let p = entry.path();
-        if entry.file_name().to_string_lossy().starts_with(&prefix) && !left.contains(&p) {
-            left.push(p);
-        }
-    }
-    Ok(left)
 }

@@ -1,0 +1,78 @@
+//! What the benchmarks share: the machine line of the header, the statistics, the child reaping
+//! of a subreaper, and the check that no sandbox is left. (`benches/*/mod.rs` is not a bench
+//! target of its own.)
+
+use std::error::Error;
+use std::fs::{self, File};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use rustix::process::WaitOptions;
+
+pub type Res<T> = Result<T, Box<dyn Error>>;
+
+/// Print `title` and the machine: cpus, cpu model, kernel.
+pub fn print_machine(title: &str) -> Res<()> {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo")?;
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map_or("unknown", |(_, m)| m.trim());
+    let kernel = fs::read_to_string("/proc/sys/kernel/osrelease")?;
+    println!("{title}");
+    println!("machine: {cpus} cpus, {model}");
+    println!("kernel:  {}", kernel.trim());
+    Ok(())
+}
+
+/// `/dev/null` for a child's stdio.
+pub fn dev_null() -> Res<OwnedFd> {
+    Ok(File::options()
+        .read(true)
+        .write(true)
+        .open("/dev/null")?
+        .into())
+}
+
+/// The process runs `sleep` (the shell that forked it is done with it).
+pub fn is_sleep(pid: u32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == "sleep")
+}
+
+/// Reap every exited child (the bench is a subreaper, so orphans of its trees are its children).
+pub fn reap_all() {
+    while let Ok(Some(_)) = rustix::process::wait(WaitOptions::NOHANG) {}
+}
+
+pub fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let m = s.len() / 2;
+    if s.len() % 2 == 1 {
+        s[m]
+    } else {
+        (s[m - 1] + s[m]) / 2.0
+    }
+}
+
+pub fn min(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+/// The sandbox, if it is still there, and any other sandbox of this process under `mount`.
+pub fn leftovers(mount: &Path, sandbox: &Path) -> Res<Vec<PathBuf>> {
+    let mut left = Vec::new();
+    if sandbox.exists() {
+        left.push(sandbox.to_path_buf());
+    }
+    let prefix = format!("{}{}-", ck_cgroup::sandbox::PREFIX, std::process::id());
+    for entry in fs::read_dir(mount)?.flatten() {
+        let p = entry.path();
+        if entry.file_name().to_string_lossy().starts_with(&prefix) && !left.contains(&p) {
+            left.push(p);
+        }
+    }
+    Ok(left)
+}
