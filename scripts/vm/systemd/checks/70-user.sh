@@ -5,24 +5,14 @@
 set -euo pipefail
 . /lane/lib-systemd.sh
 check_begin user-hoard
-id -u lane > /dev/null 2>&1 || useradd -m -s /bin/bash lane
-uid=$(id -u lane)
 t0=$(date +%s)
-loginctl enable-linger lane
-manager_up() { [ -S "/run/user/$uid/systemd/private" ] && [ "$(systemctl is-active "user@$uid.service")" = active ]; }
-expect "loginctl enable-linger lane started user@$uid.service" wait_until 60 manager_up
-u() { runuser -u lane -- env XDG_RUNTIME_DIR="/run/user/$uid" "$@"; }
-UT=/run/user/$uid/ck-subc-test
+expect "loginctl enable-linger lane started the user's manager (user@UID.service)" user_up
 uunit=$(u systemctl --user show -P FragmentPath ck-subc.service)
 expect "the user manager loads make install's user unit ($uunit)" [ "$uunit" = /usr/lib/systemd/user/ck-subc.service ]
 rc=0; u systemctl --user start ck-subc.service || rc=$?
 expect "systemctl --user start ck-subc exit 0 ($rc)" [ "$rc" = 0 ]
 USVC=$CG$(u systemctl --user show -P ControlGroup ck-subc.service)
 echo "user service cgroup: $USVC"
-umod_pid() { cat "$UT/$1.pid" 2> /dev/null; }
-ustarts() { cat "$UT/$1.starts" 2> /dev/null || echo 0; }
-urunning() { local p; p=$(umod_pid "$1"); [ -n "$p" ] && alive "$p" && grep -qx "$p" "$USVC/subc-modules/$1/cgroup.procs" 2> /dev/null; }
-uall() { urunning a && urunning b && urunning c; }
 expect "modules a b c run in the user service" wait_until 30 uall
 ctl=$(cat "$USVC/subc-modules/cgroup.subtree_control" 2> /dev/null || true)
 expect "subc-modules/ has memory pids ($ctl; delegated to user@: $(cat "$USVC/../../cgroup.controllers" 2> /dev/null))" has_words "$ctl" memory pids
@@ -42,8 +32,9 @@ expect "ck-cgroup status --json a (as the user): oom_kill >= 1 ($oom)" eval '[ "
 expect "the user service is active" eval '[ "$(u systemctl --user is-active ck-subc.service)" = active ]'
 expect "the daemon kept its pid ($ump)" eval '[ "$(u systemctl --user show -P MainPID ck-subc.service)" = "$ump" ]'
 expect "b and c kept their pids ($pb $pc)" eval '[ "$(umod_pid b)" = "$pb" ] && [ "$(umod_pid c)" = "$pc" ] && alive "$pb" && alive "$pc"'
-journal=$(journalctl -q --no-pager -o short-monotonic --user-unit ck-subc.service --since "@$t0" 2> /dev/null || true)
+journal=$(ujournal_since "$t0")
 echo "$journal"
+expect "the user service's journal has the daemon's lines ($(grep -c 'ck-subc\[' <<< "$journal" || true))" grep -q 'module a started' <<< "$journal"
 stops=$(grep -E 'Stopping|Stopped|Deactivated|Failed with result|Main process exited' <<< "$journal" || true)
 expect "the journal shows no stop of the user service (${stops:-none})" [ -z "$stops" ]
 rc=0; u systemctl --user stop ck-subc.service || rc=$?

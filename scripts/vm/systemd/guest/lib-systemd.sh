@@ -33,3 +33,29 @@ all_running() { module_running a && module_running b && module_running c; }
 # restarted ID OLD_STARTS: the daemon has started the module again and it runs.
 restarted() { [ "$(starts "$1")" -gt "$2" ] && module_running "$1"; }
 journal_since() { journalctl -q --no-pager -o short-monotonic -u "$UNIT" --since "@$1"; }
+
+# The user manager (checks 70, 72): a lingering user `lane` and its manager.
+# user_up: make the user, enable lingering, wait for user@UID.service and its private socket;
+# sets $uid and $UT (the stand-in daemon's test files under that user).
+user_up() {
+  id -u lane > /dev/null 2>&1 || useradd -m -s /bin/bash lane
+  uid=$(id -u lane)
+  UT=/run/user/$uid/ck-subc-test
+  loginctl enable-linger lane
+  wait_until 60 user_manager_up
+}
+user_manager_up() { [ -S "/run/user/$uid/systemd/private" ] && [ "$(systemctl is-active "user@$uid.service")" = active ]; }
+u() { runuser -u lane -- env XDG_RUNTIME_DIR="/run/user/$uid" "$@"; }
+umod_pid() { cat "$UT/$1.pid" 2> /dev/null; }
+ustarts() { cat "$UT/$1.starts" 2> /dev/null || echo 0; }
+# urunning ID: the module's main process is alive and in the user service's module ($USVC).
+urunning() { local p; p=$(umod_pid "$1"); [ -n "$p" ] && alive "$p" && grep -qx "$p" "$USVC/subc-modules/$1/cgroup.procs" 2> /dev/null; }
+uall() { urunning a && urunning b && urunning c; }
+urestarted() { [ "$(ustarts "$1")" -gt "$2" ] && urunning "$1"; }
+# ujournal_since T: the user service's journal since T: its own processes' lines and its user
+# manager's lines about it. (`journalctl --user-unit` run as root also matches _UID=0, so it
+# finds nothing.)
+ujournal_since() {
+  journalctl -q --no-pager -o short-monotonic --since "@$1" \
+    _SYSTEMD_USER_UNIT=ck-subc.service + USER_UNIT=ck-subc.service 2> /dev/null || true
+}

@@ -1,0 +1,55 @@
+# Replays 2 and 4 under the user manager (check 70 did replay 1 there): the same unit as a user
+# service of `lane`. The orphans: b's grandchild (ignoring SIGTERM) is reparented away; twenty
+# restarts, each with the daemon's `kill b --grace 1s` as the user, leave no old process and the
+# same processes and cgroup directories in the service. The stop: `systemctl --user stop` leaves
+# no process of the service and removes its cgroup; the daemon drained.
+set -euo pipefail
+. /lane/lib-systemd.sh
+check_begin user-replays
+expect "the user's manager runs" user_up
+rc=0; u systemctl --user start ck-subc.service || rc=$?
+expect "systemctl --user start ck-subc exit 0 ($rc)" [ "$rc" = 0 ]
+USVC=$CG$(u systemctl --user show -P ControlGroup ck-subc.service)
+expect "modules a b c run in the user service" wait_until 30 uall
+B=$USVC/subc-modules/b
+echo '( trap "" TERM; sleep 1001 & ); exec sleep infinity' > "$UT/b.cmd"
+chown lane "$UT/b.cmd"
+urestart_b() {
+  local s
+  s=$(ustarts b)
+  kill "$(umod_pid b)"
+  wait_until 30 urestarted b "$s" && wait_until 10 has_procs "$B" 2
+}
+expect "b restarted with the orphan-making command, 2 processes" urestart_b
+orphan=$(grep -vx "$(umod_pid b)" "$B/cgroup.procs" | head -n 1)
+expect "the grandchild $orphan is reparented away from b's main process (ppid $(ppid_of "$orphan"))" \
+  [ "$(ppid_of "$orphan")" != "$(umod_pid b)" ]
+n0=$(subtree_pids "$USVC" | wc -w) d0=$(subtree_dirs "$USVC")
+old=() failed_round=
+t1=$(date +%s.%N)
+for i in $(seq 1 20); do
+  old+=($(cat "$B/cgroup.procs"))
+  urestart_b || { failed_round=$i; break; }
+done
+t2=$(date +%s.%N)
+expect "20 restarts of b, each with its orphan (failed at: ${failed_round:-none})" [ -z "$failed_round" ]
+sleep 0.2
+survivors=$(for p in "${old[@]}"; do alive "$p" && echo "$p"; done || true)
+expect "no process of an old b survives (${#old[@]} pids checked; alive: ${survivors:-none})" [ -z "$survivors" ]
+n1=$(subtree_pids "$USVC" | wc -w) d1=$(subtree_dirs "$USVC")
+expect "processes in the user service: $n0 before, $n1 after" [ "$n0" = "$n1" ]
+expect "cgroup directories unchanged ($d1)" [ "$d0" = "$d1" ]
+note "20 restarts in $(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.1f", b - a }') s"
+pids=$(subtree_pids "$USVC")
+t0=$(date +%s)
+rc=0; u systemctl --user stop ck-subc.service || rc=$?
+expect "systemctl --user stop exit 0 ($rc)" [ "$rc" = 0 ]
+# shellcheck disable=SC2086
+expect "none of the $(echo $pids | wc -w) processes of the user service survives" none_alive $pids
+expect "the user service's cgroup is gone" not_exists "$USVC"
+journal=$(ujournal_since "$t0")
+echo "$journal"
+expect "the daemon drained and exited 0" grep -q 'drained; exit 0' <<< "$journal"
+rm -f "$UT/b.cmd"
+loginctl disable-linger lane || true
+check_end
