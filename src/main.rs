@@ -78,7 +78,33 @@ fn open_root(explicit: Option<PathBuf>) -> Result<Root, Error> {
     Root::open(&path)
 }
 
+/// `CK_CGROUP_BACKEND=systemd` in the environment (a unit with `Delegate=no`) and a command that
+/// has no systemd backend: refused, rather than writing into a service root that systemd owns.
+fn no_systemd_backend(command: &Command) -> Result<(), Error> {
+    let name = match command {
+        Command::Init => "init",
+        Command::Create { .. } => "create",
+        Command::Set { .. } => "set",
+        Command::Place { .. } => "place",
+        Command::Remove { .. } => "remove",
+        Command::Run { .. } => "run",
+        Command::Apply { .. } => "apply",
+        Command::Watch { .. } => "watch",
+        _ => return Ok(()),
+    };
+    if std::env::var_os(ck_cgroup::scopes::ENV_BACKEND).is_some_and(|v| v == "systemd") {
+        return Err(Error::bad_input(format!(
+            "{name} has no systemd backend, and CK_CGROUP_BACKEND=systemd says this service's cgroup is not delegated"
+        ))
+        .with_hint(
+            "modules are scopes here: use exec, kill, prune, list, status or doctor (they take the backend from the variable); or unset CK_CGROUP_BACKEND",
+        ));
+    }
+    Ok(())
+}
+
 fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
+    no_systemd_backend(&cli.command)?;
     match cli.command {
         Command::Init => {
             let r = open_root(cli.root)?.init()?;
@@ -265,7 +291,14 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
         } => {
             use cli::args::Backend;
             let scope = match (backend, &parent) {
-                (Some(Backend::Systemd), _) => true,
+                (Some(Backend::Systemd), Some(_)) => {
+                    return Err(Error::bad_input(
+                        "--parent and --backend systemd exclude each other: a scope sandbox's parent is systemd's choice",
+                    )
+                    .with_hint("drop --parent, or pass --backend cgroupfs")
+                    .into());
+                }
+                (Some(Backend::Systemd), None) => true,
                 (Some(Backend::Cgroupfs), _) | (None, Some(_)) => false,
                 (None, None) => std::path::Path::new("/run/systemd/system").exists(),
             };
@@ -371,7 +404,11 @@ fn sandbox(
     ])
     .map_err(|e| Error::failed(format!("failed to set up signal relay: {e}")))?;
     let mut command = std::process::Command::new(prog);
-    command.args(args).env(discover::ENV_ROOT, sb.path());
+    // CMD's modules go to the sandbox's root, whatever backend the caller's environment names.
+    command
+        .args(args)
+        .env(discover::ENV_ROOT, sb.path())
+        .env_remove(ck_cgroup::scopes::ENV_BACKEND);
     ck_cgroup::spawn::unblock_signals_before_exec(&mut command);
     if let Some(procs) = sb.cmd_procs()? {
         // In a scope: CMD runs in cmd/, which the teardown empties (its orphans too).

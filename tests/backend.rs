@@ -139,3 +139,48 @@ fn doctor_for_the_systemd_backend_says_the_manager_is_missing() {
     );
     assert!(!out.contains("service root"), "{out}");
 }
+
+#[test]
+fn commands_without_a_systemd_backend_refuse_the_variable() {
+    // CK_CGROUP_BACKEND=systemd marks a service whose cgroup is not delegated: a command that
+    // would write into a service root refuses, before it looks for one.
+    for args in [
+        &["init"][..],
+        &["create", "a"],
+        &["set", "a", "--pids-max", "10"],
+        &["place", "a", "1"],
+        &["remove", "a"],
+        &["run", "a", "--", "true"],
+        &["apply"],
+        &["watch"],
+    ] {
+        let o = bare()
+            .args(args)
+            .env("CK_CGROUP_BACKEND", "systemd")
+            .output()
+            .unwrap();
+        assert_bad_input(
+            &o,
+            &format!("ck-cgroup: {} has no systemd backend", args[0]),
+            &format!("{args:?}"),
+        );
+    }
+}
+
+#[test]
+fn a_sandbox_hides_the_backend_variable_from_its_command() {
+    // CMD's modules go to the sandbox's root even where the caller's environment names systemd.
+    let o = bare()
+        .args(["sandbox", "--backend", "cgroupfs", "--parent"])
+        .arg(common::parent())
+        .args(["--", "sh", "-c", "echo ${CK_CGROUP_BACKEND:-unset}"])
+        .env("CK_CGROUP_BACKEND", "systemd")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).starts_with("unset\n"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}

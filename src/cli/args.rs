@@ -173,7 +173,7 @@ pub enum Command {
     Sandbox {
         /// Where to make the sandbox (default: a delegated scope on a systemd host, else the
         /// cgroup2 mount's root, when writable).
-        #[arg(long, value_name = "PATH", conflicts_with = "backend")]
+        #[arg(long, value_name = "PATH")]
         parent: Option<PathBuf>,
         /// systemd: a transient delegated scope; cgroupfs: a directory under --parent or the
         /// mount's root. Default: systemd when systemd is PID 1 and --parent is not given.
@@ -269,7 +269,7 @@ pub struct BackendArgs {
         long,
         value_enum,
         default_value = "cgroupfs",
-        env = "CK_CGROUP_BACKEND",
+        env = ck_cgroup::scopes::ENV_BACKEND,
         value_name = "BACKEND"
     )]
     pub backend: Backend,
