@@ -36,7 +36,7 @@ use ck_cgroup::discover::cgroup2_mount;
 use ck_cgroup::spawn::ModuleCommand;
 use ck_cgroup::stop::{KillMethod, Method, StopOptions};
 use ck_cgroup::{ModuleId, Root, Sandbox};
-use common::{Res, dev_null, is_sleep, leftovers, median, min, print_machine, reap_all};
+use common::{Res, dev_null, is_sleep, median, min, print_machine, reap_all, report_cleanup};
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
@@ -145,19 +145,7 @@ fn main() -> Res<()> {
 
     sandbox.destroy()?;
     reap_all();
-    let left = leftovers(&mount, &sandbox_path)?;
-    println!();
-    if left.is_empty() {
-        println!(
-            "cleanup: the sandbox {} and every module in it are gone",
-            sandbox_path.display()
-        );
-    } else {
-        for p in &left {
-            println!("cleanup: LEFT BEHIND {}", p.display());
-        }
-        return Err("the run left cgroup directories behind".into());
-    }
+    report_cleanup(&mount, &sandbox_path)?;
     println!("measured in {:.1} s", elapsed.as_secs_f64());
     Ok(())
 }

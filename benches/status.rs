@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 use ck_cgroup::discover::cgroup2_mount;
 use ck_cgroup::spawn::ModuleCommand;
 use ck_cgroup::{ModuleId, Root, Sandbox};
-use common::{Res, dev_null, is_sleep, leftovers, median, min, print_machine, reap_all};
+use common::{Res, dev_null, is_sleep, median, min, print_machine, reap_all, report_cleanup};
 use rustix::fs::{Dir, FileType, Mode, OFlags};
 
 /// Modules in the sandbox.
@@ -184,19 +184,7 @@ fn main() -> Res<()> {
     destroyed?;
 
     print_table(&samples, opens, json_bytes);
-    let left = leftovers(&mount, &sandbox_path)?;
-    println!();
-    if left.is_empty() {
-        println!(
-            "cleanup: the sandbox {} and every module in it are gone",
-            sandbox_path.display()
-        );
-    } else {
-        for p in &left {
-            println!("cleanup: LEFT BEHIND {}", p.display());
-        }
-        return Err("the run left cgroup directories behind".into());
-    }
+    report_cleanup(&mount, &sandbox_path)?;
     println!("measured in {:.1} s", elapsed.as_secs_f64());
     Ok(())
 }

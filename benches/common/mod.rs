@@ -61,8 +61,25 @@ pub fn min(v: &[f64]) -> f64 {
     v.iter().copied().fold(f64::INFINITY, f64::min)
 }
 
+/// Say that the sandbox and every module in it are gone, or name what is left and fail.
+pub fn report_cleanup(mount: &Path, sandbox: &Path) -> Res<()> {
+    let left = leftovers(mount, sandbox)?;
+    println!();
+    if left.is_empty() {
+        println!(
+            "cleanup: the sandbox {} and every module in it are gone",
+            sandbox.display()
+        );
+        return Ok(());
+    }
+    for p in &left {
+        println!("cleanup: LEFT BEHIND {}", p.display());
+    }
+    Err("the run left cgroup directories behind".into())
+}
+
 /// The sandbox, if it is still there, and any other sandbox of this process under `mount`.
-pub fn leftovers(mount: &Path, sandbox: &Path) -> Res<Vec<PathBuf>> {
+fn leftovers(mount: &Path, sandbox: &Path) -> Res<Vec<PathBuf>> {
     let mut left = Vec::new();
     if sandbox.exists() {
         left.push(sandbox.to_path_buf());

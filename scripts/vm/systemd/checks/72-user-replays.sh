@@ -24,22 +24,7 @@ expect "b restarted with the orphan-making command, 2 processes" urestart_b
 orphan=$(grep -vx "$(umod_pid b)" "$B/cgroup.procs" | head -n 1)
 expect "the grandchild $orphan is reparented away from b's main process (ppid $(ppid_of "$orphan"))" \
   [ "$(ppid_of "$orphan")" != "$(umod_pid b)" ]
-n0=$(subtree_pids "$USVC" | wc -w) d0=$(subtree_dirs "$USVC")
-old=() failed_round=
-t1=$(date +%s.%N)
-for i in $(seq 1 20); do
-  old+=($(cat "$B/cgroup.procs"))
-  urestart_b || { failed_round=$i; break; }
-done
-t2=$(date +%s.%N)
-expect "20 restarts of b, each with its orphan (failed at: ${failed_round:-none})" [ -z "$failed_round" ]
-sleep 0.2
-survivors=$(for p in "${old[@]}"; do alive "$p" && echo "$p"; done || true)
-expect "no process of an old b survives (${#old[@]} pids checked; alive: ${survivors:-none})" [ -z "$survivors" ]
-n1=$(subtree_pids "$USVC" | wc -w) d1=$(subtree_dirs "$USVC")
-expect "processes in the user service: $n0 before, $n1 after" [ "$n0" = "$n1" ]
-expect "cgroup directories unchanged ($d1)" [ "$d0" = "$d1" ]
-note "20 restarts in $(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.1f", b - a }') s"
+twenty_restarts "in the user service" "$USVC" "$B/cgroup.procs" urestart_b
 pids=$(subtree_pids "$USVC")
 t0=$(date +%s)
 rc=0; u systemctl --user stop ck-subc.service || rc=$?

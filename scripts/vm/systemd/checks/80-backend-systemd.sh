@@ -97,23 +97,9 @@ expect "b restarted with the orphan-making command, 2 processes" restart_b
 orphan=$(grep -vx "$(mod_pid b)" "$(scope b)/cgroup.procs" | head -n 1)
 expect "the grandchild $orphan is reparented away from b's main process (ppid $(ppid_of "$orphan"))" \
   [ "$(ppid_of "$orphan")" != "$(mod_pid b)" ]
-n0=$(subtree_pids "$MS" | wc -w) d0=$(subtree_dirs "$MS") s0=$(subtree_pids "$SVC")
-old=() failed_round=
-t1=$(date +%s.%N)
-for i in $(seq 1 20); do
-  old+=($(cat "$(scope b)/cgroup.procs"))
-  restart_b || { failed_round=$i; break; }
-done
-t2=$(date +%s.%N)
-expect "20 restarts of b, each with its orphan (failed at: ${failed_round:-none})" [ -z "$failed_round" ]
-sleep 0.2
-survivors=$(for p in "${old[@]}"; do alive "$p" && echo "$p $(tr '\0' ' ' < /proc/$p/cmdline)"; done || true)
-expect "no process of an old b survives (${#old[@]} pids checked; alive: ${survivors:-none})" [ -z "$survivors" ]
-n1=$(subtree_pids "$MS" | wc -w) d1=$(subtree_dirs "$MS")
-expect "processes under module.slice: $n0 before, $n1 after" [ "$n0" = "$n1" ]
-expect "cgroup directories under module.slice unchanged ($d1)" [ "$d0" = "$d1" ]
+s0=$(subtree_pids "$SVC")
+twenty_restarts "under module.slice" "$MS" "$(scope b)/cgroup.procs" restart_b
 expect "the service's cgroup still holds only the daemon" [ "$(subtree_pids "$SVC")" = "$s0" ]
-note "20 restarts in $(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.1f", b - a }') s"
 left=$(systemctl list-units --all --no-legend 'subc-module-*.scope' | wc -l)
 expect "3 module scopes loaded ($left)" [ "$left" = 3 ]
 

@@ -59,3 +59,29 @@ ujournal_since() {
   journalctl -q --no-pager -o short-monotonic --since "@$1" \
     _SYSTEMD_USER_UNIT=ck-subc.service + USER_UNIT=ck-subc.service 2> /dev/null || true
 }
+
+# twenty_restarts WHERE DIR PROCS RESTART: replay 2's loop (checks 30, 72, 80). Twenty rounds
+# of RESTART (a function that ends b's main process and waits for the new b with its orphan),
+# b's processes (the file PROCS) remembered before each; then none of them may be alive, and
+# DIR (WHERE names it) must hold as many processes and the same cgroup directories as before.
+twenty_restarts() {
+  local where=$1 dir=$2 procs=$3 restart=$4 n0 d0 n1 d1 t1 t2 i failed= survivors p
+  local -a old=()
+  n0=$(subtree_pids "$dir" | wc -w) d0=$(subtree_dirs "$dir")
+  echo "before: b = $(tr '\n' ' ' < "$procs"); $n0 processes $where; dirs: $d0"
+  t1=$(date +%s.%N)
+  for i in $(seq 1 20); do
+    # shellcheck disable=SC2207 # pids, one word each
+    old+=($(cat "$procs"))
+    "$restart" || { failed=$i; break; }
+  done
+  t2=$(date +%s.%N)
+  expect "20 restarts of b, each with its orphan (failed at: ${failed:-none})" [ -z "$failed" ]
+  sleep 0.2
+  survivors=$(for p in "${old[@]}"; do alive "$p" && echo "$p $(tr '\0' ' ' < "/proc/$p/cmdline")"; done || true)
+  expect "no process of an old b survives (${#old[@]} pids checked; alive: ${survivors:-none})" [ -z "$survivors" ]
+  n1=$(subtree_pids "$dir" | wc -w) d1=$(subtree_dirs "$dir")
+  expect "processes $where: $n0 before, $n1 after" [ "$n0" = "$n1" ]
+  expect "cgroup directories $where unchanged ($d1)" [ "$d0" = "$d1" ]
+  note "20 restarts in $(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.1f", b - a }') s"
+}
