@@ -352,12 +352,10 @@ fn print_table(results: &[(usize, Kind, Vec<Sample>)]) {
         let notes = match kind {
             Kind::Baseline => {
                 let missed: Vec<usize> = samples.iter().map(|s| s.missed).collect();
-                let lo = missed.iter().min().copied().unwrap_or(0);
-                let hi = missed.iter().max().copied().unwrap_or(0);
-                let range = if lo == hi {
-                    format!("{lo}")
-                } else {
-                    format!("{lo}-{hi}")
+                let range = match (missed.iter().min(), missed.iter().max()) {
+                    (Some(lo), Some(hi)) if lo == hi => format!("{lo}"),
+                    (Some(lo), Some(hi)) => format!("{lo}-{hi}"),
+                    _ => "-".to_string(),
                 };
                 format!("missed {range} of {n}")
             }
@@ -386,7 +384,10 @@ fn print_table(results: &[(usize, Kind, Vec<Sample>)]) {
         if *kind != Kind::Baseline || *n < 2 {
             continue;
         }
-        let killed = n - samples.iter().map(|s| s.missed).min().unwrap_or(0);
+        let Some(missed) = samples.iter().map(|s| s.missed).min() else {
+            continue;
+        };
+        let killed = n - missed;
         println!(
             "tree {n:>4}: per process killed, baseline / cgroup-kill = {:.2}  ({killed} vs {n} killed)",
             (med(*n, Kind::Baseline) / killed as f64) / (med(*n, cgk) / *n as f64)

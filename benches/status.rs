@@ -223,7 +223,10 @@ fn measure_all(sandbox: &Sandbox, bin: &Path) -> Res<Measured> {
             // Round 0 is the warm-up.
             if rep > 0 {
                 for (row, ms) in timed.rows {
-                    let i = ROWS.iter().position(|r| *r == row).unwrap_or(0);
+                    let i = ROWS
+                        .iter()
+                        .position(|r| *r == row)
+                        .ok_or("a row missing from ROWS")?;
                     samples[i].push(ms);
                 }
             }
@@ -338,6 +341,9 @@ fn measure(root: &Root, sandbox: &Path, bin: &Path, kind: Kind, populated: usize
             let t0 = Instant::now();
             let list = root.list()?;
             timed.rows.push((Row::List, ms_since(t0)));
+            if let Some(m) = list.iter().find(|m| m.procs.is_none()) {
+                return Err(format!("list: the processes of {} could not be read", m.name).into());
+            }
             let procs: usize = list.iter().filter_map(|m| m.procs).sum();
             if list.len() != MODULES || procs != populated {
                 return Err(format!("list: {} modules, {procs} processes", list.len()).into());
@@ -384,7 +390,10 @@ fn measure(root: &Root, sandbox: &Path, bin: &Path, kind: Kind, populated: usize
                 return Err(format!("{} --json status: {st}: {err}", bin.display()).into());
             }
             let v: serde_json::Value = serde_json::from_slice(&out)?;
-            let n = v["modules"].as_array().map_or(0, Vec::len);
+            let n = v["modules"]
+                .as_array()
+                .ok_or("the binary's JSON has no modules array")?
+                .len();
             if n != MODULES {
                 return Err(format!("the binary reported {n} modules, want {MODULES}").into());
             }
@@ -399,9 +408,12 @@ fn ms_since(t0: Instant) -> f64 {
 
 /// Every module is there, the populated ones have their process and a memory figure.
 fn check_status(status: &[ck_cgroup::telemetry::ModuleStatus], populated: usize) -> Res<()> {
+    if let Some(m) = status.iter().find(|m| m.procs.value.is_none()) {
+        return Err(format!("status: the processes of {} could not be read", m.name).into());
+    }
     let with_procs: Vec<_> = status
         .iter()
-        .filter(|m| m.procs.value.unwrap_or(0) > 0)
+        .filter(|m| m.procs.value.is_some_and(|n| n > 0))
         .collect();
     if status.len() != MODULES
         || with_procs.len() != populated

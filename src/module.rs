@@ -580,16 +580,7 @@ impl Root {
         report.path = Some(path.clone());
         report.tree = stop_tree(&self.dir, &rel, opts)?;
         if !report.tree.empty {
-            let left = match procs(&self.dir, &rel) {
-                Ok(p) if p.len() == 1 => "1 process".to_string(),
-                Ok(p) => format!("{} processes", p.len()),
-                Err(_) => "processes (how many could not be read)".to_string(),
-            };
-            report.error = Some(format!(
-                "{} still holds {left} after {} ms (a process in uninterruptible sleep, state D, dies only when its I/O ends)",
-                path.display(),
-                report.tree.waited_ms
-            ));
+            report.error = Some(still_populated(&self.dir, &rel, report.tree.waited_ms));
             return Ok(report);
         }
         match self.remove_tree(&rel) {
@@ -683,6 +674,19 @@ pub(crate) fn prune_entries(
         out.push(e);
     }
     out
+}
+
+/// Why a stop did not end: `rel` still holds processes after `waited_ms`.
+pub(crate) fn still_populated(dir: &CgroupDir, rel: &str, waited_ms: f64) -> String {
+    let left = match procs(dir, rel) {
+        Ok(p) if p.len() == 1 => "1 process".to_string(),
+        Ok(p) => format!("{} processes", p.len()),
+        Err(_) => "processes (how many could not be read)".to_string(),
+    };
+    format!(
+        "{} still holds {left} after {waited_ms} ms (a process in uninterruptible sleep, state D, dies only when its I/O ends)",
+        dir.display_path(rel).display()
+    )
 }
 
 /// `SIGTERM` for [`Signal::TERM`].

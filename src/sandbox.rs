@@ -81,15 +81,8 @@ impl Sandbox {
             part_of: None,
             limits: crate::limits::Limits::default(),
         };
-        Manager::connect(bus)?.start_scope(&spec, Duration::from_secs(30))?;
-        let text = std::fs::read_to_string("/proc/self/cgroup")
-            .map_err(|e| Error::failed(format!("failed to read /proc/self/cgroup: {e}")))?;
-        let cg = crate::parse::proc_cgroup_v2(&text).unwrap_or_default();
-        if !cg.ends_with(&format!("/{unit}")) {
-            return Err(Error::failed(format!(
-                "systemd started {unit} but this process is in {cg:?}, not in the scope"
-            )));
-        }
+        Manager::connect(bus)?.start_scope(&spec, crate::scopes::START_TIMEOUT)?;
+        let cg = crate::scopes::placed_in(&unit, &format!("/{unit}"))?;
         let scope = CgroupDir::open(&cgroup2_mount()?.join(cg.trim_start_matches('/')))?;
         scope.mkdir(HELPER_LEAF)?;
         scope.write(&format!("{HELPER_LEAF}/cgroup.procs"), &me.to_string())?;

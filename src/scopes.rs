@@ -16,7 +16,7 @@
 //! - [`list`] and [`status`]: the scopes found under `module.slice`'s cgroup.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rustix::process::Signal;
 
@@ -24,13 +24,14 @@ use crate::discover::cgroup2_mount;
 use crate::error::{Error, Result};
 use crate::id::{DirName, ModuleId};
 use crate::limits::Limits;
-use crate::module::{Layout, ModuleEntry, PruneEntry, StopReport, procs, prune_entries};
+use crate::module::{
+    Layout, ModuleEntry, PruneEntry, StopReport, procs, prune_entries, still_populated,
+};
 use crate::parse;
 use crate::root::CgroupDir;
-use crate::stop::{KillMethod, StopOptions, grace_wait};
+use crate::stop::{KillMethod, StopOptions, stop_tree_by};
 use crate::systemd::{Bus, MODULES_SLICE, Manager, ScopeSpec, scope_unit, slice_unit};
 use crate::telemetry::{ModuleStatus, module_status_with};
-use crate::wait::{Waited, wait_events};
 #[cfg(test)]
 use {crate::parse::Limit, zbus::Variant};
 
@@ -124,21 +125,27 @@ pub fn enter(bus: Bus, id: &ModuleId, limits: &Limits, timeout: Duration) -> Res
     let mut spec = ScopeSpec::module(id, me, limits);
     spec.part_of = m.unit_of_pid(me)?.filter(|u| u.ends_with(".service"));
     m.start_scope(&spec, timeout)?;
-    let text = std::fs::read_to_string("/proc/self/cgroup")
-        .map_err(|e| Error::failed(format!("failed to read /proc/self/cgroup: {e}")))?;
-    let cgroup = parse::proc_cgroup_v2(&text).unwrap_or_default();
-    let want = format!("/{}/{}", slice_unit(id), spec.unit);
-    if !cgroup.ends_with(&want) {
-        return Err(Error::failed(format!(
-            "systemd started {} but this process is in {cgroup:?}, not in the scope",
-            spec.unit
-        )));
-    }
+    let cgroup = placed_in(&spec.unit, &format!("/{}/{}", slice_unit(id), spec.unit))?;
     Ok(Entered {
         unit: spec.unit,
         slice: slice_unit(id),
         cgroup,
     })
+}
+
+/// After systemd started `unit` holding this process: this process's cgroup (from
+/// `/proc/self/cgroup`), which must end with `want`; else the job's "done" was not the placement
+/// it promised, and nothing may run.
+pub(crate) fn placed_in(unit: &str, want: &str) -> Result<String> {
+    let text = std::fs::read_to_string("/proc/self/cgroup")
+        .map_err(|e| Error::failed(format!("failed to read /proc/self/cgroup: {e}")))?;
+    let cgroup = parse::proc_cgroup_v2(&text).unwrap_or_default();
+    if !cgroup.ends_with(want) {
+        return Err(Error::failed(format!(
+            "systemd started {unit} but this process is in {cgroup:?}, not in the scope"
+        )));
+    }
+    Ok(cgroup)
 }
 
 /// The module scopes under `module.slice`: the directory (when it exists) and one entry per
@@ -324,40 +331,25 @@ fn stop_with(m: &Manager, id: &ModuleId, name: &str, opts: &StopOptions) -> Resu
     report.already_gone = false;
     report.layout = Some(Layout::Systemd);
     report.path = Some(path.clone());
-    let start = Instant::now();
-    let ms = |s: Instant| (s.elapsed().as_secs_f64() * 1e6).round() / 1e3;
-    let tree = &mut report.tree;
-    tree.empty = false;
-    let mut done = false;
-    if !opts.grace.is_zero() {
-        let before = procs(&dir, &rel)?;
-        tree.signalled = before.len();
-        m.kill_unit(&unit, opts.signal.as_raw())?;
-        let first = before.iter().copied().min();
-        if grace_wait(&dir, &rel, opts.grace, first)? == Waited::Empty {
-            tree.left_after_grace = Some(0);
-            done = true;
-        } else {
-            tree.left_after_grace = Some(procs(&dir, &rel)?.len());
-        }
-    }
-    if !done {
-        tree.killed = procs(&dir, &rel)?.len();
-        if !cfg!(feature = "mutation-no-kill") {
-            m.kill_unit(&unit, Signal::KILL.as_raw())?;
-        }
-        tree.method = Some(KillMethod::Systemd);
-        done =
-            wait_events(&dir, &rel, opts.timeout, |e| e.populated == Some(false))? == Waited::Empty;
-    }
-    tree.empty = done;
-    tree.waited_ms = ms(start);
-    if !done {
-        report.error = Some(format!(
-            "{} still holds processes after {} ms (a process in uninterruptible sleep, state D, dies only when its I/O ends)",
-            path.display(),
-            report.tree.waited_ms
-        ));
+    report.tree = stop_tree_by(
+        &dir,
+        &rel,
+        opts,
+        |sig| {
+            let before = procs(&dir, &rel)?;
+            m.kill_unit(&unit, sig.as_raw())?;
+            Ok(before)
+        },
+        |_, out| {
+            if !cfg!(feature = "mutation-no-kill") {
+                m.kill_unit(&unit, Signal::KILL.as_raw())?;
+            }
+            out.method = Some(KillMethod::Systemd);
+            Ok(())
+        },
+    )?;
+    if !report.tree.empty {
+        report.error = Some(still_populated(&dir, &rel, report.tree.waited_ms));
         return Ok(report);
     }
     // systemd stops an empty scope by itself; StopUnit makes it happen now and waits for it.

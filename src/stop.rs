@@ -123,10 +123,32 @@ pub struct TreeStop {
 /// then wait for `populated 0`. A method that cannot run under [`Method::Auto`] falls through; a
 /// forced method that cannot run is bad input (exit 2) and changes nothing.
 pub fn stop_tree(dir: &CgroupDir, rel: &str, opts: &StopOptions) -> Result<TreeStop> {
+    stop_tree_by(
+        dir,
+        rel,
+        opts,
+        |sig| signal_members(dir, rel, sig),
+        |deadline, out| kill_by_method(dir, rel, opts.method, deadline, out),
+    )
+}
+
+/// The shape of every stop, whoever sends the signals: `signal(SIG)` (it returns the pids it
+/// reached) and a grace on the whole subtree's `populated 0`; then `kill(deadline, report)`,
+/// which sends SIGKILL and sets `method` (and `fell_through`); then a wait for `populated 0`
+/// until the deadline. [`stop_tree`] signals through pidfds and kills by `cgroup.kill`, the
+/// freezer or pidfds; the systemd backend through systemd's `KillUnit`
+/// ([`crate::scopes::stop`]).
+pub(crate) fn stop_tree_by(
+    dir: &CgroupDir,
+    rel: &str,
+    opts: &StopOptions,
+    signal: impl FnOnce(Signal) -> Result<Vec<u32>>,
+    kill: impl FnOnce(Instant, &mut TreeStop) -> Result<()>,
+) -> Result<TreeStop> {
     let start = Instant::now();
     let mut out = TreeStop::default();
     if !opts.grace.is_zero() {
-        let signalled = signal_members(dir, rel, opts.signal)?;
+        let signalled = signal(opts.signal)?;
         let first = signalled.iter().copied().min();
         out.signalled = signalled.len();
         let waited = grace_wait(dir, rel, opts.grace, first)?;
@@ -140,7 +162,23 @@ pub fn stop_tree(dir: &CgroupDir, rel: &str, opts: &StopOptions) -> Result<TreeS
     }
     out.killed = procs(dir, rel)?.len();
     let deadline = Instant::now() + opts.timeout;
-    let order: &[KillMethod] = match opts.method {
+    kill(deadline, &mut out)?;
+    let left = deadline.saturating_duration_since(Instant::now());
+    out.empty = wait_events(dir, rel, left, |e| e.populated == Some(false))? == Waited::Empty;
+    out.waited_ms = ms(start);
+    Ok(out)
+}
+
+/// SIGKILL by `method`: under [`Method::Auto`] the first of cgroup-kill, freeze, signal that can
+/// run here, with what fell through recorded in `out`.
+fn kill_by_method(
+    dir: &CgroupDir,
+    rel: &str,
+    method: Method,
+    deadline: Instant,
+    out: &mut TreeStop,
+) -> Result<()> {
+    let order: &[KillMethod] = match method {
         Method::Auto => &[
             KillMethod::CgroupKill,
             KillMethod::Freeze,
@@ -157,7 +195,7 @@ pub fn stop_tree(dir: &CgroupDir, rel: &str, opts: &StopOptions) -> Result<TreeS
                 break;
             }
             Ran::Unsupported(reason) => {
-                if opts.method != Method::Auto {
+                if method != Method::Auto {
                     return Err(Error::bad_input(format!(
                         "--method {} cannot run on {}: {reason}",
                         m.name(),
@@ -171,10 +209,7 @@ pub fn stop_tree(dir: &CgroupDir, rel: &str, opts: &StopOptions) -> Result<TreeS
             }
         }
     }
-    let left = deadline.saturating_duration_since(Instant::now());
-    out.empty = wait_events(dir, rel, left, |e| e.populated == Some(false))? == Waited::Empty;
-    out.waited_ms = ms(start);
-    Ok(out)
+    Ok(())
 }
 
 fn ms(start: Instant) -> f64 {
@@ -182,12 +217,7 @@ fn ms(start: Instant) -> f64 {
 }
 
 /// The grace: wait on the whole subtree (`populated 0`), never on one process.
-pub(crate) fn grace_wait(
-    dir: &CgroupDir,
-    rel: &str,
-    grace: Duration,
-    first: Option<u32>,
-) -> Result<Waited> {
+fn grace_wait(dir: &CgroupDir, rel: &str, grace: Duration, first: Option<u32>) -> Result<Waited> {
     if cfg!(feature = "mutation-grace-first-pid") {
         // Mutation: wait on the first process only, as a supervisor that knows one child does.
         if let Some(p) = first.and_then(|p| Pid::from_raw(p as i32))

@@ -74,81 +74,51 @@ pub enum Unavailable {
     Failed(String),
 }
 
-/// Ask the manager on `bus` for the unit named `unit`, or for the unit of `pid`.
+/// Ask the manager on `bus` for the unit named `unit`, or for the unit of `pid`. A property that
+/// cannot be read is `None` (the version and the unit's name: empty).
 pub fn unit_facts(bus: Bus, unit: Option<&str>, pid: u32) -> Result<UnitFacts, Unavailable> {
+    let m = Manager::connect(bus).map_err(|e| Unavailable::NoBus(e.to_string()))?;
     zbus::block_on(async move {
-        let conn = match bus {
-            Bus::System => zbus::Connection::system().await,
-            Bus::User => zbus::Connection::session().await,
-        }
-        .map_err(|e| Unavailable::NoBus(e.to_string()))?;
-        let failed = |e: zbus::Error| Unavailable::Failed(e.to_string());
-        let reply = match unit {
-            Some(name) => {
-                conn.call_method(Some(DEST), PATH, Some(MANAGER), "GetUnit", &(name,))
-                    .await
-            }
-            None => {
-                conn.call_method(Some(DEST), PATH, Some(MANAGER), "GetUnitByPID", &(pid,))
-                    .await
-            }
-        }
-        .map_err(failed)?;
-        let path: OwnedObjectPath = reply.body().deserialize().map_err(failed)?;
-        let get = |p: OwnedObjectPath, iface: &'static str, prop: &'static str| {
-            let conn = conn.clone();
-            async move {
-                let r = conn
-                    .call_method(
-                        Some(DEST),
-                        p.as_str(),
-                        Some("org.freedesktop.DBus.Properties"),
-                        "Get",
-                        &(iface, prop),
-                    )
-                    .await
-                    .ok()?;
-                r.body().deserialize::<OwnedVariant>().ok()
-            }
+        let failed = |e: Error| Unavailable::Failed(e.to_string());
+        let path = match unit {
+            Some(name) => m
+                .unit_path(name)
+                .await
+                .map_err(failed)?
+                .ok_or_else(|| Unavailable::Failed(format!("no unit {name} is loaded")))?,
+            None => m
+                .unit_path_of_pid(pid)
+                .await
+                .map_err(failed)?
+                .ok_or_else(|| Unavailable::Failed(format!("systemd has no unit for pid {pid}")))?,
         };
         let root =
             OwnedObjectPath::try_from(PATH).map_err(|e| Unavailable::Failed(e.to_string()))?;
-        let svc = "org.freedesktop.systemd1.Service";
-        let version = get(root, MANAGER, "Version")
-            .await
-            .and_then(|v| String::try_from(v).ok())
-            .unwrap_or_default();
-        let unit_name = get(path.clone(), "org.freedesktop.systemd1.Unit", "Id")
-            .await
-            .and_then(|v| String::try_from(v).ok())
-            .unwrap_or_default();
-        // Scopes have the same properties on their own interface.
-        let iface = if unit_name.ends_with(".scope") {
-            "org.freedesktop.systemd1.Scope"
-        } else {
-            svc
+        let get = |p: &OwnedObjectPath, iface: &'static str, prop: &'static str| {
+            let p = p.clone();
+            let m = &m;
+            async move { m.get(&p, iface, prop, "the unit").await.ok() }
         };
+        let string = |v: Option<OwnedVariant>| v.and_then(|v| String::try_from(v).ok());
+        let version = string(get(&root, MANAGER, "Version").await).unwrap_or_default();
+        let unit_name =
+            string(get(&path, "org.freedesktop.systemd1.Unit", "Id").await).unwrap_or_default();
+        let iface = unit_interface(&unit_name);
         Ok(UnitFacts {
             version,
-            unit: unit_name,
-            delegate: get(path.clone(), iface, "Delegate")
+            delegate: get(&path, iface, "Delegate")
                 .await
                 .and_then(|v| bool::try_from(v).ok()),
-            delegate_controllers: get(path.clone(), iface, "DelegateControllers")
+            delegate_controllers: get(&path, iface, "DelegateControllers")
                 .await
                 .and_then(|v| Vec::<String>::try_from(v).ok()),
-            oom_policy: get(path.clone(), iface, "OOMPolicy")
-                .await
-                .and_then(|v| String::try_from(v).ok()),
-            kill_mode: get(path.clone(), iface, "KillMode")
-                .await
-                .and_then(|v| String::try_from(v).ok()),
-            timeout_stop_usec: get(path.clone(), iface, "TimeoutStopUSec")
+            oom_policy: string(get(&path, iface, "OOMPolicy").await),
+            kill_mode: string(get(&path, iface, "KillMode").await),
+            timeout_stop_usec: get(&path, iface, "TimeoutStopUSec")
                 .await
                 .and_then(|v| u64::try_from(v).ok()),
-            control_group: get(path, iface, "ControlGroup")
-                .await
-                .and_then(|v| String::try_from(v).ok()),
+            control_group: string(get(&path, iface, "ControlGroup").await),
+            unit: unit_name,
         })
     })
 }
@@ -290,7 +260,6 @@ impl ScopeSpec {
 pub struct Manager {
     conn: zbus::Connection,
     bus: Bus,
-    via: String,
 }
 
 /// Method calls that get no answer within this time fail (a hung manager must not hang the
@@ -301,24 +270,20 @@ impl Manager {
     /// Connect to the system or the user manager.
     pub fn connect(bus: Bus) -> Result<Manager> {
         zbus::block_on(async move {
-            let (builder, what) = match bus {
-                Bus::System => (zbus::conn::Builder::system(), "the system bus"),
-                Bus::User => (zbus::conn::Builder::session(), "the session bus"),
+            let builder = match bus {
+                Bus::System => zbus::conn::Builder::system(),
+                Bus::User => zbus::conn::Builder::session(),
             };
             match builder.method_timeout(CALL_TIMEOUT).build().await {
-                Ok(conn) => Ok(Manager {
-                    conn,
-                    bus,
-                    via: what.to_string(),
-                }),
-                Err(e) => Err(no_manager(bus, &format!("{what}: {e}"))),
+                Ok(conn) => Ok(Manager { conn, bus }),
+                Err(e) => Err(no_manager(bus, &format!("{}: {e}", via(bus)))),
             }
         })
     }
 
     /// How the manager was reached: "the system bus" or "the session bus".
-    pub fn via(&self) -> &str {
-        &self.via
+    pub fn via(&self) -> &'static str {
+        via(self.bus)
     }
 
     async fn call<B>(&self, method: &str, body: &B) -> zbus::Result<zbus::Message>
@@ -400,20 +365,33 @@ impl Manager {
     /// for it.
     pub fn unit_of_pid(&self, pid: u32) -> Result<Option<String>> {
         zbus::block_on(async move {
-            let what = format!("pid {pid}");
-            let path: OwnedObjectPath = match self.call("GetUnitByPID", &(pid,)).await {
-                Ok(r) => r
-                    .body()
-                    .deserialize()
-                    .map_err(|e| self.fail("GetUnitByPID", &what, &e))?,
-                Err(e) if dbus_error_name(&e).ends_with(".NoUnitForPID") => return Ok(None),
-                Err(e) => return Err(self.fail("GetUnitByPID", &what, &e)),
+            let Some(path) = self.unit_path_of_pid(pid).await? else {
+                return Ok(None);
             };
             let v = self
-                .get(&path, "org.freedesktop.systemd1.Unit", "Id", &what)
+                .get(
+                    &path,
+                    "org.freedesktop.systemd1.Unit",
+                    "Id",
+                    &format!("pid {pid}"),
+                )
                 .await?;
             Ok(String::try_from(v).ok().filter(|s| !s.is_empty()))
         })
+    }
+
+    /// `GetUnitByPID`: the object path of `pid`'s unit; `None` when systemd has none for it.
+    async fn unit_path_of_pid(&self, pid: u32) -> Result<Option<OwnedObjectPath>> {
+        let what = format!("pid {pid}");
+        match self.call("GetUnitByPID", &(pid,)).await {
+            Ok(r) => r
+                .body()
+                .deserialize()
+                .map(Some)
+                .map_err(|e| self.fail("GetUnitByPID", &what, &e)),
+            Err(e) if dbus_error_name(&e).ends_with(".NoUnitForPID") => Ok(None),
+            Err(e) => Err(self.fail("GetUnitByPID", &what, &e)),
+        }
     }
 
     /// `StartTransientUnit(unit, "fail", properties, [])`, then wait (at most `timeout`) for the
@@ -518,7 +496,7 @@ impl Manager {
                 Some(Some(result)) => Ok(Some(result)),
                 Some(None) => Err(Error::failed(format!(
                     "lost the connection to systemd ({}) while waiting for {method} {unit}",
-                    self.via
+                    self.via()
                 ))),
                 None => Err(Error::failed(format!(
                     "systemd did not finish {method} {unit} within {} s (job {})",
@@ -532,7 +510,7 @@ impl Manager {
 
     fn fail(&self, what: &str, unit: &str, e: &zbus::Error) -> Error {
         let name = dbus_error_name(e);
-        let err = Error::failed(format!("systemd ({}): {what} {unit}: {e}", self.via));
+        let err = Error::failed(format!("systemd ({}): {what} {unit}: {e}", self.via()));
         if name.ends_with(".UnitExists") {
             err.with_hint(format!(
                 "{unit} is already running: stop it first (`ck-cgroup kill --backend systemd` with its id)"
@@ -553,6 +531,13 @@ impl Manager {
             Bus::System => format!("see `journalctl -u {unit}`"),
             Bus::User => format!("see `journalctl --user -u {unit}`"),
         }
+    }
+}
+
+fn via(bus: Bus) -> &'static str {
+    match bus {
+        Bus::System => "the system bus",
+        Bus::User => "the session bus",
     }
 }
 

@@ -557,6 +557,7 @@ fn sandbox_passes_term_to_cmd_and_still_removes_itself() {
         "CMD got the TERM and its status came back"
     );
     let root = std::fs::read_to_string(&root_file).unwrap();
+    assert!(root.starts_with('/'), "CMD saw no CK_CGROUP_ROOT: {root:?}");
     assert!(
         !std::path::Path::new(root.trim()).exists(),
         "the sandbox was left behind"

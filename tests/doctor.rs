@@ -14,7 +14,6 @@ struct Report {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-#[allow(dead_code)]
 struct Check {
     name: String,
     outcome: String,
@@ -60,6 +59,10 @@ fn doctor_names_each_check_and_the_fix_for_each_failure() {
             || l.starts_with("NOT ready")),
         "{text}"
     );
+    // Not vacuous: one line per check at least, and the verdict last.
+    assert!(text.lines().count() >= r.checks.len(), "{text}");
+    let last = text.lines().last().unwrap_or_default();
+    assert!(last == "ready" || last.starts_with("NOT ready"), "{text}");
 }
 
 #[test]
@@ -72,4 +75,26 @@ fn doctor_on_a_root_that_is_not_cgroup2_fails_with_the_fix() {
         "{text}"
     );
     assert!(text.contains("fix: "), "{text}");
+}
+
+#[test]
+fn every_failure_has_its_fix() {
+    // A root that fails for sure, so that the rule is exercised on every host.
+    let o = bare()
+        .args(["--json", "doctor", "--root", "/tmp"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let r: Report = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(!r.ready);
+    let failed: Vec<&Check> = r.checks.iter().filter(|c| c.outcome == "fail").collect();
+    assert!(!failed.is_empty());
+    for c in failed {
+        assert!(c.fix.is_some(), "a failure without a fix: {}", c.name);
+        assert!(
+            !c.detail.is_empty(),
+            "a failure without a detail: {}",
+            c.name
+        );
+    }
 }

@@ -81,7 +81,7 @@ fn memory_falls_back_to_proc_and_unknown_figures_are_null() {
         .spawn()
         .unwrap();
     w.track(c.id());
-    w.pid_from("ready");
+    w.line_from("ready");
 
     let s: Status = serde_json::from_str(&ok(w.run(&["--json", "status", "hoard"]))).unwrap();
     let m = &s.modules[0];

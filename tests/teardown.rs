@@ -153,7 +153,7 @@ fn grandchild_listening_port_is_free_after_kill() {
     );
     let mut c = module(&w, "porty", &script, 2);
     w.pid_from("gc.pid");
-    let port: u16 = w.pid_from("port").try_into().unwrap();
+    let port: u16 = w.line_from("port").parse().unwrap();
     assert!(
         TcpListener::bind(("127.0.0.1", port)).is_err(),
         "the grandchild holds the port"

@@ -90,7 +90,7 @@ fn watch_reports_memory_above_the_threshold_and_kills_nothing() {
         .spawn()
         .unwrap();
     w.track(c.id());
-    w.pid_from("ready");
+    w.line_from("ready");
     let mut seen = Vec::new();
     let above = loop {
         let e = watch.next("big");

@@ -13,7 +13,8 @@ pub type Res<T> = Result<T, Box<dyn Error>>;
 
 /// Print `title` and the machine: cpus, cpu model, kernel.
 pub fn print_machine(title: &str) -> Res<()> {
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cpus =
+        std::thread::available_parallelism().map_or("unknown".to_string(), |n| n.to_string());
     let cpuinfo = fs::read_to_string("/proc/cpuinfo")?;
     let model = cpuinfo
         .lines()

@@ -56,17 +56,23 @@ impl World {
 
     /// Wait until `file` (in the temp dir) has a pid in it, then track it and return it.
     pub fn pid_from(&self, file: &str) -> u32 {
+        let pid: u32 = self.line_from(file).parse().expect("pid");
+        self.track(pid);
+        pid
+    }
+
+    /// Wait until `file` (in the temp dir) holds a whole line; return it, trimmed. For what is
+    /// not a pid (a port, a "ready" mark): those must never be tracked, since tracking SIGKILLs.
+    pub fn line_from(&self, file: &str) -> String {
         let path = self.tmp.path().join(file);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Ok(s) = std::fs::read_to_string(&path)
                 && s.ends_with('\n')
             {
-                let pid: u32 = s.trim().parse().expect("pid");
-                self.track(pid);
-                return pid;
+                return s.trim().to_string();
             }
-            assert!(Instant::now() < deadline, "no pid in {}", path.display());
+            assert!(Instant::now() < deadline, "no line in {}", path.display());
             std::thread::sleep(Duration::from_millis(10));
         }
     }
