@@ -45,6 +45,6 @@ wait "$calm_pid" 2>/dev/null || true
 expect "kill calm exits 0 (rc=$rc)" [ "$rc" = 0 ]
 rc=0
 "$CK" kill hog > /dev/null || rc=$?
-expect "kill hog (empty) exits 0 and removes it (rc=$rc)" not_exists "$hog"
+expect "kill hog (empty) exits 0 and removes it (rc=$rc)" eval '[ "$rc" = 0 ] && not_exists "$hog"'
 check_end
 service_end

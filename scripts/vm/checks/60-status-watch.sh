@@ -17,7 +17,14 @@ expect "create set memory.oom.group 1 by default ($(cat "$calm/memory.oom.group"
 
 "$CK" watch > /tmp/watch.out &
 watch_pid=$!
-sleep 0.3
+# watch is ready when it reports a module made after it started (a new name each try: one made
+# before watch's first scan is never reported as appearing).
+w=0
+watching() {
+  w=$((w + 1))
+  "$CK" create "wready$w" > /dev/null && sleep 0.1 && grep -q "\"module\":\"wready$w\"" /tmp/watch.out
+}
+expect "watch is watching (it reported the module wready appearing)" wait_until 5 watching
 "$CK" exec calm -- sleep 600 &
 calm_pid=$!
 expect "calm's sleep is in calm" wait_until 5 is_member "$calm" "$calm_pid"
@@ -34,7 +41,8 @@ expect "status shows memory.max 33554432 from memory.max" \
   json_has "$st" 'memory_max:{"value":33554432,"source":"memory.max"}'
 expect "status reads memory.current from the kernel, not /proc" \
   json_has "$st" 'source:"memory.current"'
-expect "status shows memory.peak" json_has "$st" 'memory_peak:{"value":'"$(echo "$st" | grep -o '"memory_peak":{"value":[0-9]*' | cut -d: -f3)"',"source":"memory.peak"}' 
+peak=$(cat "$hog/memory.peak")
+expect "status shows memory.peak $peak, the kernel's" json_has "$st" "memory_peak:{\"value\":$peak,\"source\":\"memory.peak\"}"
 "$CK" status --format prometheus > /tmp/status.prom
 expect "prometheus has hog's oom_kill counter" \
   grep -q 'ck_cgroup_memory_events_total{name="hog",module="hog",layout="ck",event="oom_kill"} [1-9]' /tmp/status.prom
@@ -55,5 +63,6 @@ expect "doctor: controllers delegated" json_has "$doc" 'name:"controllers delega
 "$CK" kill calm > /dev/null || true
 wait "$calm_pid" 2>/dev/null || true
 "$CK" kill hog > /dev/null || true
+for i in $(seq 1 "$w"); do "$CK" kill "wready$i" > /dev/null || true; done
 check_end
 service_end

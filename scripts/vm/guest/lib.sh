@@ -83,14 +83,18 @@ count_procs() { wc -l < "$1/cgroup.procs" | tr -d ' '; }
 has_procs() { [ "$(count_procs "$1")" = "$2" ]; }  # has_procs DIR N (for wait_until)
 is_member() { grep -qx "$2" "$1/cgroup.procs"; }
 populated() { [ "$(keyed "$1/cgroup.events" populated)" = 1 ]; }
-empty() { ! populated "$1"; }
+# empty DIR: cgroup.events says populated 0 (a cgroup that is not there is not "empty").
+empty() { [ "$(keyed "$1/cgroup.events" populated 2> /dev/null)" = 0 ]; }
 # alive PID: the process exists and is not a zombie.
 alive() {
   [ -r "/proc/$1/stat" ] || return 1
   [ "$(sed -n 's/.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null)" != Z ]
 }
+# none_alive PID...: none of them is alive; no pid at all is a failure (a list that could not
+# be read must not pass).
 none_alive() {
   local pid
+  [ $# -gt 0 ] || return 1
   for pid in "$@"; do
     if alive "$pid"; then return 1; fi
   done

@@ -12,8 +12,7 @@ t0=$(date +%s)
 echo "before: daemon $mp, a $pa, b $pb, c $pc, a started $sa times"
 echo "exec $MEMHOG 256" > "$T/a.once"
 kill "$pa"
-oom_seen() { [ "$(keyed "$SVC/subc-modules/a/memory.events" oom_kill 2> /dev/null || echo 0)" -ge 1 ]; }
-expect "a is OOM-killed (memory.events oom_kill >= 1)" wait_until 60 oom_seen
+expect "a is OOM-killed (memory.events oom_kill >= 1)" wait_until 60 oom_killed "$SVC/subc-modules/a"
 expect "the daemon restarted a after the OOM kill (starts $(starts a))" wait_until 30 restarted a $((sa + 1))
 json=$("$CK" status --json a --root "$SVC")
 echo "$json"
@@ -29,6 +28,7 @@ for id in b c; do
 done
 journal=$(journal_since "$t0")
 echo "$journal"
+expect "the journal holds the daemon's lines" has_daemon_lines "$journal"
 stops=$(grep -E 'Stopping|Stopped|Deactivated|Failed with result|Main process exited|Scheduled restart' <<< "$journal" || true)
 expect "the journal shows no stop of the service (${stops:-none})" [ -z "$stops" ]
 oomline=$(grep -m1 -i 'oom' <<< "$journal" | sed 's/^[^]]*] //' || true)

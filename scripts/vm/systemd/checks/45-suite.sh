@@ -22,7 +22,7 @@ SVC=$(svc_cg)
 mp=$(main_pid)
 before_d=$(subtree_dirs "$SVC") before_p=$(subtree_pids "$SVC")
 top_before=$(ls -d "$CG"/ck-sandbox-* 2> /dev/null || true)
-summary=() total_pass=0 total_fail=0 failed_names= timed_out=
+summary=() total_pass=0 total_fail=0 failed_names= timed_out= no_result=0
 for bin in $list; do
   name=$(basename "$bin" | sed 's/-[0-9a-f]*$//')
   log=/tmp/suite-$name.log
@@ -34,7 +34,12 @@ for bin in $list; do
   [ "$rc" != 124 ] || timed_out="$timed_out $name"
   res=$(grep '^test result:' "$log" | tail -n 1 || true)
   p=$(sed -n 's/.* \([0-9]*\) passed.*/\1/p' <<< "$res"); f=$(sed -n 's/.* \([0-9]*\) failed.*/\1/p' <<< "$res")
-  total_pass=$((total_pass + ${p:-0})) total_fail=$((total_fail + ${f:-0}))
+  # A binary without a result line (it crashed or timed out) is counted apart, not as 0/0.
+  if [ -n "$p" ] && [ -n "$f" ]; then
+    total_pass=$((total_pass + p)) total_fail=$((total_fail + f))
+  else
+    no_result=$((no_result + 1))
+  fi
   names=$(sed -n 's/^test \(.*\) \.\.\. FAILED$/\1/p' "$log" | tr '\n' ' ')
   [ -z "$names" ] || failed_names="$failed_names $name:{ $names}"
   summary+=("$name ${p:-?}/${f:-?} (exit $rc)")
@@ -55,5 +60,5 @@ else
   for dir in $left; do remove_tree "$dir"; done
   note "timed out (their sandboxes removed by the check: ${left:-none}):$timed_out"
 fi
-note "tests (passed/failed): ${summary[*]}; $total_pass passed, $total_fail failed${failed_names:+; failed:$failed_names}"
+note "tests (passed/failed): ${summary[*]}; $total_pass passed, $total_fail failed, $no_result binaries without a result${failed_names:+; failed:$failed_names}"
 check_end

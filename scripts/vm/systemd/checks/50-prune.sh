@@ -32,7 +32,7 @@ cgpath=$(systemctl show -P ControlGroup "$UNIT")
 check_begin prune-crash
 SVC=$(svc_cg)
 mp=$(main_pid)
-old=$(find "$SVC/subc-modules" -name cgroup.procs -exec cat {} + | tr '\n' ' ')
+old=$(subtree_pids "$SVC/subc-modules")
 echo "daemon $mp, module processes: $old"
 t0=$(date +%s)
 systemctl kill -s KILL --kill-whom=main "$UNIT"

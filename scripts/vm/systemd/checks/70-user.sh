@@ -22,10 +22,8 @@ pa=$(umod_pid a) pb=$(umod_pid b) pc=$(umod_pid c) sa=$(ustarts a)
 echo "exec $MEMHOG 256" > "$UT/a.once"
 chown lane "$UT/a.once"
 kill "$pa"
-uoom() { [ "$(keyed "$USVC/subc-modules/a/memory.events" oom_kill 2> /dev/null || echo 0)" -ge 1 ]; }
-expect "a is OOM-killed (memory.events oom_kill >= 1)" wait_until 60 uoom
-arestarted() { [ "$(ustarts a)" -gt $((sa + 1)) ] && urunning a; }
-expect "the daemon restarted a after the OOM kill" wait_until 30 arestarted
+expect "a is OOM-killed (memory.events oom_kill >= 1)" wait_until 60 oom_killed "$USVC/subc-modules/a"
+expect "the daemon restarted a after the OOM kill" wait_until 30 urestarted a $((sa + 1))
 json=$(u "$CK" status --json a --root "$USVC")
 oom=$(jq -r '.modules[0].memory_events.value.oom_kill // "null"' <<< "$json")
 expect "ck-cgroup status --json a (as the user): oom_kill >= 1 ($oom)" eval '[ "$oom" != null ] && [ "$oom" -ge 1 ]'

@@ -50,7 +50,7 @@ expect "the daemon kept its pid and the user service is active" \
   eval '[ "$(u systemctl --user show -P MainPID ck-subc.service)" = "$ump" ] && [ "$(u systemctl --user is-active ck-subc.service)" = active ]'
 left=$(find "$CG" -name 'ck-sandbox-*' 2> /dev/null | tr '\n' ' ')
 expect "no sandbox is left (${left:-none})" [ -z "$left" ]
-note "tests as lane: $(sed -n 's/^RESULT \([^ ]*\) \([0-9]*\) test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 \3\/\4 (exit \2)/p' <<< "$out" | tr '\n' ' ')$(grep '^FAILED ' <<< "$out" | cut -d' ' -f2- | tr '\n' ';' | sed 's/^/; failed: /;s/;$//')"
+note "tests as lane: $(sed -n 's/^RESULT \([^ ]*\) \([0-9]*\) test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 \3\/\4 (exit \2)/p; s/^RESULT \([^ ]*\) \([0-9]*\) *$/\1 ?\/? (exit \2, no result)/p' <<< "$out" | tr '\n' ' ')$(grep '^FAILED ' <<< "$out" | cut -d' ' -f2- | tr '\n' ';' | sed 's/^/; failed: /;s/;$//')"
 u systemctl --user stop ck-subc.service || true
 loginctl disable-linger lane || true
 check_end

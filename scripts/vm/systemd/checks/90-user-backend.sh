@@ -9,12 +9,9 @@
 set -euo pipefail
 . /lane/lib-systemd.sh
 check_begin user-backend
-id -u lane > /dev/null 2>&1 || useradd -m -s /bin/bash lane
-uid=$(id -u lane)
-loginctl enable-linger lane
-bus_up() { [ -S "/run/user/$uid/bus" ] && [ "$(systemctl is-active "user@$uid.service")" = active ]; }
-expect "user@$uid.service runs with a session bus (/run/user/$uid/bus)" wait_until 60 bus_up
-u() { runuser -u lane -- env XDG_RUNTIME_DIR="/run/user/$uid" DBUS_SESSION_BUS_ADDRESS="unix:path=/run/user/$uid/bus" "$@"; }
+expect "the user's manager runs" user_up
+bus_up() { [ -S "/run/user/$uid/bus" ]; }
+expect "it has a session bus (/run/user/$uid/bus)" wait_until 30 bus_up
 UM=$CG/user.slice/user-$uid.slice/user@$uid.service/module.slice
 cat > /tmp/user-backend.sh <<'SCRIPT'
 set -u
@@ -27,7 +24,7 @@ echo "MAX $(ck-cgroup --json status --backend systemd u1 | jq -r '.modules[0].li
 k=$(ck-cgroup --json kill --backend systemd u1); echo "KILL $? $(jq -c '{method: .method, removed: .removed, error: .error}' <<< "$k")"
 wait
 echo "UNITS $(systemctl --user list-units --all --no-legend '*u1*' | wc -l)"
-ck-cgroup sandbox -- bash -c 'echo "ROOT $CK_CGROUP_ROOT"; ck-cgroup exec m --memory-max 16M -- sleep 300 & sleep 1; echo "SMAX $(ck-cgroup --json status m | jq -r ".modules[0].limits.memory_max.value")"'
+ck-cgroup sandbox -- bash -c 'echo "ROOT $CK_CGROUP_ROOT"; ck-cgroup exec m --memory-max 16M -- sleep 300 & for i in $(seq 100); do grep -qx "$!" "$CK_CGROUP_ROOT/subc-modules/m/cgroup.procs" 2> /dev/null && break; sleep 0.1; done; echo "SMAX $(ck-cgroup --json status m | jq -r ".modules[0].limits.memory_max.value")"'
 echo "SANDBOX $?"
 SCRIPT
 chmod 644 /tmp/user-backend.sh

@@ -15,7 +15,8 @@ svc_cg() {  # the service's cgroup directory ("" when the unit has none)
 }
 main_pid() { systemctl show -P MainPID "$UNIT"; }
 mod_pid() { cat "$T/$1.pid" 2> /dev/null; }
-starts() { cat "$T/$1.starts" 2> /dev/null || echo 0; }
+# starts ID: how many times the daemon started the module; fails when that cannot be read.
+starts() { cat "$T/$1.starts"; }
 # subtree_pids DIR: every pid in DIR and below, sorted, one line.
 subtree_pids() { find "$1" -name cgroup.procs -exec cat {} + 2> /dev/null | sort -n | tr '\n' ' '; }
 # subtree_dirs DIR: every cgroup directory in DIR and below, relative, sorted, one line.
@@ -32,7 +33,12 @@ module_running() {
 all_running() { module_running a && module_running b && module_running c; }
 # restarted ID OLD_STARTS: the daemon has started the module again and it runs.
 restarted() { [ "$(starts "$1")" -gt "$2" ] && module_running "$1"; }
-journal_since() { journalctl -q --no-pager -o short-monotonic -u "$UNIT" --since "@$1"; }
+# journal_since T: the unit's journal since T. `--sync` first: journald takes PID 1's lines and
+# the daemon's output on separate paths, and a query right after an event can miss the later.
+journal_since() {
+  journalctl --sync 2> /dev/null || true
+  journalctl -q --no-pager -o short-monotonic -u "$UNIT" --since "@$1"
+}
 
 # The user manager (checks 70, 72): a lingering user `lane` and its manager.
 # user_up: make the user, enable lingering, wait for user@UID.service and its private socket;
@@ -45,9 +51,12 @@ user_up() {
   wait_until 60 user_manager_up
 }
 user_manager_up() { [ -S "/run/user/$uid/systemd/private" ] && [ "$(systemctl is-active "user@$uid.service")" = active ]; }
-u() { runuser -u lane -- env XDG_RUNTIME_DIR="/run/user/$uid" "$@"; }
+u() {
+  runuser -u lane -- env XDG_RUNTIME_DIR="/run/user/$uid" \
+    DBUS_SESSION_BUS_ADDRESS="unix:path=/run/user/$uid/bus" "$@"
+}
 umod_pid() { cat "$UT/$1.pid" 2> /dev/null; }
-ustarts() { cat "$UT/$1.starts" 2> /dev/null || echo 0; }
+ustarts() { cat "$UT/$1.starts"; }
 # urunning ID: the module's main process is alive and in the user service's module ($USVC).
 urunning() { local p; p=$(umod_pid "$1"); [ -n "$p" ] && alive "$p" && grep -qx "$p" "$USVC/subc-modules/$1/cgroup.procs" 2> /dev/null; }
 uall() { urunning a && urunning b && urunning c; }
@@ -56,6 +65,7 @@ urestarted() { [ "$(ustarts "$1")" -gt "$2" ] && urunning "$1"; }
 # manager's lines about it. (`journalctl --user-unit` run as root also matches _UID=0, so it
 # finds nothing.)
 ujournal_since() {
+  journalctl --sync 2> /dev/null || true
   journalctl -q --no-pager -o short-monotonic --since "@$1" \
     _SYSTEMD_USER_UNIT=ck-subc.service + USER_UNIT=ck-subc.service 2> /dev/null || true
 }
@@ -85,3 +95,11 @@ twenty_restarts() {
   expect "cgroup directories $where unchanged ($d1)" [ "$d0" = "$d1" ]
   note "20 restarts in $(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.1f", b - a }') s"
 }
+# oom_killed DIR: the cgroup's memory.events counts at least one OOM kill (unreadable: no).
+oom_killed() {
+  local n
+  n=$(keyed "$1/memory.events" oom_kill 2> /dev/null) && [ -n "$n" ] && [ "$n" -ge 1 ]
+}
+# has_daemon_lines JOURNAL: the journal text holds the daemon's own lines, so that a check on
+# what it lacks is not passed by an empty query.
+has_daemon_lines() { grep -q 'ck-subc\[[0-9]*\]: .*module [a-z]' <<< "$1"; }
