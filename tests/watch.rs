@@ -35,9 +35,22 @@ impl Watch {
                 }
             }
         });
-        // Let it set its watches up.
-        std::thread::sleep(Duration::from_millis(300));
-        Watch { child, rx }
+        // Ready when it reports a module made after it started (a new name each try: a module
+        // made before its first scan is never reported as appearing). Not a sleep: under
+        // emulation the start-up takes longer than any fixed pause.
+        for n in 0..50 {
+            let probe = format!("watch-ready-{n}");
+            ok(w.run(&["create", &probe]));
+            let deadline = std::time::Instant::now() + Duration::from_millis(200);
+            while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+                match rx.recv_timeout(left) {
+                    Ok(v) if v["module"] == probe.as_str() => return Watch { child, rx },
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        panic!("watch reported none of 50 modules made after it started");
     }
 
     /// The next event of `module`, skipping others; panics after 10 s.
