@@ -50,6 +50,8 @@ impl Watch {
                 }
             }
         }
+        let _ = child.kill();
+        let _ = child.wait();
         panic!("watch reported none of 50 modules made after it started");
     }
 
