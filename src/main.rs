@@ -278,9 +278,16 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
                 out.list(root.path(), &r)?;
             }
         },
-        Command::Run { id, stop, cmd } => {
+        Command::Run {
+            id,
+            stop,
+            no_pid_namespace,
+            cmd,
+        } => {
             let id = ModuleId::new(&id)?;
-            return run_resident(open_root(cli.root)?, &id, &stop.options(), &cmd, out);
+            let opts = stop.options_or_grace(cli::args::RUN_GRACE);
+            let root = open_root(cli.root)?;
+            return run_resident(root, &id, &opts, !no_pid_namespace, &cmd, out);
         }
         Command::Sandbox {
             parent,
@@ -332,13 +339,15 @@ fn exec(cmd: &[String]) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// `run`: CMD starts inside the module (clone3, no window), dies with the helper (parent-death
-/// signal), and receives the signals the helper gets. When CMD exits, the rest of the module's
-/// tree is stopped and the module removed; then the helper exits as CMD did.
+/// `run`: CMD starts inside the module (clone3, no window), by default in a PID namespace under
+/// an init that dies with this helper (kill-on-close), and gets USR1 and USR2 as the helper gets
+/// them. TERM, INT or HUP stop the whole module with that signal; when CMD exits, the rest of the
+/// module is stopped. Then the module is removed and the helper exits as CMD did.
 fn run_resident(
     root: Root,
     id: &ModuleId,
     opts: &ck_cgroup::stop::StopOptions,
+    pid_namespace: bool,
     cmd: &[String],
     out: &Output,
 ) -> Result<ExitCode, Fail> {
@@ -346,6 +355,12 @@ fn run_resident(
     use rustix::process::Signal;
     let Some((prog, args)) = cmd.split_first() else {
         return Ok(ExitCode::from(2));
+    };
+    // Mutation control (`mutation-run-term-to-cmd`): TERM, INT and HUP go to CMD alone.
+    const STOP: &[Signal] = if cfg!(feature = "mutation-run-term-to-cmd") {
+        &[]
+    } else {
+        &[Signal::TERM, Signal::INT, Signal::HUP]
     };
     let relay = SignalRelay::new(&[
         Signal::TERM,
@@ -356,19 +371,42 @@ fn run_resident(
     ])
     .map_err(|e| Error::failed(format!("failed to set up signal relay: {e}")))?;
     let mut command = ModuleCommand::new(prog);
-    command.args(args).parent_death_signal(Signal::KILL);
-    let mut child = root.spawn(id, &command)?;
-    let status = relay
-        .relay_until_exit(&mut child)
+    command
+        .args(args)
+        .parent_death_signal(Signal::KILL)
+        .pid_namespace(pid_namespace);
+    let mut child = match root.spawn(id, &command) {
+        Err(e) if pid_namespace && e.errno() == Some(rustix::io::Errno::PERM) => {
+            eprintln!(
+                "ck-cgroup: run {id}: no PID namespace here (clone3 CLONE_NEWPID: EPERM, it needs CAP_SYS_ADMIN): {prog} runs without one, and a SIGKILL of this helper kills {prog} alone, not the rest of the module"
+            );
+            command.pid_namespace(false);
+            root.spawn(id, &command)?
+        }
+        r => r?,
+    };
+    let asked = relay
+        .relay_until_exit_or(&child, STOP)
         .map_err(|e| Error::failed(format!("failed to wait for {prog}: {e}")))?;
-    drop(relay);
-    let report = root.stop(id.as_str(), opts)?;
+    // The signals stay blocked until the helper exits: one that arrives during the stop must
+    // neither kill the helper before it has removed the module nor replace CMD's status.
+    std::mem::forget(relay);
+    let opts = ck_cgroup::stop::StopOptions {
+        signal: asked.unwrap_or(opts.signal),
+        ..*opts
+    };
+    let report = root.stop(id.as_str(), &opts)?;
     if out.is_json() {
         out.kill(&report)?;
     }
     if let Some(e) = &report.error {
         return Err(Error::failed(format!("{id}: {e}")).into());
     }
+    // The module is empty: CMD and the namespace's init are gone.
+    let status = child
+        .wait()
+        .map_err(|e| Error::failed(format!("failed to wait for {prog}: {e}")))?;
+    let _ = child.wait_init();
     if let Some(sig) = status.signal() {
         ck_cgroup::spawn::reraise(sig);
         return Ok(ExitCode::from((128 + sig).clamp(0, 254) as u8));

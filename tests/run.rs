@@ -1,5 +1,8 @@
 //! `run`: the helper stays as the module's parent, relays signals, and takes the tree down when
-//! CMD exits.
+//! CMD exits, when it is told to stop, and (kill-on-close, its PID namespace) when it is killed.
+//!
+//! CMD runs in a PID namespace by default, so `$$` and `$!` there are the namespace's numbers.
+//! Scripts write host pids with `read -r p _ < /proc/self/stat` (`/proc` is the host's).
 
 mod common;
 
@@ -7,6 +10,23 @@ use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
 use common::*;
+
+/// Shell: write this shell's host pid to FILE (`/proc` is the host's, `$$` the namespace's).
+fn host_pid_to(file: &std::path::Path) -> String {
+    format!("read -r p _ < /proc/self/stat; echo $p > {}", file.display())
+}
+
+/// The module's directory under the sandbox.
+fn module(w: &World, id: &str) -> std::path::PathBuf {
+    w.root().join("subc-modules").join(id)
+}
+
+/// Wait up to `limit` for `populated 0` in the module's cgroup.events (inotify, no sleeps).
+fn empty_within(w: &World, id: &str, limit: Duration) -> bool {
+    let dir = ck_cgroup::CgroupDir::open(&module(w, id)).expect("open the module");
+    ck_cgroup::wait::wait_empty(&dir, "", limit).expect("wait on cgroup.events")
+        == ck_cgroup::wait::Waited::Empty
+}
 
 #[test]
 fn run_returns_the_exit_code_and_the_death_signal_unchanged() {
@@ -28,8 +48,8 @@ fn run_takes_down_the_grandchild_cmd_left_behind() {
     let w = World::new();
     let gc = w.tmp("gc.pid");
     let script = format!(
-        "sleep 600 >/dev/null 2>&1 & echo $! > {}; exit 0",
-        gc.display()
+        "sh -c '{}; exec sleep 600' >/dev/null 2>&1 & sleep 0.2; exit 0",
+        host_pid_to(&gc)
     );
     let o = w.run(&["run", "leaver", "--", "sh", "-c", &script]);
     let gc = w.pid_from("gc.pid");
@@ -53,7 +73,7 @@ fn term_sent_to_run_reaches_cmd() {
         .spawn()
         .unwrap();
     w.track(run.id());
-    w.pid_from("ready");
+    w.line_from("ready");
     let pid = rustix::process::Pid::from_raw(run.id() as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
     let status = run.wait().unwrap();
@@ -61,13 +81,14 @@ fn term_sent_to_run_reaches_cmd() {
     assert_eq!(status.code(), Some(4));
 }
 
+/// Without a PID namespace (`--no-pid-namespace`), CMD's parent-death signal takes it along.
 #[test]
 fn sigkill_of_run_takes_cmd_with_it() {
     let w = World::new();
-    let script = format!("echo $$ > {}; exec sleep 600", w.tmp("cmd.pid").display());
+    let script = format!("{}; exec sleep 600", host_pid_to(&w.tmp("cmd.pid")));
     let mut run = w
         .ck()
-        .args(["run", "orphaned", "--", "sh", "-c", &script])
+        .args(["run", "orphaned", "--no-pid-namespace", "--", "sh", "-c", &script])
         .spawn()
         .unwrap();
     w.track(run.id());
@@ -79,4 +100,195 @@ fn sigkill_of_run_takes_cmd_with_it() {
     std::thread::sleep(Duration::from_millis(10));
     ok(w.run(&["prune", "--kill"]));
     assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
+}
+
+/// The incident of issue 10: the daemon SIGKILLs a module's helper (its drain timeout, a hung
+/// module's restart) and a reparented grandchild and a TERM-ignoring one live on in the module.
+/// With kill-on-close nothing of the module is left within one second, 20 times out of 20.
+#[test]
+fn sigkill_of_run_leaves_no_process_of_the_module() {
+    let w = World::new();
+    for round in 0..20 {
+        let (a, b, c) = (w.tmp("a"), w.tmp("b"), w.tmp("c"));
+        for f in [&a, &b, &c] {
+            let _ = std::fs::remove_file(f);
+        }
+        let script = format!(
+            "trap '' TERM; (sh -c '{a}; exec sleep 601' &); \
+             (sh -c 'trap \"\" TERM; {b}; exec sleep 602' &); {c}; exec sleep 603",
+            a = host_pid_to(&a),
+            b = host_pid_to(&b),
+            c = host_pid_to(&c),
+        );
+        let mut run = w
+            .ck()
+            .args(["run", "hung", "--", "sh", "-c", &script])
+            .spawn()
+            .unwrap();
+        w.track(run.id());
+        let pids = [w.pid_from("a"), w.pid_from("b"), w.pid_from("c")];
+        run.kill().unwrap();
+        run.wait().unwrap();
+        assert!(
+            empty_within(&w, "hung", Duration::from_secs(1)),
+            "round {round}: the module still holds processes 1 s after SIGKILL of run"
+        );
+        for p in pids {
+            assert!(!alive(p), "round {round}: {p} survived SIGKILL of run");
+        }
+    }
+    // The empty directory a killed helper leaves is no error: the next run of the id reuses it.
+    let o = w.run(&["run", "hung", "--", "true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
+}
+
+/// The init of a module's namespace reaps what is reparented to it: a module that keeps making
+/// orphans does not pile up zombies.
+#[test]
+fn no_zombie_piles_up_in_a_module_that_keeps_making_orphans() {
+    let w = World::new();
+    let script = format!(
+        "{}; i=0; while [ $i -lt 100 ]; do (true &); i=$((i+1)); done; echo done > {}; exec sleep 600",
+        host_pid_to(&w.tmp("cmd")),
+        w.tmp("done").display()
+    );
+    let mut run = w
+        .ck()
+        .args(["run", "churn", "--", "sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    w.track(run.id());
+    let cmd = w.pid_from("cmd");
+    w.line_from("done");
+    let init = ppid(cmd);
+    let zombies = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|&p| ppid(p) == init && state(p) == Some('Z'))
+            .count()
+    };
+    eventually("the namespace's init to reap 100 orphans", || zombies() == 0);
+    run.kill().unwrap();
+    run.wait().unwrap();
+    assert!(empty_within(&w, "churn", Duration::from_secs(1)));
+}
+
+/// TERM to `run` stops the whole module, not only CMD: a TERM-ignoring grandchild is killed when
+/// the grace ends, the directory is removed, and `run` exits as CMD did.
+#[test]
+fn term_to_run_stops_the_whole_module_within_the_grace() {
+    let w = World::new();
+    let script = format!(
+        "(sh -c 'trap \"\" TERM; {g}; exec sleep 602' &); trap 'exit 7' TERM; echo > {r}; sleep 600 & wait",
+        g = host_pid_to(&w.tmp("gc")),
+        r = w.tmp("ready").display()
+    );
+    let mut run = w
+        .ck()
+        .args(["run", "drain", "--grace", "1s", "--", "sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    w.track(run.id());
+    let gc = w.pid_from("gc");
+    w.line_from("ready");
+    let t0 = std::time::Instant::now();
+    let pid = rustix::process::Pid::from_raw(run.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let status = run.wait().unwrap();
+    let took = t0.elapsed();
+    assert_eq!(status.code(), Some(7), "run exits as CMD did on TERM");
+    assert!(!alive(gc), "the TERM-ignoring grandchild {gc} survived");
+    assert!(
+        took >= Duration::from_millis(900),
+        "the grace did not wait ({took:?})"
+    );
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"], "module left");
+}
+
+/// TERM to `run` stops the module even when CMD ignores TERM: `run` does not wait for CMD, it
+/// ends the whole tree within the grace and the kill (and dies of the SIGKILL CMD got).
+#[test]
+fn term_to_run_ends_a_module_whose_cmd_ignores_term() {
+    let w = World::new();
+    let script = format!(
+        "trap '' TERM; echo > {}; sleep 600 & wait",
+        w.tmp("ready").display()
+    );
+    let mut run = w
+        .ck()
+        .args(["run", "deaf", "--grace", "300ms", "--", "sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    w.track(run.id());
+    w.line_from("ready");
+    let pid = rustix::process::Pid::from_raw(run.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let mut status = None;
+    eventually("run to end after TERM, CMD ignoring it", || {
+        status = run.try_wait().unwrap();
+        status.is_some()
+    });
+    assert_eq!(status.and_then(|s| s.signal()), Some(9));
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"], "module left");
+}
+
+/// USR1 goes to CMD alone, once (the namespace's init passes on only what the helper tags).
+#[test]
+fn usr1_to_run_reaches_cmd_once() {
+    let w = World::new();
+    let got = w.tmp("got");
+    let script = format!(
+        "trap 'echo usr1 >> {g}' USR1; trap 'exit 5' TERM; echo > {r}; while :; do sleep 600 & wait; done",
+        g = got.display(),
+        r = w.tmp("ready").display()
+    );
+    let mut run = w
+        .ck()
+        .args(["run", "usr", "--", "sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    w.track(run.id());
+    w.line_from("ready");
+    let pid = rustix::process::Pid::from_raw(run.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::USR1).unwrap();
+    eventually("CMD to get USR1", || got.exists());
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    assert_eq!(run.wait().unwrap().code(), Some(5));
+    let n = std::fs::read_to_string(&got).unwrap().lines().count();
+    assert_eq!(n, 1, "CMD got USR1 {n} times");
+}
+
+/// What a module sees: its own pid namespace (it is pid 2 there), unless --no-pid-namespace.
+#[test]
+fn cmd_is_pid_2_in_its_namespace_and_sees_host_pids_without_one() {
+    let w = World::new();
+    let inside = ok(w.run(&["run", "ns", "--", "sh", "-c", "echo $$"]));
+    assert_eq!(inside.trim(), "2");
+    let host = ok(w.run(&["run", "ns", "--no-pid-namespace", "--", "sh", "-c", "echo $$"]));
+    assert_ne!(host.trim(), "2");
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
+}
+
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(
+        s.rsplit(')')
+            .next()?
+            .split_whitespace()
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+fn ppid(pid: u32) -> u32 {
+    stat_fields(pid)
+        .and_then(|f| f.get(1)?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn state(pid: u32) -> Option<char> {
+    stat_fields(pid)?.first()?.chars().next()
 }

@@ -105,13 +105,19 @@ pub enum Command {
         #[command(flatten)]
         backend: BackendArgs,
     },
-    /// Start CMD in a module and stay as its parent: relay TERM INT HUP USR1 USR2 to it; when it
-    /// exits, stop what is left of the module, remove it, and exit with CMD's status.
+    /// Start CMD in a module, in a PID namespace of its own under an init that dies with this
+    /// helper (kill-on-close), and stay as its parent. TERM, INT or HUP stop the whole module
+    /// (the signal to every process, --grace, SIGKILL); USR1 and USR2 go to CMD. When CMD exits,
+    /// stop what is left of the module, remove it, and exit with CMD's status.
     Run {
         /// Module id.
         id: String,
         #[command(flatten)]
         stop: StopArgs,
+        /// No PID namespace: CMD sees host pids, and a SIGKILL of this helper kills CMD alone
+        /// (its parent-death signal), not the rest of the module.
+        #[arg(long)]
+        no_pid_namespace: bool,
         /// The module's command and its arguments.
         #[arg(last = true, required = true, value_name = "CMD")]
         cmd: Vec<String>,
@@ -218,7 +224,8 @@ pub struct LimitArgs {
     /// cpu.weight, 1 to 10000 (default 100).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10000), value_name = "N")]
     pub cpu_weight: Option<u64>,
-    /// memory.oom.group 1: an OOM kill takes the module's whole tree (the default on create).
+    /// memory.oom.group 1: an OOM kill takes the module's whole tree (the default for a module
+    /// made now where the memory controller is enabled).
     #[arg(long, overrides_with = "no_oom_group")]
     pub oom_group: bool,
     /// memory.oom.group 0: the OOM killer picks single processes.
@@ -338,8 +345,9 @@ pub struct StopArgs {
     )]
     pub signal: SignalArg,
     /// How long the whole tree may take to exit on SIG before SIGKILL (0: SIGKILL at once).
-    #[arg(long, default_value = "0s", value_parser = parse_duration, value_name = "DURATION")]
-    pub grace: Duration,
+    /// Default 0s; for run 10s.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub grace: Option<Duration>,
     /// How to SIGKILL what is left: auto falls through cgroup-kill, freeze, signal.
     #[arg(long, value_enum, default_value = "auto", value_name = "METHOD")]
     pub method: MethodArg,
@@ -397,13 +405,22 @@ pub enum MethodArg {
     Signal,
 }
 
+/// `run`'s grace when `--grace` is not given: long enough for a module to drain, well inside the
+/// daemon's default 30 s drain timeout and the unit's `TimeoutStopSec=35`.
+pub const RUN_GRACE: Duration = Duration::from_secs(10);
+
 impl StopArgs {
-    /// The library's options.
+    /// The library's options (no grace unless `--grace` is given).
     pub fn options(&self) -> ck_cgroup::stop::StopOptions {
+        self.options_or_grace(Duration::ZERO)
+    }
+
+    /// The library's options, with `grace` unless `--grace` is given.
+    pub fn options_or_grace(&self, grace: Duration) -> ck_cgroup::stop::StopOptions {
         use ck_cgroup::stop::Method;
         ck_cgroup::stop::StopOptions {
             signal: self.signal.signal(),
-            grace: self.grace,
+            grace: self.grace.unwrap_or(grace),
             method: match self.method {
                 MethodArg::Auto => Method::Auto,
                 MethodArg::CgroupKill => Method::CgroupKill,

@@ -16,6 +16,13 @@
 //! <https://docs.kernel.org/admin-guide/cgroup-v2.html>, for the semantics of
 //! `cgroup.procs` and `CLONE_INTO_CGROUP`.
 //!
+//! With [`ModuleCommand::pid_namespace`] the child is instead a small init of
+//! ours, PID 1 of a new PID namespace (`CLONE_NEWPID`), which starts the
+//! program as its only child and reaps everything reparented to it; see
+//! [`pidns`]. When the spawning thread dies, SIGKILL included, the init gets
+//! SIGKILL (`PR_SET_PDEATHSIG`) and the kernel kills every process in the
+//! namespace: the module's tree does not outlive what holds it.
+//!
 //! This module is the only place in the crate that uses `unsafe`; every block
 //! carries a `SAFETY:` argument.
 //!
@@ -26,6 +33,8 @@
 //! in the parent's cgroup. It exists only so the test suite can prove that its
 //! tests fail when placement is switched off; never enable it in production.
 #![allow(unsafe_code)]
+
+pub mod pidns;
 
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr, OsString};
@@ -109,6 +118,7 @@ pub struct ModuleCommand {
     stdout: Option<OwnedFd>,
     stderr: Option<OwnedFd>,
     pdeathsig: Option<Signal>,
+    pid_namespace: bool,
 }
 
 impl ModuleCommand {
@@ -131,6 +141,7 @@ impl ModuleCommand {
             stdout: None,
             stderr: None,
             pdeathsig: None,
+            pid_namespace: false,
         }
     }
 
@@ -211,6 +222,24 @@ impl ModuleCommand {
         self
     }
 
+    /// Kill-on-close: start the program in a new PID namespace
+    /// (`clone3(2)` with `CLONE_NEWPID | CLONE_INTO_CGROUP`) under an init of
+    /// ours, PID 1 there (see [`pidns`]). When the thread that spawned it
+    /// dies, by any means, the init gets SIGKILL and the kernel kills every
+    /// process of the namespace, reparented orphans and processes that ignore
+    /// signals included.
+    ///
+    /// The program sees its own pid as 2 and its children's pids as the
+    /// namespace numbers them; `/proc` is still the host's. Needs
+    /// `CAP_SYS_ADMIN` (else `spawn` fails with `EPERM` and starts nothing)
+    /// and `clone3(2)` (no fallback: the pre-exec path cannot make one).
+    /// [`parent_death_signal`](Self::parent_death_signal) does not apply: the
+    /// program's parent is the init.
+    pub fn pid_namespace(&mut self, on: bool) -> &mut Self {
+        self.pid_namespace = on;
+        self
+    }
+
     /// The child's environment after replaying all operations in order.
     fn final_env(&self) -> BTreeMap<OsString, OsString> {
         let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
@@ -256,17 +285,37 @@ pub struct ModuleChild {
     pidfd: OwnedFd,
     placement: Placement,
     status: Option<ExitStatus>,
+    /// With a PID namespace: the pipe on which the init reports the program's wait status.
+    ns: Option<pidns::Reports>,
 }
 
 impl ModuleChild {
-    /// The child's process id (in the parent's pid namespace).
+    /// The child's process id (in the parent's pid namespace). With a PID
+    /// namespace, the init's.
     pub fn id(&self) -> u32 {
         self.pid
     }
 
-    /// The child's pidfd (see `pidfd_open(2)`); close-on-exec.
+    /// The child's pidfd (see `pidfd_open(2)`); close-on-exec. With a PID
+    /// namespace, the init's.
     pub fn pidfd(&self) -> BorrowedFd<'_> {
         self.pidfd.as_fd()
+    }
+
+    /// Whether the program runs under an init of ours in its own PID
+    /// namespace ([`ModuleCommand::pid_namespace`]).
+    pub fn in_pid_namespace(&self) -> bool {
+        self.ns.is_some()
+    }
+
+    /// A descriptor that polls readable once the program has exited: the
+    /// pidfd, or with a PID namespace the init's report pipe (readable when
+    /// it reports the program's status, or hung up when the init is gone).
+    pub fn exit_fd(&self) -> BorrowedFd<'_> {
+        match &self.ns {
+            Some(ns) => ns.fd(),
+            None => self.pidfd.as_fd(),
+        }
     }
 
     /// Which mechanism put the child into the cgroup.
@@ -274,37 +323,82 @@ impl ModuleChild {
         self.placement
     }
 
-    /// Send a signal through the pidfd (`pidfd_send_signal(2)`). Fails with
-    /// `ESRCH` once the child has been reaped.
+    /// Send a signal to the program through the pidfd
+    /// (`pidfd_send_signal(2)`). With a PID namespace it goes to the init
+    /// tagged for passing on, and the init passes it to the program (other
+    /// signals reaching the init are ignored, as by any namespace's init).
+    /// Fails with `ESRCH` once the child has been reaped.
     pub fn signal(&self, sig: Signal) -> io::Result<()> {
+        if self.ns.is_some() {
+            return pidns::send_tagged(self.pidfd.as_fd(), sig);
+        }
         Ok(pidfd_send_signal(&self.pidfd, sig)?)
     }
 
-    /// Block until it exits (`waitid(P_PIDFD, WEXITED)`), `EINTR` retried.
-    /// Returns the same status again once reaped.
+    /// Block until the program exits, `EINTR` retried, and return its
+    /// status; the same status again afterwards.
+    ///
+    /// Without a PID namespace this reaps the child
+    /// (`waitid(P_PIDFD, WEXITED)`). With one it reads the status the init
+    /// reports when it reaps the program; the init itself lives on while
+    /// anything else of the namespace does (stop the module, then
+    /// [`wait_init`](Self::wait_init)). An init that died without reporting
+    /// (killed, which killed the program too) gives the init's own status.
     ///
     /// Fails with `ECHILD` if someone else reaped the child (e.g. `SIGCHLD`
     /// set to `SIG_IGN`, or a `waitpid(-1)` loop elsewhere in the process).
     pub fn wait(&mut self) -> io::Result<ExitStatus> {
-        if let Some(status) = self.status {
-            return Ok(status);
-        }
-        let status = wait_pidfd(self.pidfd.as_fd(), WaitIdOptions::EXITED)?
-            .ok_or_else(|| io::Error::other("waitid(P_PIDFD) returned no status"))?;
-        self.status = Some(status);
-        Ok(status)
+        self.program_status(true)?
+            .ok_or_else(|| io::Error::other("no status for a blocking wait"))
     }
 
-    /// Reap the child if it has exited (`waitid(P_PIDFD, WEXITED|WNOHANG)`),
-    /// else return `Ok(None)` without blocking.
+    /// Reap the child process itself: with a PID namespace the init, which
+    /// exits once nothing else is left in its namespace (or is killed with
+    /// the module). Without one, the same as [`wait`](Self::wait).
+    pub fn wait_init(&mut self) -> io::Result<ExitStatus> {
+        self.reap(WaitIdOptions::EXITED)?
+            .ok_or_else(|| io::Error::other("waitid(P_PIDFD) returned no status"))
+    }
+
+    /// The program's status if it has exited (without a PID namespace this
+    /// reaps the child: `waitid(P_PIDFD, WEXITED|WNOHANG)`), else `Ok(None)`
+    /// without blocking.
     pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        self.program_status(false)
+    }
+
+    /// The program's status, waiting for it when `block`; `Ok(None)` only
+    /// when not blocking and it still runs.
+    fn program_status(&mut self, block: bool) -> io::Result<Option<ExitStatus>> {
+        let Some(ns) = &mut self.ns else {
+            let opts = if block {
+                WaitIdOptions::EXITED
+            } else {
+                WaitIdOptions::EXITED | WaitIdOptions::NOHANG
+            };
+            return self.reap(opts);
+        };
+        match ns.read(block)? {
+            pidns::Report::Status(st) => Ok(Some(st)),
+            pidns::Report::Pending => Ok(None),
+            pidns::Report::Gone => {
+                // The init died without reporting: it was killed, and the kernel killed the
+                // program with it. Its own status is the best account of the program's end.
+                let st = self.wait_init()?;
+                if let Some(ns) = &mut self.ns {
+                    ns.set(st);
+                }
+                Ok(Some(st))
+            }
+        }
+    }
+
+    /// `waitid(P_PIDFD)` of the child process itself, once; the status is kept.
+    fn reap(&mut self, opts: WaitIdOptions) -> io::Result<Option<ExitStatus>> {
         if let Some(status) = self.status {
             return Ok(Some(status));
         }
-        let status = wait_pidfd(
-            self.pidfd.as_fd(),
-            WaitIdOptions::EXITED | WaitIdOptions::NOHANG,
-        )?;
+        let status = wait_pidfd(self.pidfd.as_fd(), opts)?;
         if status.is_some() {
             self.status = status;
         }
@@ -377,10 +471,15 @@ pub fn spawn_into_with(
     let program = resolve_program(cmd)?;
     match strategy {
         Strategy::Clone3Only => spawn_clone3(cgroup_dir, cmd, &program).map_err(|f| f.error),
+        Strategy::PreExecOnly if cmd.pid_namespace => Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "a PID namespace needs clone3(2); the pre-exec path cannot make one",
+        )),
         Strategy::PreExecOnly => spawn_pre_exec(cgroup_dir, cmd, &program),
         Strategy::Auto => match spawn_clone3(cgroup_dir, cmd, &program) {
             Ok(child) => Ok(child),
-            Err(f) if f.from_clone3 && clone3_unsupported(&f.error) => {
+            // The pre-exec path cannot make a PID namespace: its error is the answer.
+            Err(f) if f.from_clone3 && clone3_unsupported(&f.error) && !cmd.pid_namespace => {
                 spawn_pre_exec(cgroup_dir, cmd, &program)
             }
             Err(f) => Err(f.error),
@@ -510,6 +609,7 @@ fn spawn_pre_exec(
             pidfd,
             placement: Placement::PreExecWrite,
             status: None,
+            ns: None,
         }),
         Err(e) => {
             // Do not leave an unsupervised child behind.
@@ -678,80 +778,115 @@ impl Drop for MaskGuard {
     }
 }
 
-/// Preferred path: `clone3(CLONE_INTO_CGROUP | CLONE_PIDFD)` with fork
-/// semantics, then `execve` in the child.
-fn spawn_clone3(
+/// What the child needs after `clone3`, built in the parent: the strings and
+/// descriptors that the raw pointers of a [`ChildCtx`] point into, and the
+/// report pipe. Keep it alive until the child has exec'd or failed.
+struct Prepared {
+    _argv: Vec<CString>,
+    argv_ptrs: Vec<*const c_char>,
+    _envp: Vec<CString>,
+    envp_ptrs: Vec<*const c_char>,
+    cwd: Option<CString>,
+    _moved: [Option<OwnedFd>; 3],
+    stdio: [c_int; 3],
+    report_rd: OwnedFd,
+    report_wr: OwnedFd,
+}
+
+impl Prepared {
+    fn new(cmd: &ModuleCommand) -> io::Result<Self> {
+        let mut argv = Vec::with_capacity(cmd.args.len() + 1);
+        argv.push(cstring(cmd.program.as_bytes())?);
+        for a in &cmd.args {
+            argv.push(cstring(a.as_bytes())?);
+        }
+        let argv_ptrs = ptr_array(&argv);
+
+        let mut envp = Vec::new();
+        for (k, v) in cmd.final_env() {
+            let mut kv = k.into_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            envp.push(cstring(&kv)?);
+        }
+        let envp_ptrs = ptr_array(&envp);
+
+        let cwd = match &cmd.cwd {
+            Some(d) => Some(cstring(d.as_os_str().as_bytes())?),
+            None => None,
+        };
+
+        // Stdio sources that sit on another stdio number are moved above 2.
+        let moved = [
+            above_stdio(cmd.stdin.as_ref(), 0)?,
+            above_stdio(cmd.stdout.as_ref(), 1)?,
+            above_stdio(cmd.stderr.as_ref(), 2)?,
+        ];
+        let src = |orig: &Option<OwnedFd>, moved: &Option<OwnedFd>| {
+            moved
+                .as_ref()
+                .or(orig.as_ref())
+                .map_or(-1, |fd| fd.as_raw_fd())
+        };
+        let [m0, m1, m2] = &moved;
+        let stdio = [
+            src(&cmd.stdin, m0),
+            src(&cmd.stdout, m1),
+            src(&cmd.stderr, m2),
+        ];
+
+        let (report_rd, report_wr) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+        let report_wr = if report_wr.as_raw_fd() < 3 {
+            rustix::io::fcntl_dupfd_cloexec(&report_wr, 3)?
+        } else {
+            report_wr
+        };
+        Ok(Prepared {
+            _argv: argv,
+            argv_ptrs,
+            _envp: envp,
+            envp_ptrs,
+            cwd,
+            _moved: moved,
+            stdio,
+            report_rd,
+            report_wr,
+        })
+    }
+
+    /// The child's context; `pdeathsig` 0 for none.
+    fn ctx(&self, program: &CString, pdeathsig: c_int) -> ChildCtx {
+        ChildCtx {
+            path: program.as_ptr(),
+            argv: self.argv_ptrs.as_ptr(),
+            envp: self.envp_ptrs.as_ptr(),
+            cwd: self.cwd.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
+            stdio: self.stdio,
+            report_fd: self.report_wr.as_raw_fd(),
+            pdeathsig,
+            parent_pid: rustix::process::getpid().as_raw_pid(),
+        }
+    }
+}
+
+/// `clone3(2)` with fork semantics (no `CLONE_VM`, no stack) and `flags`
+/// (`CLONE_PIDFD` is added), into the cgroup of `cgroup_dir` when `flags`
+/// holds `CLONE_INTO_CGROUP`. In the child, `child` runs and must not return;
+/// in the parent, the child's pid and pidfd. All signals are blocked around
+/// the call, so no handler of the parent runs in the child.
+///
+/// # Safety
+/// `child` runs in a copy of a possibly multi-threaded process: it may only
+/// make async-signal-safe calls on data prepared before (no allocation, no
+/// locks, no unwinding).
+unsafe fn clone3_fork(
     cgroup_dir: BorrowedFd<'_>,
-    cmd: &ModuleCommand,
-    program: &CString,
-) -> Result<ModuleChild, Clone3Failure> {
-    // --- Everything the child needs is prepared here, in the parent. ---
-    let mut argv = Vec::with_capacity(cmd.args.len() + 1);
-    argv.push(cstring(cmd.program.as_bytes())?);
-    for a in &cmd.args {
-        argv.push(cstring(a.as_bytes())?);
-    }
-    let argv_ptrs = ptr_array(&argv);
-
-    let mut envp = Vec::new();
-    for (k, v) in cmd.final_env() {
-        let mut kv = k.into_vec();
-        kv.push(b'=');
-        kv.extend_from_slice(v.as_bytes());
-        envp.push(cstring(&kv)?);
-    }
-    let envp_ptrs = ptr_array(&envp);
-
-    let cwd = match &cmd.cwd {
-        Some(d) => Some(cstring(d.as_os_str().as_bytes())?),
-        None => None,
-    };
-
-    // Stdio sources that sit on another stdio number are moved above 2.
-    let moved = [
-        above_stdio(cmd.stdin.as_ref(), 0)?,
-        above_stdio(cmd.stdout.as_ref(), 1)?,
-        above_stdio(cmd.stderr.as_ref(), 2)?,
-    ];
-    let src = |orig: &Option<OwnedFd>, moved: &Option<OwnedFd>| {
-        moved
-            .as_ref()
-            .or(orig.as_ref())
-            .map_or(-1, |fd| fd.as_raw_fd())
-    };
-    let [m0, m1, m2] = &moved;
-    let stdio = [
-        src(&cmd.stdin, m0),
-        src(&cmd.stdout, m1),
-        src(&cmd.stderr, m2),
-    ];
-
-    let (report_rd, report_wr) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
-    let report_wr = if report_wr.as_raw_fd() < 3 {
-        rustix::io::fcntl_dupfd_cloexec(&report_wr, 3)?
-    } else {
-        report_wr
-    };
-
-    let ctx = ChildCtx {
-        path: program.as_ptr(),
-        argv: argv_ptrs.as_ptr(),
-        envp: envp_ptrs.as_ptr(),
-        cwd: cwd.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()),
-        stdio,
-        report_fd: report_wr.as_raw_fd(),
-        pdeathsig: cmd.pdeathsig.map_or(0, Signal::as_raw),
-        parent_pid: rustix::process::getpid().as_raw_pid(),
-    };
-
+    flags: u64,
+    child: impl FnOnce(),
+) -> io::Result<(u32, OwnedFd)> {
     let mut pidfd_out: c_int = -1;
-    let placement_flag = if PLACEMENT_ENABLED {
-        CLONE_INTO_CGROUP
-    } else {
-        0
-    };
     let args = CloneArgs {
-        flags: CLONE_PIDFD | placement_flag,
+        flags: CLONE_PIDFD | flags,
         pidfd: &mut pidfd_out as *mut c_int as u64,
         child_tid: 0,
         parent_tid: 0,
@@ -763,19 +898,17 @@ fn spawn_clone3(
         set_tid_size: 0,
         cgroup: cgroup_dir.as_raw_fd() as u64,
     };
-
     let mask = MaskGuard::block_all()?;
     // SAFETY: `args` is a valid, fully initialised clone_args of the size we
     // pass; `pidfd` points to a live c_int the kernel writes the pidfd into.
     // Without CLONE_VM and with stack 0 this has fork semantics: the child
     // gets a copy-on-write copy of our memory and continues on a copy of this
     // stack, so no memory is shared with the parent. In the child (return
-    // value 0) we immediately call `child_exec`, which never returns and only
-    // performs async-signal-safe libc syscall wrappers on data prepared above
-    // (no allocation, no locks, no unwinding), so the state of other threads'
-    // locks in the copied address space does not matter. All signals are
-    // blocked, so no parent signal handler can run in the child before it
-    // resets them.
+    // value 0) we immediately call `child`, which never returns and, by this
+    // function's contract, only makes async-signal-safe calls on data
+    // prepared before, so the state of other threads' locks in the copied
+    // address space does not matter. All signals are blocked, so no parent
+    // signal handler can run in the child before it resets them.
     let ret = unsafe {
         libc::syscall(
             libc::SYS_clone3,
@@ -784,28 +917,59 @@ fn spawn_clone3(
         )
     };
     if ret == 0 {
-        // SAFETY: we are the freshly cloned child; `ctx` points to data that
-        // the copy-on-write copy of the parent's memory keeps valid, and
-        // `child_exec` never returns.
-        unsafe { child_exec(&ctx) }
+        child();
+        // SAFETY: `child` never returns by contract; should it, end the copy at once.
+        unsafe { libc::_exit(CHILD_FAILURE_EXIT) }
     }
-    let clone_err = if ret < 0 {
-        Some(io::Error::last_os_error())
-    } else {
-        None
-    };
+    let clone_err = (ret < 0).then(io::Error::last_os_error);
     drop(mask);
     if let Some(error) = clone_err {
-        return Err(Clone3Failure {
-            error,
-            from_clone3: true,
-        });
+        return Err(error);
     }
-
     // SAFETY: clone3 succeeded with CLONE_PIDFD, so the kernel stored a new,
     // open pidfd (close-on-exec) in `pidfd_out` that nobody else owns.
     let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd_out) };
-    let pid = ret as u32;
+    Ok((ret as u32, pidfd))
+}
+
+/// Preferred path: `clone3(CLONE_INTO_CGROUP | CLONE_PIDFD)` with fork
+/// semantics, then `execve` in the child; with a PID namespace, the
+/// namespace's init in the child ([`pidns`]).
+fn spawn_clone3(
+    cgroup_dir: BorrowedFd<'_>,
+    cmd: &ModuleCommand,
+    program: &CString,
+) -> Result<ModuleChild, Clone3Failure> {
+    let prepared = Prepared::new(cmd)?;
+    let placement_flag = if PLACEMENT_ENABLED {
+        CLONE_INTO_CGROUP
+    } else {
+        0
+    };
+    let (pid, pidfd, ns) = if cmd.pid_namespace {
+        let (pid, pidfd, reports) = pidns::spawn(cgroup_dir, placement_flag, &prepared, program)?;
+        (pid, pidfd, Some(reports))
+    } else {
+        let ctx = prepared.ctx(program, cmd.pdeathsig.map_or(0, Signal::as_raw));
+        let exec = || {
+            // SAFETY: run only by clone3_fork in the freshly cloned child, with every signal
+            // blocked; `ctx`'s pointers are kept valid by `prepared` (in the child's copy of
+            // our memory too).
+            unsafe { child_exec(&ctx) }
+        };
+        // SAFETY: `exec` makes only async-signal-safe calls on prepared data and never returns.
+        let (pid, pidfd) = unsafe { clone3_fork(cgroup_dir, placement_flag, exec) }
+            .map_err(|error| Clone3Failure {
+            error,
+            from_clone3: true,
+        })?;
+        (pid, pidfd, None)
+    };
+    let Prepared {
+        report_rd,
+        report_wr,
+        ..
+    } = prepared;
     drop(report_wr);
 
     let mut child = ModuleChild {
@@ -813,17 +977,19 @@ fn spawn_clone3(
         pidfd,
         placement: Placement::Clone3IntoCgroup,
         status: None,
+        ns,
     };
     match read_report(&report_rd) {
         Ok(None) => Ok(child),
         Ok(Some(errno)) => {
-            let _ = child.wait();
+            let _ = child.wait_init();
             Err(io::Error::from_raw_os_error(errno).into())
         }
         Err(e) => {
-            // Unknown whether exec happened: do not leave it running.
-            let _ = child.signal(Signal::KILL);
-            let _ = child.wait();
+            // Unknown whether exec happened: do not leave it running (with a PID namespace the
+            // kernel takes the whole namespace with its init).
+            let _ = pidfd_send_signal(&child.pidfd, Signal::KILL);
+            let _ = child.wait_init();
             Err(e.into())
         }
     }
@@ -878,19 +1044,14 @@ fn errno() -> c_int {
         .unwrap_or(libc::EIO)
 }
 
-/// Child side of the clone3 path: reset signals, set up stdio, cwd and the
-/// parent-death signal, then `execve`. Never returns.
+/// Reset every caught signal to its default action, and SIGPIPE (which Rust's
+/// runtime ignores, and an ignored disposition survives `execve`) too; on
+/// failure the errno.
 ///
 /// # Safety
-/// Only to be called in the child right after `clone3` (fork semantics), with
-/// all signals blocked and `ctx`'s pointers valid (NUL-terminated strings and
-/// NULL-terminated pointer arrays).
-unsafe fn child_exec(ctx: &ChildCtx) -> ! {
-    let fail = |e: c_int| -> ! {
-        // SAFETY: we are the child (precondition of child_exec).
-        unsafe { child_fail(ctx.report_fd, e) }
-    };
-
+/// Only in a child after `clone3`, with every signal blocked, so that no
+/// handler of the parent can run.
+unsafe fn reset_signal_handlers() -> Result<(), c_int> {
     // Reset every caught signal to its default action while all signals are
     // still blocked, so no parent handler can run in the child.
     let rtmax = libc::SIGRTMAX();
@@ -915,7 +1076,27 @@ unsafe fn child_exec(ctx: &ChildCtx) -> ! {
     // SAFETY: signal(2) with SIG_DFL is async-signal-safe and installs no
     // handler of ours.
     if unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) } == libc::SIG_ERR {
-        fail(errno());
+        return Err(errno());
+    }
+    Ok(())
+}
+
+/// Child side of the clone3 path: reset signals, set up stdio, cwd and the
+/// parent-death signal, then `execve`. Never returns.
+///
+/// # Safety
+/// Only to be called in the child right after `clone3` (fork semantics), with
+/// all signals blocked and `ctx`'s pointers valid (NUL-terminated strings and
+/// NULL-terminated pointer arrays).
+unsafe fn child_exec(ctx: &ChildCtx) -> ! {
+    let fail = |e: c_int| -> ! {
+        // SAFETY: we are the child (precondition of child_exec).
+        unsafe { child_fail(ctx.report_fd, e) }
+    };
+
+    // SAFETY: we are the child with every signal blocked (our precondition).
+    if let Err(e) = unsafe { reset_signal_handlers() } {
+        fail(e);
     }
 
     for (target, src) in (0..3).zip(ctx.stdio) {
@@ -1049,23 +1230,57 @@ impl SignalRelay {
         Ok(SignalRelay { fd, old })
     }
 
-    /// Until `child` exits, send it (through its pidfd) every blocked signal that arrives; then
-    /// reap it and return its status. Signals are relayed one for one, in order.
+    /// Until `child`'s program exits, send it ([`ModuleChild::signal`]) every blocked signal that
+    /// arrives; then reap it and return its status. Signals are relayed one for one, in order.
     pub fn relay_until_exit(&self, child: &mut ModuleChild) -> io::Result<ExitStatus> {
-        self.relay_until_readable(child.pidfd())?;
+        self.relay_until_exit_or(child, &[])?;
         child.wait()
+    }
+
+    /// Until `child`'s program exits, send it every blocked signal that arrives except those in
+    /// `stop`. Returns `Some(sig)` for the first signal in `stop` that arrives (not passed on),
+    /// or `None` once the program has exited (unreaped: [`ModuleChild::wait`] gives its status).
+    pub fn relay_until_exit_or(
+        &self,
+        child: &ModuleChild,
+        stop: &[Signal],
+    ) -> io::Result<Option<Signal>> {
+        self.relay(child.exit_fd(), |sig| {
+            if stop.contains(&sig) {
+                return Some(sig);
+            }
+            // The program may have exited in between: ESRCH is not an error.
+            let _ = child.signal(sig);
+            None
+        })
     }
 
     /// Until the process of `pidfd` exits, send it every blocked signal that arrives; return
     /// when it has exited, without reaping it (for a child started with `std::process::Command`:
     /// open its pidfd with `pidfd_open(2)` while it is unreaped, then `wait` it after this).
     pub fn relay_until_readable(&self, pidfd: BorrowedFd<'_>) -> io::Result<()> {
+        self.relay::<()>(pidfd, |sig| {
+            // The child may have exited in between: ESRCH is not an error.
+            let _ = pidfd_send_signal(pidfd, sig);
+            None
+        })
+        .map(|_| ())
+    }
+
+    /// Poll the signalfd and `done`; hand each signal to `on_signal` (unless the
+    /// `mutation-no-relay` control is on), which may end the loop with a value. `None` once
+    /// `done` is readable.
+    fn relay<T>(
+        &self,
+        done: BorrowedFd<'_>,
+        mut on_signal: impl FnMut(Signal) -> Option<T>,
+    ) -> io::Result<Option<T>> {
         use rustix::event::{PollFd, PollFlags, poll};
         loop {
             let (sig_ready, child_ready) = {
                 let mut fds = [
                     PollFd::new(&self.fd, PollFlags::IN),
-                    PollFd::new(&pidfd, PollFlags::IN),
+                    PollFd::new(&done, PollFlags::IN),
                 ];
                 match poll(&mut fds, None) {
                     Ok(_) => {}
@@ -1082,9 +1297,9 @@ impl SignalRelay {
                         let signo = u32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]]);
                         if let Some(sig) = Signal::from_named_raw(signo as i32)
                             && !cfg!(feature = "mutation-no-relay")
+                            && let Some(v) = on_signal(sig)
                         {
-                            // The child may have exited in between: ESRCH is not an error.
-                            let _ = pidfd_send_signal(pidfd, sig);
+                            return Ok(Some(v));
                         }
                     }
                     Ok(_) | Err(Errno::AGAIN) | Err(Errno::INTR) => {}
@@ -1092,7 +1307,7 @@ impl SignalRelay {
                 }
             }
             if child_ready {
-                return Ok(());
+                return Ok(None);
             }
         }
     }
