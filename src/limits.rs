@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::id::ModuleId;
-use crate::module::{ModuleRef, Root};
+use crate::module::{CreateReport, ModuleRef, Root};
 use crate::parse::{self, Limit};
 use crate::wait::join;
 
@@ -136,6 +136,62 @@ pub fn parse_count(s: &str) -> Result<Limit> {
     })
 }
 
+/// What a module made now gets: `asked` (the flags over the policy, see
+/// [`crate::policy::merge`]) and, where `enabled` (the controllers in
+/// `subc-modules/cgroup.subtree_control`) has `memory` and `asked` says nothing of
+/// `memory.oom.group`, `memory.oom.group` 1, so that an OOM kill takes the module's whole tree
+/// and nothing else. Without the memory controller nothing is added: nothing is written for it
+/// and nothing can fail for it. `--no-oom-group` or the policy's `oom_group = false` is
+/// `Some(false)` in `asked` and is kept. Applied once, when the module is made
+/// ([`Root::create_module`]); a module that exists keeps what it has.
+pub fn creation_limits(enabled: &[String], asked: &Limits) -> Limits {
+    let mut limits = *asked;
+    // Mutation: no default; a module made without the flag keeps the kernel's 0.
+    if limits.oom_group.is_none()
+        && enabled.iter().any(|c| c == "memory")
+        && !cfg!(feature = "mutation-no-oom-group-default")
+    {
+        limits.oom_group = Some(true);
+    }
+    limits
+}
+
+/// Sort `limits`' writes by whether their controller is in `enabled` (the controllers of the
+/// modules of the root at `root`): the writes that may go ahead, and under `best_effort` the
+/// ones skipped. Without `best_effort` a missing controller is bad input (exit 2) naming the
+/// controller and the fix.
+fn sort_writes(
+    enabled: &[String],
+    root: &std::path::Path,
+    limits: &Limits,
+    best_effort: bool,
+) -> Result<(Vec<Write>, Vec<Skipped>)> {
+    let mut ok = Vec::new();
+    let mut skipped = Vec::new();
+    for (file, controller, value) in limits.writes() {
+        // Mutation: skip the check, so a missing controller is found by a failed write.
+        if enabled.iter().any(|c| c == controller) || cfg!(feature = "mutation-limits-unchecked") {
+            ok.push((file, value));
+            continue;
+        }
+        let reason = format!(
+            "the {controller} controller is not enabled for the modules in {}",
+            root.display()
+        );
+        if !best_effort {
+            return Err(Error::bad_input(format!("{file} needs {reason}")).with_hint(
+                "delegate it to the service (Delegate=memory pids cpu io in the unit) and run `ck-cgroup init`; or pass --best-effort to apply the other limits",
+            ));
+        }
+        skipped.push(Skipped {
+            file,
+            controller,
+            reason,
+        });
+    }
+    Ok((ok, skipped))
+}
+
 impl Root {
     /// The controllers enabled for the modules (`subc-modules/cgroup.subtree_control`).
     pub fn module_controllers(&self) -> Result<Vec<String>> {
@@ -159,72 +215,93 @@ impl Root {
         limits: &Limits,
         best_effort: bool,
     ) -> Result<(Vec<Write>, Vec<Skipped>)> {
-        let enabled = self.module_controllers()?;
-        let mut ok = Vec::new();
-        let mut skipped = Vec::new();
-        for (file, controller, value) in limits.writes() {
-            // Mutation: skip the check, so a missing controller is found by a failed write.
-            if enabled.iter().any(|c| c == controller)
-                || cfg!(feature = "mutation-limits-unchecked")
-            {
-                ok.push((file, value));
-                continue;
-            }
-            let reason = format!(
-                "the {controller} controller is not enabled for the modules in {}",
-                self.path().display()
-            );
-            if !best_effort {
-                return Err(Error::bad_input(format!("{file} needs {reason}")).with_hint(
-                    "delegate it to the service (Delegate=memory pids cpu io in the unit) and run `ck-cgroup init`; or pass --best-effort to apply the other limits",
-                ));
-            }
-            skipped.push(Skipped {
-                file,
-                controller,
-                reason,
-            });
-        }
-        Ok((ok, skipped))
+        sort_writes(
+            &self.module_controllers()?,
+            self.path(),
+            limits,
+            best_effort,
+        )
     }
 
-    /// Apply limits to an existing module (made if needed), after [`Root::check_limits`].
+    /// Make the module `subc-modules/<id>` if it does not exist, and write `asked`: the one way
+    /// a module is made, whichever path asks for it ([`Root::create`], [`Root::enter`] for
+    /// `exec`, [`Root::place`], [`Root::spawn`] for `run`, [`Root::set_limits`],
+    /// [`Root::create_with_limits`]). `asked` is checked first ([`Root::check_limits`]):
+    /// without `best_effort` a missing controller is bad input and nothing is made. A module made
+    /// now gets [`creation_limits`] (`memory.oom.group` 1 by default where the memory controller
+    /// is enabled), before any process can be in it; an existing one gets `asked` only. When a
+    /// write to a module made now fails, the module is removed again.
+    pub fn create_module(
+        &self,
+        id: &ModuleId,
+        asked: &Limits,
+        best_effort: bool,
+    ) -> Result<(CreateReport, LimitReport)> {
+        // The spawn path (no limits) reads nothing before the mkdir.
+        let checked = if asked.is_empty() {
+            (Vec::new(), Vec::new())
+        } else {
+            self.check_limits(asked, best_effort)?
+        };
+        let made = self.make_module_dir(id)?;
+        let rel = ModuleRef::ck(id).rel();
+        // Leave nothing half-made: a module made now whose writes fail is removed again (a
+        // process that entered it meanwhile makes that rmdir fail, and the module stays).
+        let undo = |e: Error| {
+            if made.created {
+                let _ = self.dir().rmdir_raw(&rel);
+            }
+            e
+        };
+        let (writes, skipped) = if made.created {
+            // Read after the mkdir: making subc-modules/ may have enabled controllers.
+            self.module_controllers()
+                .and_then(|enabled| {
+                    let all = creation_limits(&enabled, asked);
+                    sort_writes(&enabled, self.path(), &all, best_effort)
+                })
+                .map_err(undo)?
+        } else {
+            checked
+        };
+        let mut applied = Vec::new();
+        for (file, value) in writes {
+            self.dir().write(&join(&rel, file), &value).map_err(undo)?;
+            applied.push(Applied { file, value });
+        }
+        Ok((
+            made,
+            LimitReport {
+                module: id.clone(),
+                applied,
+                skipped,
+            },
+        ))
+    }
+
+    /// Apply limits to a module, made if needed ([`Root::create_module`]: checked first, and a
+    /// module made now gets the default `memory.oom.group` too).
     pub fn set_limits(
         &self,
         id: &ModuleId,
         limits: &Limits,
         best_effort: bool,
     ) -> Result<LimitReport> {
-        let (writes, skipped) = self.check_limits(limits, best_effort)?;
-        self.create(id)?;
-        let rel = ModuleRef::ck(id).rel();
-        let mut applied = Vec::new();
-        for (file, value) in writes {
-            self.dir().write(&join(&rel, file), &value)?;
-            applied.push(Applied { file, value });
-        }
-        Ok(LimitReport {
-            module: id.clone(),
-            applied,
-            skipped,
-        })
+        self.create_module(id, limits, best_effort)
+            .map(|(_, report)| report)
     }
 
-    /// Make a module with limits: checked first (nothing is made when a controller is missing and
-    /// `best_effort` is off), `memory.oom.group` 1 by default where the memory controller is
-    /// enabled, so an OOM takes the module's whole tree and nothing else.
+    /// Make a module with limits ([`Root::create_module`]): checked first (nothing is made when
+    /// a controller is missing and `best_effort` is off); a module made now gets
+    /// `memory.oom.group` 1 by default where the memory controller is enabled, so an OOM takes
+    /// the module's whole tree and nothing else; an existing one gets `limits` only.
     pub fn create_with_limits(
         &self,
         id: &ModuleId,
         limits: &Limits,
         best_effort: bool,
     ) -> Result<LimitReport> {
-        let mut limits = *limits;
-        if limits.oom_group.is_none() && self.module_controllers()?.iter().any(|c| c == "memory") {
-            limits.oom_group = Some(true);
-        }
-        self.check_limits(&limits, best_effort)?;
-        self.set_limits(id, &limits, best_effort)
+        self.set_limits(id, limits, best_effort)
     }
 }
 
@@ -264,5 +341,78 @@ mod tests {
             ]
         );
         assert!(Limits::default().is_empty());
+    }
+
+    fn on(controllers: &[&str]) -> Vec<String> {
+        controllers.iter().map(|c| c.to_string()).collect()
+    }
+
+    #[test]
+    fn a_module_made_where_memory_is_on_gets_oom_group_1() {
+        let all = on(&["cpu", "io", "memory", "pids"]);
+        // No limits (create, exec and run without flags, Root::spawn, place).
+        assert_eq!(
+            creation_limits(&all, &Limits::default()).writes(),
+            vec![("memory.oom.group", "memory", "1".to_string())]
+        );
+        // Limits without an oom_group: the default comes last, after them.
+        let asked = Limits {
+            memory_max: Some(Limit::Value(32 << 20)),
+            ..Limits::default()
+        };
+        assert_eq!(
+            creation_limits(&all, &asked).writes(),
+            vec![
+                ("memory.max", "memory", "33554432".to_string()),
+                ("memory.oom.group", "memory", "1".to_string()),
+            ]
+        );
+        // Memory alone is enough.
+        assert_eq!(
+            creation_limits(&on(&["memory"]), &Limits::default()).oom_group,
+            Some(true)
+        );
+    }
+
+    #[test]
+    fn no_oom_group_and_the_policy_win_over_the_default() {
+        let all = on(&["cpu", "io", "memory", "pids"]);
+        for asked in [Some(false), Some(true)] {
+            let l = Limits {
+                oom_group: asked,
+                ..Limits::default()
+            };
+            assert_eq!(creation_limits(&all, &l), l, "{asked:?}");
+        }
+        // The policy's oom_group = false, merged under flags that say nothing of it.
+        let policy = Limits {
+            oom_group: Some(false),
+            ..Limits::default()
+        };
+        let asked = crate::policy::merge(&Limits::default(), &policy);
+        assert_eq!(
+            creation_limits(&all, &asked).writes(),
+            vec![("memory.oom.group", "memory", "0".to_string())]
+        );
+    }
+
+    #[test]
+    fn without_the_memory_controller_nothing_is_added() {
+        for enabled in [on(&[]), on(&["pids", "cpu", "io"])] {
+            assert_eq!(
+                creation_limits(&enabled, &Limits::default()),
+                Limits::default(),
+                "{enabled:?}"
+            );
+            // Nothing to write, so nothing to check and nothing that can fail.
+            let (ok, skipped) = sort_writes(
+                &enabled,
+                std::path::Path::new("/r"),
+                &Limits::default(),
+                false,
+            )
+            .unwrap();
+            assert!(ok.is_empty() && skipped.is_empty());
+        }
     }
 }

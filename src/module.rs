@@ -367,10 +367,20 @@ impl Root {
         ))
     }
 
-    /// Make the module's cgroup `subc-modules/<id>` (idempotent). Makes `subc-modules/` and
-    /// enables controllers first when the root has not been initialised (as with
-    /// `DelegateSubgroup=daemon`, where the daemon already sits in `daemon/`).
+    /// Make the module's cgroup `subc-modules/<id>` (idempotent), without limits: a module made
+    /// now gets `memory.oom.group` 1 where the memory controller is enabled for the modules, an
+    /// existing one is left as it is ([`Root::create_module`], the one way a module is made).
+    /// Makes `subc-modules/` and enables controllers first when the root has not been
+    /// initialised (as with `DelegateSubgroup=daemon`, where the daemon already sits in
+    /// `daemon/`).
     pub fn create(&self, id: &ModuleId) -> Result<CreateReport> {
+        self.create_module(id, &crate::limits::Limits::default(), false)
+            .map(|(made, _)| made)
+    }
+
+    /// The directory part of [`Root::create_module`]: `mkdir` of `subc-modules/<id>`
+    /// (`created` says whether it was made now), `subc-modules/` first when it is missing.
+    pub(crate) fn make_module_dir(&self, id: &ModuleId) -> Result<CreateReport> {
         let m = ModuleRef::ck(id);
         let rel = m.rel();
         let created = match self.dir.mkdir(&rel) {

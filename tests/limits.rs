@@ -141,3 +141,41 @@ fn the_policy_is_applied_on_create_and_by_apply_and_mistakes_are_loud() {
     );
     assert!(!w.root().join("subc-modules/typo").exists());
 }
+
+#[test]
+fn every_path_makes_its_module_where_memory_is_off_and_writes_no_oom_group() {
+    let w = World::new();
+    if controllers(&w).contains("memory") {
+        return;
+    }
+    // The memory.oom.group default of a module made now: without the memory controller there is
+    // nothing to write, and no path fails for it (the guest lane's 25-oom-group.sh checks the 1).
+    ok(w.run(&["create", "c"]));
+    ok(w.run(&["exec", "e", "--", "true"]));
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .expect("spawn sleep");
+    // Not tracked: it is reaped below, and its pid must not be SIGKILLed again after that. Once
+    // placed it is in the sandbox, whose teardown kills it if the test fails.
+    ok(w.run(&["place", "p", &sleeper.id().to_string()]));
+    let r = w.tmp("run-saw");
+    let o = w.run(&[
+        "run",
+        "r",
+        "--",
+        "sh",
+        "-c",
+        &format!("cat /proc/self/cgroup > {}", r.display()),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let saw = std::fs::read_to_string(&r).unwrap();
+    assert!(saw.contains("/subc-modules/r"), "run's CMD ran in {saw}");
+    for id in ["c", "e", "p"] {
+        let dir = w.root().join("subc-modules").join(id);
+        assert!(dir.is_dir(), "{id} was not made");
+        assert!(!dir.join("memory.oom.group").exists(), "{id}");
+    }
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+}
