@@ -2,7 +2,11 @@
 //!
 //! The rule (also in `docs/design.md`):
 //!
-//! 1. `--root PATH`, else `CK_CGROUP_ROOT`. Nothing below applies then.
+//! 1. `--root PATH`, else `CK_CGROUP_ROOT`. Nothing below applies then. The library's
+//!    [`discover`] takes the variable too (a program that has no `--root` of its own), so a
+//!    daemon's tests run under `ck-cgroup sandbox` find the sandbox's root, not the live
+//!    service's. The variable set but empty is bad input (exit 2) that names it, as the CLI
+//!    refuses an empty `--root`; it is not read as unset.
 //! 2. The caller's cgroup: the `0::` line of `/proc/self/cgroup`, made absolute with the cgroup2
 //!    mount found in `/proc/self/mountinfo` (never an assumed `/sys/fs/cgroup`).
 //! 3. When that path has a `subc-modules` component (the caller is a module: ours at
@@ -14,6 +18,7 @@
 //!
 //! The root of the cgroup2 hierarchy is never a service root: discovery that ends there fails.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -87,12 +92,45 @@ fn strip_components(path: &str, prefix: &str) -> Option<String> {
         .map(|p| p.to_string_lossy().into_owned())
 }
 
-/// Discover the service root of the calling process by the rule above (steps 2 to 5).
-pub fn discover() -> Result<PathBuf> {
-    let read = |p: &str| {
-        std::fs::read_to_string(p).map_err(|e| Error::failed(format!("failed to read {p}: {e}")))
+/// Step 1 for the environment: `value` is [`ENV_ROOT`] as read (`None`: unset). Set and
+/// non-empty, its path (as it is, checked when it is opened); set but empty, bad input (exit 2)
+/// naming the variable; unset, `None` (discovery goes on).
+pub fn root_from_env(value: Option<OsString>) -> Result<Option<PathBuf>> {
+    match value {
+        None => Ok(None),
+        Some(v) if v.is_empty() => Err(Error::bad_input(format!("{ENV_ROOT} is set but empty"))
+            .with_hint(format!(
+                "set {ENV_ROOT} to the service's cgroup directory, or unset it to discover the root"
+            ))),
+        Some(v) => Ok(Some(PathBuf::from(v))),
+    }
+}
+
+/// The rule, steps 1 (the environment's part) to 5, on given inputs: `env_root` is
+/// [`ENV_ROOT`] as read, and `read` reads `/proc/self/cgroup` and `/proc/self/mountinfo` by
+/// path, only when `env_root` is unset.
+pub fn discover_with(
+    env_root: Option<OsString>,
+    mut read: impl FnMut(&str) -> Result<String>,
+) -> Result<PathBuf> {
+    // Mutation: the library ignores the variable, as it did before it honoured it.
+    let env_root = if cfg!(feature = "mutation-discover-ignores-env") {
+        None
+    } else {
+        env_root
     };
+    if let Some(root) = root_from_env(env_root)? {
+        return Ok(root);
+    }
     service_root_from(&read("/proc/self/cgroup")?, &read("/proc/self/mountinfo")?)
+}
+
+/// Discover the service root of the calling process by the rule above: [`ENV_ROOT`] when it is
+/// set (the library has no `--root`; a caller with one checks it first), else steps 2 to 5.
+pub fn discover() -> Result<PathBuf> {
+    discover_with(std::env::var_os(ENV_ROOT), |p| {
+        std::fs::read_to_string(p).map_err(|e| Error::failed(format!("failed to read {p}: {e}")))
+    })
 }
 
 #[cfg(test)]
@@ -148,6 +186,43 @@ mod tests {
             Path::new("/mnt/cg/a.service")
         );
         assert!(root("/user.slice/b", mi).is_err());
+    }
+
+    #[test]
+    fn the_variable_comes_first_and_proc_is_not_read_then() {
+        let unread = |p: &str| -> Result<String> { panic!("{p} was read") };
+        assert_eq!(
+            discover_with(Some("/sys/fs/cgroup/ck-sandbox-1".into()), unread).unwrap(),
+            Path::new("/sys/fs/cgroup/ck-sandbox-1")
+        );
+        // Not checked here: a path that is no cgroup is refused when it is opened.
+        assert_eq!(
+            discover_with(Some("relative/x".into()), unread).unwrap(),
+            Path::new("relative/x")
+        );
+    }
+
+    #[test]
+    fn an_empty_variable_is_refused_by_name() {
+        let unread = |p: &str| -> Result<String> { panic!("{p} was read") };
+        let e = discover_with(Some(OsString::new()), unread).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains(ENV_ROOT), "{e}");
+    }
+
+    #[test]
+    fn without_the_variable_the_rule_applies() {
+        let read = |p: &str| -> Result<String> {
+            Ok(match p {
+                "/proc/self/cgroup" => "0::/system.slice/ck-subc.service/daemon\n".to_string(),
+                "/proc/self/mountinfo" => UNIFIED.to_string(),
+                _ => panic!("{p}"),
+            })
+        };
+        assert_eq!(
+            discover_with(None, read).unwrap(),
+            Path::new("/sys/fs/cgroup/system.slice/ck-subc.service")
+        );
     }
 
     #[test]
