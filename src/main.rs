@@ -82,7 +82,7 @@ fn open_root(explicit: Option<PathBuf>) -> Result<Root, Error> {
 /// has no systemd backend: refused, rather than writing into a service root that systemd owns.
 fn no_systemd_backend(command: &Command) -> Result<(), Error> {
     let name = match command {
-        Command::Init => "init",
+        Command::Init { .. } => "init",
         Command::Create { .. } => "create",
         Command::Set { .. } => "set",
         Command::Place { .. } => "place",
@@ -106,8 +106,14 @@ fn no_systemd_backend(command: &Command) -> Result<(), Error> {
 fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
     no_systemd_backend(&cli.command)?;
     match cli.command {
-        Command::Init => {
-            let r = open_root(cli.root)?.init()?;
+        Command::Init { cmd } => {
+            let root = open_root(cli.root)?;
+            let r = root.init()?;
+            if !cmd.is_empty() {
+                // From the root, init has moved this process already; from elsewhere, now.
+                root.enter_daemon_leaf()?;
+                return Ok(exec(&cmd));
+            }
             out.init(&r)?;
         }
         Command::Create { id, limits } => {
@@ -158,12 +164,7 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             let root = open_root(cli.root)?;
             // The spawn path: without limits, one write to cgroup.procs (and a mkdir the first
             // time); with limits, checked before anything is made.
-            if !l.is_empty() {
-                let r = root.create_with_limits(&id, &l, limits.best_effort)?;
-                for s in &r.skipped {
-                    eprintln!("ck-cgroup: skipped {}: {}", s.file, s.reason);
-                }
-            }
+            create_with_limits(&root, &id, &l, limits.best_effort)?;
             root.enter(&id)?;
             return Ok(exec(&cmd));
         }
@@ -281,12 +282,16 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
         Command::Run {
             id,
             stop,
+            limits,
             no_pid_namespace,
             cmd,
         } => {
             let id = ModuleId::new(&id)?;
             let opts = stop.options_or_grace(cli::args::RUN_GRACE);
+            let policy = Policy::load(cli.policy.as_deref())?;
+            let l = merge(&limits.limits(), &policy.for_module(&id).limits);
             let root = open_root(cli.root)?;
+            create_with_limits(&root, &id, &l, limits.best_effort)?;
             return run_resident(root, &id, &opts, !no_pid_namespace, &cmd, out);
         }
         Command::Sandbox {
@@ -322,6 +327,23 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
         Command::Generate { kind, out_dir } => cli::generate::generate(kind, out_dir.as_deref())?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `exec` and `run` with limits (flags and policy): the module made with them, checked before
+/// anything is made; without limits nothing here (the spawn makes the module).
+fn create_with_limits(
+    root: &Root,
+    id: &ModuleId,
+    l: &ck_cgroup::limits::Limits,
+    best_effort: bool,
+) -> Result<(), Error> {
+    if !l.is_empty() {
+        let r = root.create_with_limits(id, l, best_effort)?;
+        for s in &r.skipped {
+            eprintln!("ck-cgroup: skipped {}: {}", s.file, s.reason);
+        }
+    }
+    Ok(())
 }
 
 /// `execvp(3)` CMD; returns only when that failed (126 cannot execute, 127 not found).

@@ -313,6 +313,13 @@ impl Root {
         })
     }
 
+    /// Move the calling process into `daemon/` (`"0"` written to `daemon/cgroup.procs`), for a
+    /// daemon started by `init -- CMD` from outside the root.
+    pub fn enter_daemon_leaf(&self) -> Result<()> {
+        let file = format!("{DAEMON_LEAF}/cgroup.procs");
+        self.dir.write(&file, "0")
+    }
+
     /// Move every process in the root's own `cgroup.procs` into `daemon/` (no internal processes).
     fn evacuate_root(&self) -> Result<Vec<u32>> {
         let mut moved = Vec::new();

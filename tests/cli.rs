@@ -583,3 +583,27 @@ fn sandbox_and_run_start_cmd_with_no_signal_blocked() {
     let o = w.run(&["run", "mask", "--", "cat", "/proc/self/status"]);
     assert_eq!(sigblk(&stdout(&o)), "0000000000000000", "run's CMD");
 }
+
+/// The unit's `ExecStart=` is `ck-cgroup init -- DAEMON`: a daemon that does not run `init`
+/// itself starts in `daemon/`, with the layout made, and with its own pid (exec, not a child).
+#[test]
+fn init_with_a_command_executes_it_in_the_daemon_leaf() {
+    let w = World::new();
+    let o = w.run(&[
+        "init",
+        "--",
+        "sh",
+        "-c",
+        "grep '^0::' /proc/self/cgroup; echo $$ $PPID",
+    ]);
+    let out = ok(o);
+    let mut lines = out.lines();
+    let cg = lines.next().unwrap_or_default();
+    assert!(
+        cg.ends_with(&format!("{}/daemon", v2_path(w.root()))),
+        "{cg}"
+    );
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
+    let o = w.run(&["init", "--", "/nonexistent/daemon"]);
+    assert_eq!(o.status.code(), Some(127), "{}", stderr(&o));
+}

@@ -288,7 +288,10 @@ fn check_service_unit(text: &str, manager: &str, helper: &str, daemon: &str) {
         one(&d, "Unit", "Documentation").contains("man:ck-cgroup(1)"),
         "Documentation="
     );
-    assert_eq!(one(&d, "Service", "ExecStart"), daemon);
+    assert_eq!(
+        one(&d, "Service", "ExecStart"),
+        format!("{helper} init -- {daemon}")
+    );
     assert_eq!(
         one(&d, "Service", "Environment"),
         format!("CK_CGROUP_HELPER={helper}")

@@ -292,3 +292,18 @@ fn ppid(pid: u32) -> u32 {
 fn state(pid: u32) -> Option<char> {
     stat_fields(pid)?.first()?.chars().next()
 }
+
+/// `run` takes the limit flags (and the policy) as `exec` does: checked before anything is made.
+#[test]
+fn run_with_a_limit_whose_controller_is_off_is_refused_and_makes_nothing() {
+    let w = World::new();
+    let enabled = std::fs::read_to_string(w.root().join("subc-modules/cgroup.subtree_control"))
+        .unwrap_or_default();
+    if enabled.split_whitespace().any(|c| c == "memory") {
+        return; // a host with the memory controller: the guest lane checks the limit itself
+    }
+    let o = w.run(&["run", "lim", "--memory-max", "64M", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("memory"), "{}", stderr(&o));
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
+}

@@ -45,7 +45,13 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Make daemon/ and subc-modules/, move the root's processes into daemon/, enable controllers.
-    Init,
+    /// With CMD: then execute CMD in daemon/ (same pid, nothing printed), as the unit's
+    /// ExecStart= does for a daemon that does not run `init` itself.
+    Init {
+        /// The daemon's command and its arguments (optional).
+        #[arg(last = true, value_name = "CMD")]
+        cmd: Vec<String>,
+    },
     /// Make a module's cgroup subc-modules/<ID> (idempotent), with limits.
     Create {
         /// Module id: 1 to 64 of [A-Za-z0-9_-], starting with a letter or digit.
@@ -114,6 +120,8 @@ pub enum Command {
         id: String,
         #[command(flatten)]
         stop: StopArgs,
+        #[command(flatten)]
+        limits: LimitArgs,
         /// No PID namespace: CMD sees host pids, and a SIGKILL of this helper kills CMD alone
         /// (its parent-death signal), not the rest of the module.
         #[arg(long)]

@@ -9,7 +9,8 @@ unit=$(systemctl show -P FragmentPath "$UNIT")
 echo "unit file: $unit"; cat "$unit"
 expect "the unit systemd loads is the one make install put in /lib/systemd/system ($unit)" \
   [ "$(readlink -f "$unit")" = "$(readlink -f /lib/systemd/system/ck-subc.service)" ]
-expect "ExecStart is the installed daemon" grep -qx 'ExecStart=/usr/bin/ck-subc' "$unit"
+expect "ExecStart is the installed daemon, started in daemon/ by the helper's init" \
+  grep -qx 'ExecStart=/usr/bin/ck-cgroup init -- /usr/bin/ck-subc' "$unit"
 expect "ExecStartPre is the installed helper's prune --kill" \
   grep -qx 'ExecStartPre=/usr/bin/ck-cgroup prune --kill' "$unit"
 t0=$(date +%s)
