@@ -9,6 +9,7 @@
 #   make deb        a Debian package in target/deb/ (scripts/build-deb)
 #   make bench      the benchmarks (scripts/bench), once there are any
 #   make vm-test    the guest lane (scripts/vm-test), once it is built
+#   make vm-mutation the guest lane's mutation controls (scripts/vm-mutation)
 #
 # docs/packaging.md describes every variable below and every line of the units.
 
@@ -96,7 +97,7 @@ install_units = $(call render,units/ck-subc.service.in,$(1),"$(2)/ck-subc.servic
 	$(call render,units/module.slice.in,$(1),"$(2)/module.slice") && \
 	$(call render,units/module-.slice.d/ck-cgroup.conf.in,$(1),"$(2)/module-.slice.d/ck-cgroup.conf")
 
-.PHONY: all build test demo check clean install uninstall bench deb vm-test
+.PHONY: all build test demo check clean install uninstall bench deb vm-test vm-mutation
 
 all: build
 
@@ -159,3 +160,6 @@ deb: build
 
 vm-test:
 	@if [ -x scripts/vm-test ]; then scripts/vm-test; else echo "the guest lane is not built yet (issue 4)"; fi
+
+vm-mutation:
+	scripts/vm-mutation

@@ -103,3 +103,82 @@ oom_killed() {
 # has_daemon_lines JOURNAL: the journal text holds the daemon's own lines, so that a check on
 # what it lacks is not passed by an empty query.
 has_daemon_lines() { grep -q 'ck-subc\[[0-9]*\]: .*module [a-z]' <<< "$1"; }
+
+# The real daemon (checks 95, 96): subc-daemon 0.39.3 behind our bootstrap main
+# (scripts/vm/real-daemon), installed as /usr/bin/ck-subc under the installed unit, its own
+# placement off (SUBC_CGROUP_PLACEMENT=disabled), every module through `ck-cgroup run`:
+#   hog   run --memory-max 64M --memory-swap-max 0 (replay 1's hog when $T/hog.once says so)
+#   orph  run --grace 500ms; a reparented grandchild and a TERM-ignoring one
+#   deaf  run (grace 10 s, past the daemon's 3 s drain); ignores TERM, with a TERM-ignoring orphan
+# Each may restart 100 times in 600 s, 100 to 200 ms apart (the daemon's default: 3, then it
+# gives up for 600 s). On SIGTERM the daemon sends TERM to each module's helper (`run` then stops
+# the whole module) and SIGKILLs a helper still running after drain_timeout_ms.
+REAL=/lane/bin/ck-subc-real
+REAL_HOME=/var/lib/ck-subc-real
+REAL_MODULES="hog orph deaf"
+real_running() { local id; for id in $REAL_MODULES; do module_running "$id" || return 1; done; }
+# real_daemon_up: the real daemon runs under the unit with modules hog orph deaf (idempotent).
+real_daemon_up() {
+  if [ "$(readlink -f /usr/bin/ck-subc)" = "$(readlink -f "$REAL")" ] && is_active; then
+    SVC=$(svc_cg)
+    wait_until 60 real_running
+    return
+  fi
+  systemctl stop "$UNIT" 2> /dev/null || true
+  rm -rf "$T" && mkdir -p "$T"
+  ln -sf "$REAL" /usr/bin/ck-subc
+  # The daemon refuses a data directory others can read for its local socket: 0700 beforehand.
+  mkdir -p /run/systemd/system/ck-subc.service.d "$REAL_HOME/config/cortexkit" \
+    "$REAL_HOME/data/cortexkit/run"
+  chmod 0700 "$REAL_HOME" "$REAL_HOME/data" "$REAL_HOME/data/cortexkit" "$REAL_HOME/data/cortexkit/run"
+  cat > /run/systemd/system/ck-subc.service.d/real-daemon.conf << CONF
+[Service]
+Environment=HOME=$REAL_HOME XDG_CONFIG_HOME=$REAL_HOME/config XDG_DATA_HOME=$REAL_HOME/data
+Environment=XDG_RUNTIME_DIR=/run/ck-subc-real SUBC_PORT=0 RUST_LOG=info
+Environment=SUBC_CGROUP_PLACEMENT=disabled
+RuntimeDirectory=ck-subc-real
+RuntimeDirectoryMode=0700
+CONF
+  cat > "$REAL_HOME/config/cortexkit/subc.jsonc" << 'JSON'
+{
+  "version": 1,
+  "drain_timeout_ms": 3000,
+  "modules": {
+    "hog": { "program": "/usr/bin/ck-cgroup", "protocol": "none",
+      "restart": { "max_restarts": 100, "window_secs": 600, "backoff_ms": 100, "max_backoff_ms": 200 },
+      "args": ["run", "hog", "--memory-max", "64M", "--memory-swap-max", "0", "--", "/lane/real-module", "hog"] },
+    "orph": { "program": "/usr/bin/ck-cgroup", "protocol": "none",
+      "restart": { "max_restarts": 100, "window_secs": 600, "backoff_ms": 100, "max_backoff_ms": 200 },
+      "args": ["run", "orph", "--grace", "500ms", "--", "/lane/real-module", "orph"] },
+    "deaf": { "program": "/usr/bin/ck-cgroup", "protocol": "none",
+      "restart": { "max_restarts": 100, "window_secs": 600, "backoff_ms": 100, "max_backoff_ms": 200 },
+      "args": ["run", "deaf", "--", "/lane/real-module", "deaf"] }
+  }
+}
+JSON
+  echo "trap '' TERM; (sleep 1001 &); (sh -c 'trap \"\" TERM; exec sleep 1002' &); exec sleep infinity" > "$T/orph.cmd"
+  echo "trap '' TERM; (sleep 1003 &); exec sleep infinity" > "$T/deaf.cmd"
+  systemctl daemon-reload
+  systemctl start "$UNIT"
+  SVC=$(svc_cg)
+  wait_until 60 real_running
+}
+# helper_pid ID: the `ck-cgroup run` process of a module: the parent of its namespace's init
+# (the member whose innermost pid is 1).
+helper_pid() {
+  local p
+  for p in $(cat "$SVC/subc-modules/$1/cgroup.procs" 2> /dev/null); do
+    if grep -qE '^NSpid:.*[[:space:]]1$' "/proc/$p/status" 2> /dev/null; then
+      awk '/^PPid:/ { print $2 }' "/proc/$p/status"
+      return
+    fi
+  done
+  return 1
+}
+# real_daemon_down: the stand-in daemon back under the unit, stopped.
+real_daemon_down() {
+  systemctl stop "$UNIT" 2> /dev/null || true
+  rm -f /run/systemd/system/ck-subc.service.d/real-daemon.conf
+  rm -f /usr/bin/ck-subc && install -m 0755 /lane/ck-subc-standin /usr/bin/ck-subc
+  systemctl daemon-reload
+}
