@@ -1,6 +1,6 @@
 //! Kill-on-close: the program in a PID namespace of its own, under an init of ours.
 //!
-//! [`ModuleCommand::pid_namespace`] makes [`spawn_into`](super::spawn_into) start, instead of the
+//! [`ModuleCommand::pid_namespace`] makes [`spawn_into`] start, instead of the
 //! program, a small init: `clone3(2)` with `CLONE_NEWPID | CLONE_INTO_CGROUP | CLONE_PIDFD`, so it
 //! is PID 1 of a new namespace and a member of the module from birth. The init
 //!
@@ -148,9 +148,9 @@ pub(super) fn spawn(
     // SAFETY: `init` makes only async-signal-safe calls on prepared data and never returns.
     let (pid, pidfd) = unsafe { clone3_fork(cgroup_dir, placement_flag | CLONE_NEWPID, init) }
         .map_err(|error| Clone3Failure {
-        error,
-        from_clone3: true,
-    })?;
+            error,
+            from_clone3: true,
+        })?;
     drop(status_wr);
     let reports = Reports {
         fd: status_rd,
