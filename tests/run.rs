@@ -13,7 +13,10 @@ use common::*;
 
 /// Shell: write this shell's host pid to FILE (`/proc` is the host's, `$$` the namespace's).
 fn host_pid_to(file: &std::path::Path) -> String {
-    format!("read -r p _ < /proc/self/stat; echo $p > {}", file.display())
+    format!(
+        "read -r p _ < /proc/self/stat; echo $p > {}",
+        file.display()
+    )
 }
 
 /// The module's directory under the sandbox.
@@ -88,7 +91,15 @@ fn sigkill_of_run_takes_cmd_with_it() {
     let script = format!("{}; exec sleep 600", host_pid_to(&w.tmp("cmd.pid")));
     let mut run = w
         .ck()
-        .args(["run", "orphaned", "--no-pid-namespace", "--", "sh", "-c", &script])
+        .args([
+            "run",
+            "orphaned",
+            "--no-pid-namespace",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
         .spawn()
         .unwrap();
     w.track(run.id());
@@ -170,7 +181,9 @@ fn no_zombie_piles_up_in_a_module_that_keeps_making_orphans() {
             .filter(|&p| ppid(p) == init && state(p) == Some('Z'))
             .count()
     };
-    eventually("the namespace's init to reap 100 orphans", || zombies() == 0);
+    eventually("the namespace's init to reap 100 orphans", || {
+        zombies() == 0
+    });
     run.kill().unwrap();
     run.wait().unwrap();
     assert!(empty_within(&w, "churn", Duration::from_secs(1)));
@@ -267,7 +280,15 @@ fn cmd_is_pid_2_in_its_namespace_and_sees_host_pids_without_one() {
     let w = World::new();
     let inside = ok(w.run(&["run", "ns", "--", "sh", "-c", "echo $$"]));
     assert_eq!(inside.trim(), "2");
-    let host = ok(w.run(&["run", "ns", "--no-pid-namespace", "--", "sh", "-c", "echo $$"]));
+    let host = ok(w.run(&[
+        "run",
+        "ns",
+        "--no-pid-namespace",
+        "--",
+        "sh",
+        "-c",
+        "echo $$",
+    ]));
     assert_ne!(host.trim(), "2");
     assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
 }

@@ -958,11 +958,13 @@ fn spawn_clone3(
             unsafe { child_exec(&ctx) }
         };
         // SAFETY: `exec` makes only async-signal-safe calls on prepared data and never returns.
-        let (pid, pidfd) = unsafe { clone3_fork(cgroup_dir, placement_flag, exec) }
-            .map_err(|error| Clone3Failure {
-            error,
-            from_clone3: true,
-        })?;
+        let (pid, pidfd) =
+            unsafe { clone3_fork(cgroup_dir, placement_flag, exec) }.map_err(|error| {
+                Clone3Failure {
+                    error,
+                    from_clone3: true,
+                }
+            })?;
         (pid, pidfd, None)
     };
     let Prepared {
