@@ -50,11 +50,16 @@ fn run_returns_the_exit_code_and_the_death_signal_unchanged() {
 fn run_takes_down_the_grandchild_cmd_left_behind() {
     let w = World::new();
     let gc = w.tmp("gc.pid");
+    // The grandchild ignores TERM, so the grace ends and the kill must take it.
     let script = format!(
-        "sh -c '{}; exec sleep 600' >/dev/null 2>&1 & sleep 0.2; exit 0",
-        host_pid_to(&gc)
+        "sh -c 'trap \"\" TERM; {}; exec sleep 600' >/dev/null 2>&1 & \
+         while [ ! -s {g} ]; do sleep 0.01; done; exit 0",
+        host_pid_to(&gc),
+        g = gc.display()
     );
-    let o = w.run(&["run", "leaver", "--", "sh", "-c", &script]);
+    let o = w.run(&[
+        "run", "leaver", "--grace", "200ms", "--", "sh", "-c", &script,
+    ]);
     let gc = w.pid_from("gc.pid");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!alive(gc), "the grandchild {gc} survived run");
