@@ -44,7 +44,7 @@ journal=$(journal_since "$t0")
 echo "$journal"
 pre=$(systemctl show -P ExecStartPre "$UNIT")
 expect "ExecStartPre ran again and exited 0" grep -q 'code=exited ; status=0[ /]' <<< "$pre"
-by_prune=$(grep -E 'ck-cgroup\[[0-9]+\]: .*(killed|removed)' <<< "$journal" | sed 's/^[^]]*] //' | tr '\n' ' ' || true)
+by_prune=$(grep -E 'ck-subc\[[0-9]+\]: .*(killed|removed)' <<< "$journal" | sed 's/^[^]]*] //' | tr '\n' ' ' || true)
 by_systemd=$(grep -E 'Killing process|Main process exited|Failed with result' <<< "$journal" | sed 's/^[^]]*] //' | tr '\n' ' ' || true)
 where=$(control_leaf "$journal") || true
 expect "prune ran in the service's cgroup or its .control leaf: $where" control_leaf "$journal"
@@ -70,10 +70,10 @@ expect "the stray module's process $stray is dead" wait_until 5 eval '! alive '"
 expect "the stray module's directory is gone" not_exists "$SVC/subc-modules/stray"
 journal=$(journal_since "$t0")
 echo "$journal"
-line=$(grep -E 'ck-cgroup\[[0-9]+\]: stray' <<< "$journal" | sed 's/^[^]]*] //' || true)
+line=$(grep -E 'ck-subc\[[0-9]+\]: stray' <<< "$journal" | sed 's/^[^]]*] //' || true)
 expect "the journal shows prune killed it: ${line:-no line}" [ -n "$line" ]
 # Order: prune's line comes before the daemon's init.
-pl=$(grep -n -E 'ck-cgroup\[[0-9]+\]: stray' <<< "$journal" | head -n 1 | cut -d: -f1)
+pl=$(grep -n -E 'ck-subc\[[0-9]+\]: stray' <<< "$journal" | head -n 1 | cut -d: -f1)
 il=$(grep -n 'init done' <<< "$journal" | head -n 1 | cut -d: -f1)
 expect "prune (journal line ${pl:-?}) ran before the daemon's init (line ${il:-?})" \
   eval '[ -n "$pl" ] && [ -n "$il" ] && [ "$pl" -lt "$il" ]'

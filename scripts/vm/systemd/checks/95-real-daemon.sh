@@ -33,12 +33,15 @@ expect "hog's module has memory.oom.group 1 ($(cat "$SVC/subc-modules/hog/memory
   [ "$(cat "$SVC/subc-modules/hog/memory.oom.group")" = 1 ]
 echo "(sleep 1004 &); exec $MEMHOG 256" > "$T/hog.once"
 kill "$(mod_pid hog)"  # the daemon restarts hog, whose next command is the hog
+hog_oom() { dmesg | grep -q 'oom_memcg=/.*/subc-modules/hog,'; }
+expect "hog past its memory.max met the OOM killer" wait_until 60 hog_oom
+# The kernel writes its group line right after the kill's (mem_cgroup_print_oom_group).
 group_kill() { dmesg | grep -q 'subc-modules/hog are going to be killed due to memory.oom.group set'; }
-expect "the kernel killed hog's whole module by memory.oom.group" wait_until 60 group_kill
+expect "the kernel killed hog's whole module by memory.oom.group" wait_until 2 group_kill
 dmesg | grep -E 'oom-kill:|Memory cgroup out of memory|memory.oom.group' | tail -n 4 || true
 expect "the daemon restarted hog after the OOM kill (starts $sh0 -> $(starts hog))" \
   wait_until 60 restarted hog $((sh0 + 1))
-expect "the service is active ($(systemctl is-active "$UNIT"))" is_active
+expect "the service is active ($(sctl is-active "$UNIT"))" is_active
 expect "the daemon kept its pid ($mp, now $(main_pid))" [ "$(main_pid)" = "$mp" ]
 expect "orph kept its pid ($po)" eval '[ "$(mod_pid orph)" = "$po" ] && alive "$po"'
 expect "deaf kept its pid ($pd)" eval '[ "$(mod_pid deaf)" = "$pd" ] && alive "$pd"'

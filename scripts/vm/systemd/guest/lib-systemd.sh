@@ -8,12 +8,15 @@ FORKN=/lane/bin/forkn
 T=/run/ck-subc-test
 UNIT=ck-subc.service
 
+# systemctl with a limit: a manager that does not answer fails the check that asked, instead of
+# using up the check file's time.
+sctl() { timeout 30 systemctl "$@"; }
 svc_cg() {  # the service's cgroup directory ("" when the unit has none)
   local cg
-  cg=$(systemctl show -P ControlGroup "$UNIT")
+  cg=$(sctl show -P ControlGroup "$UNIT")
   [ -n "$cg" ] && echo "$CG$cg"
 }
-main_pid() { systemctl show -P MainPID "$UNIT"; }
+main_pid() { sctl show -P MainPID "$UNIT"; }
 mod_pid() { cat "$T/$1.pid" 2> /dev/null; }
 # starts ID: how many times the daemon started the module; fails when that cannot be read.
 starts() { cat "$T/$1.starts"; }
@@ -21,7 +24,7 @@ starts() { cat "$T/$1.starts"; }
 subtree_pids() { find "$1" -name cgroup.procs -exec cat {} + 2> /dev/null | sort -n | tr '\n' ' '; }
 # subtree_dirs DIR: every cgroup directory in DIR and below, relative, sorted, one line.
 subtree_dirs() { (cd "$1" && find . -type d | sort | tr '\n' ' '); }
-is_active() { [ "$(systemctl is-active "$UNIT")" = active ]; }
+is_active() { [ "$(sctl is-active "$UNIT")" = active ]; }
 # module_running ID: the module's main process is alive and inside the module ($SVC when set: a
 # `systemctl show` per poll is slow under TCG).
 module_running() {
