@@ -283,6 +283,52 @@ pub fn proc_status_memory(text: &str) -> ProcMemory {
     }
 }
 
+/// From `/proc/<pid>/stat` (proc(5)): what `place` checks before it moves a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    /// Field 3, the state: `R`, `S`, `D`, `Z` (zombie), `X` (dead), `T`, `t`, `I`, ...
+    pub state: char,
+    /// Field 4, the parent's pid.
+    pub ppid: u32,
+    /// Field 9, the kernel's `PF_*` flags.
+    pub flags: u64,
+}
+
+/// `PF_KTHREAD` in [`ProcStat::flags`]: a kernel thread (`include/linux/sched.h`).
+pub const PF_KTHREAD: u64 = 0x0020_0000;
+
+impl ProcStat {
+    /// A kernel thread (`PF_KTHREAD`).
+    pub fn kernel_thread(&self) -> bool {
+        self.flags & PF_KTHREAD != 0
+    }
+
+    /// A zombie (`Z`) or dead (`X`) task: it runs no more.
+    pub fn exited(&self) -> bool {
+        matches!(self.state, 'Z' | 'X' | 'x')
+    }
+}
+
+/// Parse `/proc/<pid>/stat`. The command name (field 2) may hold spaces and parentheses, so the
+/// fields are counted after its last `)`. `None` when the line does not have them.
+pub fn proc_stat(text: &str) -> Option<ProcStat> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let mut f = rest.split_whitespace();
+    let state = f.next()?.chars().next()?;
+    let ppid = f.next()?.parse().ok()?;
+    // pgrp, session, tty_nr, tpgid, then flags.
+    let flags = f.nth(4)?.parse().ok()?;
+    Some(ProcStat { state, ppid, flags })
+}
+
+/// `Tgid:` of `/proc/<pid>/status`: the thread group (process) a task belongs to; a thread id
+/// whose `Tgid` is not itself names a thread, not a process.
+pub fn proc_status_tgid(text: &str) -> Option<u32> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 #[cfg(test)]
 mod telemetry_tests {
     use super::tests::fixture;
@@ -318,6 +364,33 @@ mod telemetry_tests {
         assert_eq!(limit("garbage"), None);
         assert_eq!(number("42\n"), Some(42));
         assert_eq!(number(""), None);
+    }
+
+    #[test]
+    fn proc_stat_and_tgid() {
+        let kthreadd = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 1 0 0 20 0 1 0 26 0\n";
+        let s = proc_stat(kthreadd).unwrap();
+        assert_eq!((s.state, s.ppid), ('S', 0));
+        assert!(s.kernel_thread() && !s.exited());
+        // A command name with spaces and parentheses; a zombie.
+        let z = proc_stat("77 (a) b (c)) Z 12 77 77 0 -1 4194572 0 0\n").unwrap();
+        assert_eq!((z.state, z.ppid), ('Z', 12));
+        assert!(z.exited() && !z.kernel_thread());
+        for bad in [
+            "",
+            "1 (x",
+            "1 (x) S",
+            "1 (x) S 0 0 0 0 0",
+            "1 (x) S p 0 0 0 0 0 0",
+        ] {
+            assert_eq!(proc_stat(bad), None, "{bad}");
+        }
+        assert_eq!(proc_status_tgid(&fixture("proc-status")), Some(4242));
+        assert_eq!(
+            proc_status_tgid("Name:\tx\nTgid:\t17\nPid:\t18\n"),
+            Some(17)
+        );
+        assert_eq!(proc_status_tgid("Name:\tx\n"), None);
     }
 
     #[test]
