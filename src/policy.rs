@@ -16,6 +16,11 @@
 //! `oom_group` (true/false), `memory_report` (a size). An unknown key, a bad value or a module
 //! table whose name is not a module id is bad input (exit 2): a typo in a policy must be loud.
 //! The default path is [`DEFAULT_PATH`]; a missing default file means no policy.
+//!
+//! A policy file is a regular file of at most [`MAX_BYTES`] (the null device, `/dev/null`, is
+//! the empty policy). Anything else (a FIFO, `/dev/zero`, a directory, a larger file) is refused
+//! as bad input at once: it is opened without blocking, checked with `fstat`, and read with a
+//! bound, so no policy path can hang a command or fill its memory.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -31,6 +36,9 @@ use crate::wait::join;
 
 /// Where the policy is read from when `--policy` and `CK_CGROUP_POLICY` are not given.
 pub const DEFAULT_PATH: &str = "/etc/ck-cgroup/policy.toml";
+
+/// The largest policy file read, in bytes (1 MiB): a policy is a few lines.
+pub const MAX_BYTES: u64 = 1 << 20;
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -149,19 +157,17 @@ impl Policy {
         })
     }
 
-    /// Load `explicit`, or [`DEFAULT_PATH`] when it exists, or no policy.
+    /// Load `explicit`, or [`DEFAULT_PATH`] when it exists, or no policy. The file must be a
+    /// regular file of at most [`MAX_BYTES`] ([`read_bounded`]).
     pub fn load(explicit: Option<&Path>) -> Result<Policy> {
         let (path, must) = match explicit {
             Some(p) => (p.to_path_buf(), true),
             None => (PathBuf::from(DEFAULT_PATH), false),
         };
-        match std::fs::read_to_string(&path) {
+        match read_bounded(&path) {
             Ok(t) => Policy::parse(&t, &path),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !must => Ok(Policy::default()),
-            Err(e) => Err(Error::bad_input(format!(
-                "failed to read policy {}: {e}",
-                path.display()
-            ))),
+            Err(e) if e.errno() == Some(rustix::io::Errno::NOENT) && !must => Ok(Policy::default()),
+            Err(e) => Err(e),
         }
     }
 
@@ -183,6 +189,69 @@ impl Policy {
             memory_report: m.memory_report.or(d.memory_report),
         }
     }
+}
+
+/// Read a policy file: open it without blocking (a FIFO with no writer must not hang the
+/// command), `fstat` the open file, and refuse anything but a regular file of at most
+/// [`MAX_BYTES`] before reading; then read at most that much (a file that grew meanwhile is
+/// refused too). The null device reads as the empty policy. Every refusal is bad input (exit 2)
+/// naming the path and what it is; a missing file keeps its `ENOENT` ([`Error::errno`]).
+pub fn read_bounded(path: &Path) -> Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+    let bad = |what: String| {
+        Error::bad_input(format!("policy {}: {what}", path.display())).with_hint(format!(
+            "point --policy (or CK_CGROUP_POLICY) at a TOML file of at most {} KiB, or at /dev/null for none",
+            MAX_BYTES >> 10
+        ))
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| {
+            let errno = rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::IO);
+            Error::io("open policy", path, errno).with_class(crate::error::Class::BadInput)
+        })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| bad(format!("failed to fstat it: {e}")))?;
+    let ft = meta.file_type();
+    if ft.is_char_device()
+        && rustix::fs::major(meta.rdev()) == 1
+        && rustix::fs::minor(meta.rdev()) == 3
+    {
+        // /dev/null: no policy, as an empty file.
+        return Ok(String::new());
+    }
+    if !ft.is_file() {
+        let kind = if ft.is_dir() {
+            "a directory"
+        } else if ft.is_fifo() {
+            "a FIFO"
+        } else if ft.is_char_device() {
+            "a character device"
+        } else if ft.is_block_device() {
+            "a block device"
+        } else if ft.is_socket() {
+            "a socket"
+        } else {
+            "not a file"
+        };
+        return Err(bad(format!("it is {kind}, not a regular file")));
+    }
+    let too_big = || bad(format!("it is larger than {} bytes", MAX_BYTES));
+    if meta.len() > MAX_BYTES {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| bad(format!("failed to read it: {e}")))?;
+    if bytes.len() as u64 > MAX_BYTES {
+        return Err(too_big());
+    }
+    String::from_utf8(bytes).map_err(|_| bad("it is not UTF-8 text".to_string()))
 }
 
 /// `flags` over `policy`, key by key: what the command line says wins.
@@ -327,6 +396,45 @@ mod tests {
             .join("\n");
         let p = Policy::parse(&all, &path).unwrap();
         assert_eq!(p.modules.len(), 2, "{all}");
+    }
+
+    #[test]
+    fn policy_files_are_regular_files_of_bounded_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = dir.path().join("p.toml");
+        std::fs::write(&ok, "[defaults]\npids_max = 5\n").unwrap();
+        assert_eq!(
+            Policy::load(Some(&ok)).unwrap().defaults.limits.pids_max,
+            Some(Limit::Value(5))
+        );
+        assert_eq!(
+            Policy::load(Some(Path::new("/dev/null")))
+                .unwrap()
+                .modules
+                .len(),
+            0
+        );
+        let big = dir.path().join("big.toml");
+        std::fs::write(&big, vec![b'#'; MAX_BYTES as usize + 1]).unwrap();
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        for (path, says) in [
+            (Path::new("/dev/zero"), "a character device"),
+            (dir.path(), "a directory"),
+            (fifo.as_path(), "a FIFO"),
+            (big.as_path(), "larger than 1048576 bytes"),
+        ] {
+            let e = Policy::load(Some(path)).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{e}");
+            assert!(e.to_string().contains(says), "{e}");
+        }
+        let e = Policy::load(Some(&dir.path().join("missing"))).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
     }
 
     #[test]
