@@ -1,6 +1,12 @@
 //! `ck-cgroup`: a thin binary over the `ck_cgroup` library. Arguments are checked, one library
 //! call runs, one renderer prints the result, and errors map to exit codes in one place
 //! ([`exit_code`]).
+//!
+//! Nothing here panics on a stdout or stderr that cannot be written (closed, full, a closed
+//! pipe): a line on stderr that cannot be written is lost ([`note`]), and a result that cannot
+//! be written to stdout changes the exit code only for the commands whose output is the result
+//! (`list`, `status`, `doctor`, `watch`, `generate`); for the others the code stays the
+//! operation's ([`written`]).
 
 mod cli;
 
@@ -15,6 +21,7 @@ use ck_cgroup::policy::{Policy, merge};
 use ck_cgroup::{Error, ModuleId, Root, Sandbox, discover};
 use cli::args::{Cli, Command};
 use cli::output::Output;
+use cli::program;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -34,9 +41,30 @@ fn main() -> ExitCode {
         }
         Err(Fail::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(Fail::Io(e)) => {
-            eprintln!("ck-cgroup: failed to write output: {e}");
+            note(format_args!("failed to write output: {e}"));
             ExitCode::from(1)
         }
+    }
+}
+
+/// One line on stderr, `ck-cgroup: <line>`, in one write. A stderr that cannot be written
+/// (closed, full) loses the line and changes nothing else: `eprintln!` would panic (exit 101).
+fn note(line: impl std::fmt::Display) {
+    let _ = io::stderr()
+        .lock()
+        .write_all(format!("ck-cgroup: {line}\n").as_bytes());
+}
+
+/// The result of a command that changed something, as the renderer wrote it: when stdout cannot
+/// take it (full; a closed pipe is not an error) that is said on stderr, and the exit code stays
+/// the operation's, so a caller is not told that a kill that happened failed.
+fn written(r: io::Result<()>) {
+    if let Err(e) = r
+        && e.kind() != io::ErrorKind::BrokenPipe
+    {
+        note(format_args!(
+            "the operation is done but its result could not be written to stdout: {e}"
+        ));
     }
 }
 
@@ -46,11 +74,12 @@ fn exit_code(e: &Error) -> u8 {
 }
 
 fn report(e: &Error) {
-    let mut err = io::stderr().lock();
-    let _ = writeln!(err, "ck-cgroup: {e}");
+    let mut text = format!("ck-cgroup: {e}\n");
     if let Some(h) = e.hint() {
-        let _ = writeln!(err, "ck-cgroup: hint: {h}");
+        text += &format!("ck-cgroup: hint: {h}\n");
     }
+    // One write; a stderr that cannot be written loses it, and the exit code is still e's.
+    let _ = io::stderr().lock().write_all(text.as_bytes());
 }
 
 enum Fail {
@@ -107,14 +136,22 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
     no_systemd_backend(&cli.command)?;
     match cli.command {
         Command::Init { cmd } => {
+            // CMD is found before the layout is made.
+            let prog = match cmd.first() {
+                Some(p) => Some(match program::resolve(p) {
+                    Ok(path) => path,
+                    Err(e) => return Ok(not_runnable(e)),
+                }),
+                None => None,
+            };
             let root = open_root(cli.root)?;
             let r = root.init()?;
-            if !cmd.is_empty() {
+            if let Some(prog) = prog {
                 // From the root, init has moved this process already; from elsewhere, now.
                 root.enter_daemon_leaf()?;
-                return Ok(exec(&cmd));
+                return Ok(exec(&prog, &cmd));
             }
-            out.init(&r)?;
+            written(out.init(&r));
         }
         Command::Create { id, limits } => {
             let id = ModuleId::new(&id)?;
@@ -123,7 +160,7 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             let root = open_root(cli.root)?;
             let existed = root.find(id.as_str())?.is_some();
             let l = root.create_with_limits(&id, &want, limits.best_effort)?;
-            out.create(&id, root.path(), !existed, &l)?;
+            written(out.create(&id, root.path(), !existed, &l));
         }
         Command::Set { id, limits } => {
             let id = ModuleId::new(&id)?;
@@ -139,12 +176,12 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
                 .into());
             }
             let l = root.set_limits(&id, &limits.limits(), limits.best_effort)?;
-            out.limits(&l)?;
+            written(out.limits(&l));
         }
         Command::Place { id, pids } => {
             let id = ModuleId::new(&id)?;
             let r = open_root(cli.root)?.place(&id, &pids)?;
-            out.place(&r)?;
+            written(out.place(&r));
         }
         Command::Exec {
             id,
@@ -155,25 +192,31 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             let id = ModuleId::new(&id)?;
             let policy = Policy::load(cli.policy.as_deref())?;
             let l = merge(&limits.limits(), &policy.for_module(&id).limits);
+            // CMD is found before the module is made: one that cannot run leaves nothing.
+            let prog = match cmd.first().map(|p| program::resolve(p)) {
+                Some(Ok(path)) => path,
+                Some(Err(e)) => return Ok(not_runnable(e)),
+                None => return Ok(ExitCode::from(2)),
+            };
             if let Some(bus) = backend.systemd() {
                 // systemd makes the scope, applies the limits and moves this process; D-Bus is
                 // paid for only on this backend.
                 ck_cgroup::scopes::enter(bus, &id, &l, ck_cgroup::scopes::START_TIMEOUT)?;
-                return Ok(exec(&cmd));
+                return Ok(exec(&prog, &cmd));
             }
             let root = open_root(cli.root)?;
             // The spawn path: without limits, one write to cgroup.procs (and a mkdir the first
             // time); with limits, checked before anything is made.
             create_with_limits(&root, &id, &l, limits.best_effort)?;
             root.enter(&id)?;
-            return Ok(exec(&cmd));
+            return Ok(exec(&prog, &cmd));
         }
         Command::Kill { id, stop, backend } => {
             let r = match backend.systemd() {
                 Some(bus) => ck_cgroup::scopes::stop(bus, &id, &stop.options())?,
                 None => open_root(cli.root)?.stop(&id, &stop.options())?,
             };
-            out.kill(&r)?;
+            written(out.kill(&r));
             if let Some(e) = &r.error {
                 return Err(Error::failed(e.clone()).into());
             }
@@ -189,7 +232,7 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
                 Some(bus) => ck_cgroup::scopes::prune(bus, dry_run, kill, &keep, &stop.options())?,
                 None => open_root(cli.root)?.prune(dry_run, kill, &keep, &stop.options())?,
             };
-            out.prune(&r, dry_run)?;
+            written(out.prune(&r, dry_run));
             let failed = r.iter().filter(|e| e.error.is_some()).count();
             if failed > 0 {
                 return Err(Error::failed(format!(
@@ -201,7 +244,7 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
         }
         Command::Remove { id } => {
             let r = open_root(cli.root)?.remove(&id)?;
-            out.remove(&r)?;
+            written(out.remove(&r));
         }
         Command::Status {
             ids,
@@ -244,7 +287,7 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
                 .into());
             }
             let r = open_root(cli.root)?.apply(&policy, best_effort, dry_run)?;
-            out.apply(&r, dry_run)?;
+            written(out.apply(&r, dry_run));
         }
         Command::Watch { ids, report_above } => {
             let policy = Policy::load(cli.policy.as_deref())?;
@@ -261,12 +304,22 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
                     .filter_map(|(id, e)| e.memory_report.map(|v| (id.to_string(), v)))
                     .collect(),
             };
+            // watch ends when its output cannot be written: a closed pipe (the reader is done)
+            // is exit 0, any other failure (a full disk) exit 1.
+            let mut failed = None;
             ck_cgroup::watch::watch(&root, &opts, |e| {
+                let mut line = serde_json::to_vec(e).map_err(io::Error::other)?;
+                line.push(b'\n');
                 let mut o = io::stdout().lock();
-                serde_json::to_writer(&mut o, e).map_err(io::Error::other)?;
-                writeln!(o)?;
-                o.flush()
+                let r = o.write_all(&line).and_then(|()| o.flush());
+                if let Err(e) = &r {
+                    failed = Some(io::Error::new(e.kind(), e.to_string()));
+                }
+                r
             })?;
+            if let Some(e) = failed {
+                return Err(e.into());
+            }
         }
         Command::List { backend } => match backend.systemd() {
             Some(bus) => {
@@ -290,9 +343,14 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             let opts = stop.options_or_grace(cli::args::RUN_GRACE);
             let policy = Policy::load(cli.policy.as_deref())?;
             let l = merge(&limits.limits(), &policy.for_module(&id).limits);
+            // CMD is found before the module is made: one that cannot run leaves nothing.
+            if let Some(Err(e)) = cmd.first().map(|p| program::resolve(p)) {
+                return Ok(not_runnable(e));
+            }
             let root = open_root(cli.root)?;
+            let existed = root.find(id.as_str())?.is_some();
             create_with_limits(&root, &id, &l, limits.best_effort)?;
-            return run_resident(root, &id, &opts, !no_pid_namespace, &cmd, out);
+            return run_resident(root, &id, existed, &opts, !no_pid_namespace, &cmd, out);
         }
         Command::Sandbox {
             parent,
@@ -321,6 +379,10 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
                 .with_hint("pass --backend cgroupfs (or --parent PATH) with --keep")
                 .into());
             }
+            // CMD is found before the sandbox is made.
+            if let Some(Err(e)) = cmd.first().map(|p| program::resolve(p)) {
+                return Ok(not_runnable(e));
+            }
             let bus = scope.then(|| cli::args::bus(manager));
             return sandbox(parent, bus, keep, &cmd, out);
         }
@@ -340,24 +402,34 @@ fn create_with_limits(
     if !l.is_empty() {
         let r = root.create_with_limits(id, l, best_effort)?;
         for s in &r.skipped {
-            eprintln!("ck-cgroup: skipped {}: {}", s.file, s.reason);
+            note(format_args!("skipped {}: {}", s.file, s.reason));
         }
     }
     Ok(())
 }
 
-/// `execvp(3)` CMD; returns only when that failed (126 cannot execute, 127 not found).
-fn exec(cmd: &[String]) -> ExitCode {
+/// CMD could not run: its message on stderr, and 126 or 127.
+fn not_runnable(e: program::NotRunnable) -> ExitCode {
+    note(&e.message);
+    ExitCode::from(e.code)
+}
+
+/// `execve(2)` CMD at `path` (found by [`program::resolve`]) with `argv[0]` as given; returns only
+/// when that failed (126 cannot execute, 127 not found).
+fn exec(path: &std::path::Path, cmd: &[String]) -> ExitCode {
     let Some((prog, args)) = cmd.split_first() else {
         return ExitCode::from(2);
     };
-    let e = std::process::Command::new(prog).args(args).exec();
+    let e = std::process::Command::new(path)
+        .arg0(prog)
+        .args(args)
+        .exec();
     let code = if e.kind() == io::ErrorKind::NotFound {
         127
     } else {
         126
     };
-    eprintln!("ck-cgroup: failed to execute {prog}: {e}");
+    note(format_args!("failed to execute {prog:?}: {e}"));
     ExitCode::from(code)
 }
 
@@ -368,6 +440,7 @@ fn exec(cmd: &[String]) -> ExitCode {
 fn run_resident(
     root: Root,
     id: &ModuleId,
+    existed: bool,
     opts: &ck_cgroup::stop::StopOptions,
     pid_namespace: bool,
     cmd: &[String],
@@ -397,15 +470,25 @@ fn run_resident(
         .args(args)
         .parent_death_signal(Signal::KILL)
         .pid_namespace(pid_namespace);
-    let mut child = match root.spawn(id, &command) {
+    let spawned = match root.spawn(id, &command) {
         Err(e) if pid_namespace && e.errno() == Some(rustix::io::Errno::PERM) => {
-            eprintln!(
-                "ck-cgroup: run {id}: no PID namespace here (clone3 CLONE_NEWPID: EPERM, it needs CAP_SYS_ADMIN): {prog} runs without one, and a SIGKILL of this helper kills {prog} alone, not the rest of the module"
-            );
+            note(format_args!(
+                "run {id}: no PID namespace here (clone3 CLONE_NEWPID: EPERM, it needs CAP_SYS_ADMIN): {prog} runs without one, and a SIGKILL of this helper kills {prog} alone, not the rest of the module"
+            ));
             command.pid_namespace(false);
-            root.spawn(id, &command)?
+            root.spawn(id, &command)
         }
-        r => r?,
+        r => r,
+    };
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            // Nothing of CMD runs: a module made for it now is removed again (it is empty).
+            if !existed {
+                let _ = root.remove(id.as_str());
+            }
+            return Err(e.into());
+        }
     };
     let asked = relay
         .relay_until_exit_or(&child, STOP)
@@ -418,9 +501,9 @@ fn run_resident(
         ..*opts
     };
     let report = root.stop(id.as_str(), &opts)?;
-    if out.is_json() {
-        out.kill(&report)?;
-    }
+    // stdout is CMD's: the JSON result is the last line on stderr, written when the module is
+    // empty (see `Output::result_line`).
+    written(out.run(&report));
     if let Some(e) = &report.error {
         return Err(Error::failed(format!("{id}: {e}")).into());
     }
@@ -490,7 +573,7 @@ fn sandbox(
             _ => 1,
         },
         Err(e) => {
-            eprintln!("ck-cgroup: failed to execute {prog}: {e}");
+            note(format_args!("failed to execute {prog:?}: {e}"));
             if e.kind() == io::ErrorKind::NotFound {
                 127
             } else {
@@ -501,10 +584,10 @@ fn sandbox(
     let path = sb.path().to_path_buf();
     if keep {
         sb.keep();
-        out.sandbox(&path, true, code)?;
+        written(out.sandbox(&path, true, code));
     } else {
         sb.destroy()?;
-        out.sandbox(&path, false, code)?;
+        written(out.sandbox(&path, false, code));
     }
     Ok(ExitCode::from(code.clamp(0, 254) as u8))
 }

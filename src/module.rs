@@ -13,6 +13,7 @@
 //! Of the root itself only `cgroup.subtree_control` and `cgroup.procs` are ever written.
 //! Kernel reference: <https://docs.kernel.org/admin-guide/cgroup-v2.html>.
 
+use std::os::unix::io::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -434,24 +435,59 @@ impl Root {
         Ok(None)
     }
 
-    /// Move existing processes into the module (made if needed). Every pid is checked to exist
-    /// before any is moved.
+    /// Move existing processes into the module (made if needed). Every pid is checked before
+    /// anything is made or moved ([`placeable`]): it must name a running process that is not
+    /// PID 1, not this process, not a kernel thread, not a zombie, and not a thread that is not
+    /// its process's leader; any other is refused as bad input (exit 2), nothing made, nothing
+    /// moved. A pidfd is held for each from its check on, and the pid is moved only while the
+    /// pidfd's process still runs; after the move it is checked again, so a pid that exited and
+    /// was reused in between is reported, not counted as placed. The moves are then all or
+    /// nothing as far as the kernel allows: a move that fails (exit 1) names the pids moved
+    /// before it, and a module made now that received none is removed again.
     pub fn place(&self, id: &ModuleId, pids: &[u32]) -> Result<PlaceReport> {
+        let mut checked: Vec<(u32, OwnedFd)> = Vec::with_capacity(pids.len());
         for &pid in pids {
-            if pid == 0 || !Path::new(&format!("/proc/{pid}")).exists() {
-                return Err(Error::bad_input(format!("no process with pid {pid}"))
-                    .with_hint("pass the pids of running processes"));
+            if !checked.iter().any(|(p, _)| *p == pid) {
+                checked.push((pid, placeable(pid)?));
             }
         }
         let created = self.create(id)?;
-        let rel = join(&ModuleRef::ck(id).rel(), "cgroup.procs");
-        for &pid in pids {
-            self.move_pid(&rel, pid)?;
+        let module = ModuleRef::ck(id).rel();
+        let rel = join(&module, "cgroup.procs");
+        let mut placed = Vec::with_capacity(checked.len());
+        for (pid, pidfd) in &checked {
+            let moved = if running(pidfd) {
+                self.move_pid(&rel, *pid).and_then(|()| {
+                    if running(pidfd) {
+                        Ok(())
+                    } else {
+                        Err(exited_meanwhile(*pid))
+                    }
+                })
+            } else {
+                Err(exited_meanwhile(*pid))
+            };
+            if let Err(e) = moved {
+                if placed.is_empty() {
+                    if created.created {
+                        // Nothing moved: leave nothing made.
+                        let _ = self.dir.rmdir_raw(&module);
+                    }
+                    return Err(e);
+                }
+                let done: Vec<String> = placed.iter().map(u32::to_string).collect();
+                return Err(Error::failed(format!(
+                    "{e}; already placed in {}: {}",
+                    created.path.display(),
+                    done.join(" ")
+                )));
+            }
+            placed.push(*pid);
         }
         Ok(PlaceReport {
             module: id.clone(),
             path: created.path,
-            placed: pids.to_vec(),
+            placed,
         })
     }
 
@@ -691,6 +727,98 @@ pub(crate) fn prune_entries(
         out.push(e);
     }
     out
+}
+
+/// Check that `pid` may be placed in a module; return a pidfd on it, held until the move.
+///
+/// Refused (bad input, one line naming the problem and the fix): no such process, PID 1, this
+/// process, a thread id that is not its thread group's leader (`Tgid:` in `/proc/<pid>/status`;
+/// writing it to `cgroup.procs` would move its whole process), a kernel thread (`PF_KTHREAD` in
+/// `/proc/<pid>/stat`), a zombie. The pidfd is opened first and checked to be running after
+/// `/proc` was read, so what was read is about the process the pidfd names.
+pub(crate) fn placeable(pid: u32) -> Result<OwnedFd> {
+    use rustix::process::{Pid, PidfdFlags, pidfd_open};
+    let refuse = |why: String| Error::bad_input(format!("refusing to place pid {pid}: {why}"));
+    let none = || {
+        Error::bad_input(format!(
+            "no process with pid {pid}: pass the pids of running processes"
+        ))
+    };
+    if pid == std::process::id() {
+        return Err(refuse(
+            "it is this ck-cgroup process; place the module's own processes, or start one in the module with `ck-cgroup exec`".into(),
+        ));
+    }
+    if pid == 1 {
+        return Err(refuse(
+            "it is PID 1, the init of this PID namespace, which must stay where it is; place the module's own processes".into(),
+        ));
+    }
+    let Some(p) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+        return Err(none());
+    };
+    let pidfd = match pidfd_open(p, PidfdFlags::empty()) {
+        Ok(fd) => Some(fd),
+        Err(Errno::SRCH) => return Err(none()),
+        // A thread id that is not its group's leader (EINVAL before Linux 6.9, ENOENT since):
+        // found by its Tgid below.
+        Err(Errno::INVAL) | Err(Errno::NOENT) => None,
+        Err(e) => return Err(Error::io("pidfd_open", format!("/proc/{pid}"), e)),
+    };
+    let read = |file: &str| std::fs::read_to_string(format!("/proc/{pid}/{file}")).ok();
+    let (Some(status), Some(stat)) = (read("status"), read("stat")) else {
+        return Err(none());
+    };
+    match parse::proc_status_tgid(&status) {
+        Some(tgid) if tgid != pid => {
+            return Err(refuse(format!(
+                "it is a thread of process {tgid}, not a process; place {tgid} (its threads move with it)"
+            )));
+        }
+        Some(_) => {}
+        None => return Err(none()),
+    }
+    let Some(st) = parse::proc_stat(&stat) else {
+        return Err(none());
+    };
+    let comm = stat
+        .split_once('(')
+        .and_then(|(_, r)| r.rsplit_once(')'))
+        .map_or("?", |(c, _)| c);
+    if st.kernel_thread() {
+        return Err(refuse(format!(
+            "it is a kernel thread ({comm}), which cannot be moved into a module; place user processes only"
+        )));
+    }
+    if st.exited() {
+        return Err(refuse(format!(
+            "it is a zombie ({comm} has exited and waits for its parent {} to reap it); there is nothing left to move",
+            st.ppid
+        )));
+    }
+    match pidfd {
+        Some(fd) if running(&fd) => Ok(fd),
+        Some(_) => Err(none()),
+        // pidfd_open refused a leader: it exited in between (or an older kernel's EINVAL).
+        None => Err(none()),
+    }
+}
+
+/// The pidfd's process has not exited (a pidfd polls readable once it has).
+fn running(pidfd: &OwnedFd) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    matches!(poll(&mut fds, Some(&now)), Ok(0))
+}
+
+fn exited_meanwhile(pid: u32) -> Error {
+    Error::failed(format!(
+        "pid {pid} exited while it was being placed: it is not in the module (run the command again with the pids that still run)"
+    ))
 }
 
 /// Why a stop did not end: `rel` still holds processes after `waited_ms`.

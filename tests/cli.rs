@@ -383,7 +383,10 @@ fn sandbox_runs_cmd_with_its_root_and_removes_everything() {
         removed: bool,
         status: i32,
     }
-    let sb: Sb = serde_json::from_str(&stdout(&o)).unwrap();
+    // stdout is CMD's: the result is the last line on stderr.
+    assert_eq!(stdout(&o), "", "CMD printed nothing");
+    let e = stderr(&o);
+    let sb: Sb = serde_json::from_str(e.lines().last().unwrap_or_default()).expect(&e);
     assert!(sb.removed && !sb.kept && sb.status == 7);
     assert!(
         !std::path::Path::new(&sb.sandbox).exists(),
@@ -606,4 +609,410 @@ fn init_with_a_command_executes_it_in_the_daemon_leaf() {
     assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
     let o = w.run(&["init", "--", "/nonexistent/daemon"]);
     assert_eq!(o.status.code(), Some(127), "{}", stderr(&o));
+}
+
+/// `place` refused a pid: exit 2, one line on stderr naming the problem and the fix, no module
+/// made (the tree as it was).
+#[track_caller]
+fn place_refused(w: &World, o: &std::process::Output, says: &str) {
+    let e = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert_eq!(e.lines().count(), 1, "one line: {e}");
+    assert!(e.starts_with("ck-cgroup: refusing to place pid "), "{e}");
+    assert!(e.contains(says), "{e}");
+    assert_eq!(
+        w.tree(),
+        vec!["daemon", "subc-modules"],
+        "place made something"
+    );
+}
+
+fn state(pid: u32) -> Option<char> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
+}
+
+#[test]
+fn place_refuses_pid_1_of_its_pid_namespace() {
+    let w = World::new();
+    // In a PID namespace of its own (and a /proc for it), PID 1 is a shell of this test, not the
+    // machine's init: nothing real is at stake if the refusal is missing.
+    let o = Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "sh", "-c"])
+        .arg("\"$0\" \"$@\"; exit $?")
+        .arg(bin())
+        .arg("--root")
+        .arg(w.root())
+        .args(["place", "p", "1"])
+        .env_remove("CK_CGROUP_ROOT")
+        .env("CK_CGROUP_POLICY", "/dev/null")
+        .output()
+        .unwrap();
+    place_refused(&w, &o, "PID 1");
+}
+
+#[test]
+fn place_refuses_a_kernel_thread() {
+    let w = World::new();
+    // kthreadd is pid 2 where the kernel's threads are visible; any PF_KTHREAD task will do.
+    let kthread = std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let st = ck_cgroup::parse::proc_stat(&stat)?;
+        st.kernel_thread().then_some(pid)
+    });
+    let Some(pid) = kthread else {
+        eprintln!("no kernel thread visible in this PID namespace: nothing to check");
+        return;
+    };
+    let o = w.run(&["place", "p", &pid.to_string()]);
+    place_refused(&w, &o, "kernel thread");
+}
+
+#[test]
+fn place_refuses_a_zombie() {
+    let w = World::new();
+    let mut z = Command::new("true").spawn().unwrap();
+    eventually("the child to be a zombie", || state(z.id()) == Some('Z'));
+    let o = w.run(&["place", "p", &z.id().to_string()]);
+    place_refused(&w, &o, "zombie");
+    z.wait().unwrap();
+}
+
+#[test]
+fn place_refuses_a_thread_id_that_is_not_a_process() {
+    let w = World::new();
+    let ready = w.tmp("ready");
+    let script = format!(
+        "import threading, time\nthreading.Thread(target=time.sleep, args=(600,), daemon=True).start()\nopen('{}', 'w').write('1\\n')\ntime.sleep(600)",
+        ready.display()
+    );
+    let mut py = Command::new("python3")
+        .args(["-c", &script])
+        .spawn()
+        .unwrap();
+    w.track(py.id());
+    w.line_from("ready");
+    let before = cgroup_of(py.id());
+    let tid: u32 = std::fs::read_dir(format!("/proc/{}/task", py.id()))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .find(|&t| t != py.id())
+        .expect("a second thread");
+    let o = w.run(&["place", "p", &tid.to_string()]);
+    place_refused(&w, &o, &format!("a thread of process {}", py.id()));
+    assert_eq!(cgroup_of(py.id()), before, "the process was moved");
+    py.kill().unwrap();
+    py.wait().unwrap();
+}
+
+#[test]
+fn place_refuses_its_own_pid() {
+    let w = World::new();
+    // The shell's pid becomes the helper's by exec.
+    let o = Command::new("sh")
+        .args(["-c", "exec \"$0\" --root \"$1\" place p $$"])
+        .arg(bin())
+        .arg(w.root())
+        .env_remove("CK_CGROUP_ROOT")
+        .env("CK_CGROUP_POLICY", "/dev/null")
+        .output()
+        .unwrap();
+    place_refused(&w, &o, "this ck-cgroup process");
+}
+
+#[test]
+fn place_checks_every_pid_before_it_moves_any() {
+    let w = World::new();
+    let mut s = Command::new("sleep").arg("600").spawn().unwrap();
+    w.track(s.id());
+    let before = cgroup_of(s.id());
+    let mut z = Command::new("true").spawn().unwrap();
+    eventually("the child to be a zombie", || state(z.id()) == Some('Z'));
+    let o = w.run(&["place", "p", &s.id().to_string(), &z.id().to_string()]);
+    place_refused(&w, &o, "zombie");
+    assert_eq!(
+        cgroup_of(s.id()),
+        before,
+        "a pid was moved before the last was checked"
+    );
+    z.wait().unwrap();
+    s.kill().unwrap();
+    s.wait().unwrap();
+}
+
+#[test]
+fn exec_and_run_of_a_command_that_cannot_run_leave_no_module() {
+    let w = World::new();
+    let noexec = w.tmp("noexec");
+    std::fs::write(&noexec, "#!/bin/sh\n").unwrap();
+    let noexec = noexec.display().to_string();
+    for (cmd, code) in [
+        ("", 127),
+        ("/nonexistent/cmd", 127),
+        ("no-such-command-ck", 127),
+        (noexec.as_str(), 126),
+        ("/etc", 126),
+    ] {
+        for verb in ["exec", "run"] {
+            let o = w.run(&[verb, "m", "--", cmd, "arg"]);
+            let e = stderr(&o);
+            assert_eq!(o.status.code(), Some(code), "{verb} {cmd:?}: {e}");
+            assert!(e.starts_with("ck-cgroup: failed to execute "), "{e}");
+            assert_eq!(
+                w.tree(),
+                vec!["daemon", "subc-modules"],
+                "{verb} {cmd:?} left a module"
+            );
+        }
+    }
+    // A module that exists is kept as it was.
+    ok(w.run(&["create", "kept"]));
+    let o = w.run(&["run", "kept", "--", "/nonexistent/cmd"]);
+    assert_eq!(o.status.code(), Some(127), "{}", stderr(&o));
+    assert!(w.root().join("subc-modules/kept").is_dir());
+    // sandbox too refuses before it makes anything.
+    let o = bare()
+        .args(["sandbox", "--parent"])
+        .arg(parent())
+        .args(["--", "/nonexistent/cmd"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(127), "{}", stderr(&o));
+}
+
+/// Run `args` with a deadline: a command that hangs is killed and the test fails.
+fn run_bounded(mut c: Command, within: std::time::Duration) -> std::process::Output {
+    let mut child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + within;
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{c:?} did not answer within {within:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_policy_that_is_not_a_regular_file_is_refused_at_once() {
+    let w = World::new();
+    let fifo = w.tmp("policy.fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let big = w.tmp("big.toml");
+    std::fs::write(&big, vec![b'#'; (1 << 20) + 1]).unwrap();
+    let fifo = fifo.display().to_string();
+    let big = big.display().to_string();
+    for (policy, says) in [
+        ("/dev/zero", "character device"),
+        (fifo.as_str(), "FIFO"),
+        (big.as_str(), "larger than"),
+    ] {
+        for args in [
+            vec!["create", "m"],
+            vec!["exec", "m", "--", "true"],
+            vec!["run", "m", "--", "true"],
+            vec!["apply"],
+        ] {
+            let mut c = w.ck();
+            c.arg("--policy").arg(policy).args(&args);
+            let o = run_bounded(c, std::time::Duration::from_secs(5));
+            let e = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{policy} {args:?}: {e}");
+            assert!(e.contains(says), "{e}");
+            assert_eq!(w.tree(), vec!["daemon", "subc-modules"], "{args:?}");
+        }
+    }
+}
+
+#[test]
+fn run_json_leaves_stdout_to_cmd_and_puts_its_result_last_on_stderr() {
+    let w = World::new();
+    let o = w.run(&[
+        "--json",
+        "run",
+        "j",
+        "--",
+        "sh",
+        "-c",
+        "echo out; echo '{\"not\": \"ours\"}'; echo err >&2",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "out\n{\"not\": \"ours\"}\n",
+        "stdout is CMD's alone"
+    );
+    let e = stderr(&o);
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(lines.first(), Some(&"err"), "{e}");
+    let k: Kill = serde_json::from_str(lines.last().unwrap()).expect(&e);
+    assert!(k.empty && k.removed && !k.already_gone, "{e}");
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
+}
+
+#[test]
+fn sandbox_json_leaves_stdout_to_cmd_and_puts_its_result_last_on_stderr() {
+    let o = bare()
+        .args(["--json", "sandbox", "--parent"])
+        .arg(parent())
+        .args(["--", "sh", "-c", "echo out; echo err >&2; exit 3"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "out\n");
+    let e = stderr(&o);
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Sb {
+        sandbox: String,
+        kept: bool,
+        removed: bool,
+        status: i32,
+    }
+    let sb: Sb = serde_json::from_str(e.lines().last().unwrap_or_default()).expect(&e);
+    assert_eq!((sb.status, sb.removed, sb.kept), (3, true, false));
+    assert_eq!(e.lines().next(), Some("err"));
+}
+
+/// stderr (or stdout) that cannot be written: /dev/full, or closed.
+fn with_output(mut c: Command, stdout_full: bool, stderr_full: bool) -> std::process::Output {
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    if stdout_full {
+        c.stdout(full());
+    }
+    if stderr_full {
+        c.stderr(full());
+    }
+    c.output().unwrap()
+}
+
+/// Every command's error path with stderr on /dev/full, and with stdout and stderr closed: the
+/// documented exit code, never a panic (101).
+#[test]
+fn exit_codes_stay_true_when_stderr_is_full_or_closed() {
+    let w = World::new();
+    let noexec = w.tmp("noexec");
+    std::fs::write(&noexec, "").unwrap();
+    let noexec = noexec.display().to_string();
+    let sb_parent = parent().display().to_string();
+    let cases: Vec<(Vec<&str>, i32)> = vec![
+        (vec!["frobnicate"], 2),
+        (vec!["create", "../x"], 2),
+        (vec!["create", "m", "--pids-max", "x"], 2),
+        (vec!["set", "nosuch", "--cpu-weight", "5"], 1),
+        (vec!["place", "p", "0"], 2),
+        (vec!["exec", "../x", "--", "true"], 2),
+        (vec!["exec", "m", "--", "/nonexistent"], 127),
+        (vec!["exec", "m", "--", &noexec], 126),
+        (vec!["run", "m", "--", "/nonexistent"], 127),
+        (vec!["run", "m", "--", "sh", "-c", "exit 5"], 5),
+        (vec!["--json", "run", "m", "--", "sh", "-c", "exit 5"], 5),
+        (vec!["kill", "../x"], 2),
+        (vec!["kill", "--timeout", "soon", "k"], 2),
+        (vec!["kill", "nosuch"], 0),
+        (vec!["--json", "kill", "nosuch"], 0),
+        (vec!["remove", "a/../../b"], 2),
+        (vec!["prune", "--keep", "../x"], 0),
+        (vec!["list"], 0),
+        (vec!["status", "--format", "yaml"], 2),
+        (vec!["apply", "--policy", "/dev/zero"], 2),
+        (vec!["watch", "--report-above", "x"], 2),
+        (vec!["watch", "--policy", "/dev/zero"], 2),
+        (vec!["doctor", "--unit", ""], 1),
+        (vec!["--root", "/tmp", "init"], 2),
+        (vec!["--root", "/tmp", "doctor"], 1),
+        (
+            vec!["sandbox", "--parent", &sb_parent, "--", "/nonexistent"],
+            127,
+        ),
+        (
+            vec![
+                "--json", "sandbox", "--parent", &sb_parent, "--", "sh", "-c", "exit 4",
+            ],
+            4,
+        ),
+    ];
+    for (args, code) in &cases {
+        let o = with_output(cmd(&w, args), false, true);
+        assert_eq!(o.status.code(), Some(*code), "2>/dev/full {args:?}");
+        let mut c = Command::new("sh");
+        c.arg("-c").arg("\"$0\" \"$@\" >&- 2>&-").arg(bin());
+        if args.first() != Some(&"--root") {
+            c.arg("--root").arg(w.root());
+        }
+        c.args(args)
+            .env_remove("CK_CGROUP_ROOT")
+            .env("CK_CGROUP_POLICY", "/dev/null");
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(*code), ">&- 2>&- {args:?}");
+    }
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
+}
+
+/// A result that cannot be written to stdout: the commands that changed something keep the
+/// operation's exit code; those whose output is the result (list, status, doctor, generate) fail
+/// with 1; nothing panics, even with stderr full too.
+#[test]
+fn a_full_stdout_fails_only_the_commands_whose_output_is_the_result() {
+    let w = World::new();
+    for (args, code) in [
+        (vec!["create", "m"], 0),
+        (vec!["--json", "create", "m"], 0),
+        (vec!["kill", "m"], 0),
+        (vec!["kill", "nosuch"], 0),
+        (vec!["prune"], 0),
+        (vec!["list"], 1),
+        (vec!["--json", "status"], 1),
+        (vec!["generate", "bash"], 1),
+        (vec!["--root", "/tmp", "doctor"], 1),
+    ] {
+        for stderr_full in [false, true] {
+            let o = with_output(cmd(&w, &args), true, stderr_full);
+            assert_eq!(o.status.code(), Some(code), ">/dev/full {args:?}");
+            if !stderr_full && code == 0 {
+                assert!(
+                    stderr(&o).contains("could not be written to stdout"),
+                    "{args:?}: {}",
+                    stderr(&o)
+                );
+            }
+        }
+    }
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
+}
+
+/// The binary with `args`, on the world's root unless `args` name a root of their own.
+fn cmd(w: &World, args: &[&str]) -> Command {
+    let mut c = if args.first() == Some(&"--root") {
+        bare()
+    } else {
+        w.ck()
+    };
+    c.args(args);
+    c
 }

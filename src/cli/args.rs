@@ -11,9 +11,17 @@ Exit codes:
   0  done (for `kill`: the module's tree is gone and its directory removed, or it was already gone)
   1  the operation failed (the message names the file and the errno)
   2  bad input, usage, or an unsupported root or kernel; nothing was changed
-`exec` exits with 126 when CMD cannot be executed and 127 when it is not found; after a
-successful exec the exit status is CMD's. `sandbox` exits with CMD's status (128+N when CMD died
-of signal N).
+`exec`, `run`, `sandbox` and `init -- CMD` exit with 126 when CMD cannot be executed and 127
+when it is not found, found as execvp(3) would before anything is made; after a successful exec
+the exit status is CMD's. `run` and `sandbox` exit with CMD's status (128+N when CMD died of
+signal N).
+
+A stdout or stderr that cannot be written (closed, full) changes no exit code, except that
+`list`, `status`, `doctor`, `watch` and `generate`, whose output is their result, exit 1 when
+stdout cannot take it (0 on a closed pipe).
+
+With --json, `run` and `sandbox` leave stdout to CMD: their JSON result is one line on stderr,
+written after CMD and its module (or sandbox) are gone, so it is stderr's last line.
 
 Root: --root, else CK_CGROUP_ROOT, else discovered from /proc/self/cgroup and the cgroup2 mount
 in /proc/self/mountinfo (the parent of a `daemon` or `.control` leaf, the part above
@@ -27,12 +35,13 @@ pub struct Cli {
     #[arg(long, global = true, env = "CK_CGROUP_ROOT", value_name = "PATH")]
     pub root: Option<PathBuf>,
 
-    /// Print a machine-readable JSON result on stdout.
+    /// Print a machine-readable JSON result on stdout; `run` and `sandbox` print it as the last
+    /// line on stderr instead (their stdout is CMD's).
     #[arg(long, global = true)]
     pub json: bool,
 
-    /// The policy file: default limits and per-module overrides (TOML). Default:
-    /// /etc/ck-cgroup/policy.toml when it exists.
+    /// The policy file: default limits and per-module overrides (TOML), a regular file of at
+    /// most 1 MiB (/dev/null: none). Default: /etc/ck-cgroup/policy.toml when it exists.
     #[arg(long, global = true, env = "CK_CGROUP_POLICY", value_name = "PATH")]
     pub policy: Option<PathBuf>,
 
@@ -78,11 +87,13 @@ pub enum Command {
         #[arg(last = true, required = true, value_name = "CMD")]
         cmd: Vec<String>,
     },
-    /// Move existing processes into a module.
+    /// Move existing processes into a module. Every pid is checked before anything is made or
+    /// moved: PID 1, this process, kernel threads, zombies and thread ids that are not their
+    /// process's are refused (exit 2).
     Place {
         /// Module id.
         id: String,
-        /// Pids to move.
+        /// Pids of processes (thread group leaders) to move.
         #[arg(required = true, value_name = "PID")]
         pids: Vec<u32>,
     },
@@ -114,7 +125,8 @@ pub enum Command {
     /// Start CMD in a module, in a PID namespace of its own under an init that dies with this
     /// helper (kill-on-close), and stay as its parent. TERM, INT or HUP stop the whole module
     /// (the signal to every process, --grace, SIGKILL); USR1 and USR2 go to CMD. When CMD exits,
-    /// stop what is left of the module, remove it, and exit with CMD's status.
+    /// stop what is left of the module, remove it, and exit with CMD's status. stdout is CMD's:
+    /// with --json the result (the module's stop) is the last line on stderr.
     Run {
         /// Module id.
         id: String,
@@ -184,6 +196,7 @@ pub enum Command {
     /// Run CMD with CK_CGROUP_ROOT set to a fresh isolated root; remove it afterwards. On a
     /// systemd host (without --parent) the root is inside a transient delegated scope
     /// ck-sandbox-*.scope that holds the helper (helper/), CMD (cmd/) and the root (root/).
+    /// stdout is CMD's: with --json the result is the last line on stderr.
     Sandbox {
         /// Where to make the sandbox (default: a delegated scope on a systemd host, else the
         /// cgroup2 mount's root, when writable).
@@ -453,41 +466,11 @@ pub enum GenerateKind {
     Fish,
 }
 
-/// `500ms`, `10s`, `2m`, or a bare number of seconds (`1.5`).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let (num, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        Some(i) => s.split_at(i),
-        None => (s, "s"),
-    };
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration (examples: 500ms, 10s, 2m)"))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use ms, s or m)")),
-    };
-    if !secs.is_finite() || !(0.0..=86_400.0).contains(&secs) {
-        return Err(format!("{s:?} is out of range (0 to 24 h)"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
+pub use super::duration::parse_duration;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
-        for bad in ["", "x", "10h", "-1s", "1e9"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn cli_is_consistent() {

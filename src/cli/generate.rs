@@ -1,6 +1,6 @@
 //! `ck-cgroup generate`: the man pages and shell completions, from the clap definition itself.
 
-use std::io;
+use std::io::{self, Write};
 use std::path::Path;
 
 use clap::CommandFactory;
@@ -21,6 +21,10 @@ pub fn generate(kind: GenerateKind, out_dir: Option<&Path>) -> io::Result<()> {
         GenerateKind::Zsh => Shell::Zsh,
         GenerateKind::Fish => Shell::Fish,
     };
-    clap_complete::generate(shell, &mut cmd, "ck-cgroup", &mut io::stdout());
-    Ok(())
+    // Into memory first: clap_complete panics when its writer fails (a full stdout).
+    let mut buf = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "ck-cgroup", &mut buf);
+    let mut out = io::stdout().lock();
+    out.write_all(&buf)?;
+    out.flush()
 }

@@ -1,4 +1,6 @@
-//! One renderer per result: human text or `--json`, both on stdout.
+//! One renderer per result: human text or `--json`, both on stdout, except for the commands
+//! whose stdout is CMD's (`run`, `sandbox`): their result goes to stderr, as one JSON line after
+//! CMD and its module are gone ([`Output::result_line`]).
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -30,11 +32,6 @@ impl Output {
     /// `json`: print JSON instead of text.
     pub fn new(json: bool) -> Output {
         Output { json }
-    }
-
-    /// `--json` was given.
-    pub fn is_json(&self) -> bool {
-        self.json
     }
 
     fn emit(&self, value: &impl Serialize, text: impl FnOnce() -> String) -> io::Result<()> {
@@ -309,6 +306,15 @@ impl Output {
         out.flush()
     }
 
+    /// `run`'s result: with `--json` the stop of the module, as `kill --json` prints it, as the
+    /// last line on stderr; without it nothing (CMD's exit status is the helper's).
+    pub fn run(&self, r: &StopReport) -> io::Result<()> {
+        if self.json {
+            return result_line(r);
+        }
+        Ok(())
+    }
+
     pub fn sandbox(&self, path: &Path, kept: bool, status: i32) -> io::Result<()> {
         #[derive(Serialize)]
         struct Sb<'a> {
@@ -318,22 +324,32 @@ impl Output {
             status: i32,
         }
         if self.json {
-            return self.emit(
-                &Sb {
-                    sandbox: path,
-                    kept,
-                    removed: !kept,
-                    status,
-                },
-                String::new,
-            );
+            return result_line(&Sb {
+                sandbox: path,
+                kept,
+                removed: !kept,
+                status,
+            });
         }
         // Human notes go to stderr: stdout belongs to CMD.
         if kept {
-            eprintln!("ck-cgroup: sandbox kept at {}", path.display());
+            let line = format!("ck-cgroup: sandbox kept at {}\n", path.display());
+            io::stderr().lock().write_all(line.as_bytes())?;
         }
         Ok(())
     }
+}
+
+/// The `--json` result of a command whose stdout is CMD's (`run`, `sandbox`): one line of JSON on
+/// stderr, in one `write(2)`, after CMD has exited and the module or sandbox was stopped, so that
+/// it is the last line there (`tail -n 1`), as time(1) reports after its command. stdout carries
+/// CMD's output only.
+fn result_line(value: &impl Serialize) -> io::Result<()> {
+    let mut buf = serde_json::to_vec(value).map_err(io::Error::other)?;
+    buf.push(b'\n');
+    let mut err = io::stderr().lock();
+    err.write_all(&buf)?;
+    err.flush()
 }
 
 fn limit_lines(l: &ck_cgroup::limits::LimitReport) -> String {
