@@ -240,7 +240,9 @@ impl Drop for Sandbox {
         if !self.keep
             && let Err(e) = self.teardown()
         {
-            eprintln!("ck-cgroup: sandbox cleanup: {e}");
+            // Not eprintln!: it panics on a stderr that cannot be written (full), in a drop.
+            let line = format!("ck-cgroup: sandbox cleanup: {e}\n");
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
         }
     }
 }
