@@ -1,0 +1,139 @@
+//! What each fuzz target checks, on any input: no panic, and the properties below. Shared by the
+//! cargo-fuzz targets (`fuzz/fuzz_targets/`) and by `tests/parsers_random.rs`, which runs the
+//! same checks over seeded random inputs under a plain `cargo test` (stable, no libFuzzer).
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use ck_cgroup::id::{DirName, ModuleId, decode_daemon_name};
+use ck_cgroup::limits::{parse_count, parse_size};
+use ck_cgroup::parse::{self, Limit};
+use ck_cgroup::policy::Policy;
+
+#[path = "../src/cli/duration.rs"]
+mod duration;
+
+/// Kernel files (src/parse.rs): every parser takes any text.
+pub fn kernel_files(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let t = text.as_ref();
+    let e = parse::events(t);
+    let kv = parse::flat_keyed(t);
+    assert_eq!(e.populated, kv.get("populated").map(|v| *v != 0));
+    for p in parse::pids(t) {
+        assert!(t.lines().any(|l| l.trim().parse() == Ok(p)));
+    }
+    for c in parse::controllers(t) {
+        assert!(!c.is_empty() && !c.contains(char::is_whitespace));
+    }
+    let _ = parse::proc_cgroup_v2(t);
+    let mounts = parse::mountinfo(t);
+    assert!(parse::cgroup2_mounts(t).len() <= mounts.len());
+    let _ = parse::pressure(t);
+    if let Some(Limit::Value(v)) = parse::limit(t) {
+        assert_eq!(parse::limit(&v.to_string()), Some(Limit::Value(v)));
+    }
+    let _ = parse::number(t);
+    let _ = parse::proc_status_memory(t);
+    let _ = parse::proc_status_tgid(t);
+    if let Some(st) = parse::proc_stat(t) {
+        let _ = (st.kernel_thread(), st.exited());
+    }
+}
+
+/// The policy (TOML): parsed or refused as bad input (exit 2); a module table's name is an id.
+pub fn policy(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    match Policy::parse(text, Path::new("fuzz.toml")) {
+        Ok(p) => {
+            for id in p.modules.keys() {
+                assert!(ModuleId::new(id.as_str()).is_ok());
+                let _ = p.for_module(id);
+            }
+        }
+        Err(e) => assert_eq!(e.exit_code(), 2, "{e}"),
+    }
+}
+
+/// Durations (`--grace`, `--timeout`): 0 to 24 h or an error.
+pub fn durations(data: &[u8]) {
+    let Ok(s) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(d) = duration::parse_duration(s) {
+        assert!(d <= Duration::from_secs(86_400), "{s:?}: {d:?}");
+    }
+}
+
+/// Sizes and counts (limit flags and policy values): a value, `max`, or bad input.
+pub fn sizes(data: &[u8]) {
+    let Ok(s) = std::str::from_utf8(data) else {
+        return;
+    };
+    for r in [parse_size(s), parse_count(s)] {
+        match r {
+            Ok(Limit::Max) => assert_eq!(s, "max"),
+            Ok(Limit::Value(_)) => {}
+            Err(e) => assert_eq!(e.exit_code(), 2, "{e}"),
+        }
+    }
+    if let Ok(Limit::Value(v)) = parse_count(s) {
+        // A count is a size in bytes too.
+        assert_eq!(parse_size(&v.to_string()).ok(), Some(Limit::Value(v)));
+    }
+}
+
+/// Module ids, directory names and the daemon's `m-<escaped>_<n>` names.
+pub fn ids(data: &[u8]) {
+    let Ok(s) = std::str::from_utf8(data) else {
+        return;
+    };
+    match ModuleId::new(s) {
+        Ok(id) => {
+            assert!(!s.is_empty() && s.len() <= 64);
+            assert!(
+                s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            );
+            // Every id is a single path component.
+            assert!(DirName::new(id.as_str()).is_ok());
+        }
+        Err(e) => assert_eq!(e.exit_code(), 2),
+    }
+    if let Ok(d) = DirName::new(s) {
+        let n = d.as_str();
+        assert!(!n.contains('/') && n != "." && n != ".." && !n.is_empty());
+    }
+    if let Some(d) = decode_daemon_name(s) {
+        assert!(!d.module.is_empty() && d.launch.bytes().all(|b| b.is_ascii_digit()));
+    }
+}
+
+/// Unit-escaped names of the systemd backend: a scope name decodes to an id or to nothing, and
+/// an id's scope name decodes back to it.
+pub fn unit_names(data: &[u8]) {
+    let Ok(s) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Some(id) = ck_cgroup::scopes::module_of_scope(s) {
+        assert!(ModuleId::new(&id).is_ok());
+    }
+    let _ = ck_cgroup::scopes::module_id(s);
+    let escaped = ck_cgroup::systemd::unit_escape(s);
+    assert!(
+        escaped
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b":_.\\-".contains(&b))
+    );
+    if let Ok(id) = ModuleId::new(s) {
+        let scope = ck_cgroup::systemd::scope_unit(&id);
+        assert_eq!(
+            ck_cgroup::scopes::module_of_scope(&scope).as_deref(),
+            Some(s),
+            "{scope}"
+        );
+    }
+}
