@@ -6,6 +6,14 @@
 //! kernel reports something; the one exception is `memory.current`, which generates no event:
 //! with a report threshold it is read once a second. Watches are added through
 //! `/proc/self/fd/<fd>` of directories opened beneath the root, so no path outside it is used.
+//!
+//! A module is followed by identity, not by name: the directory events (`IN_CREATE`,
+//! `IN_DELETE`, renames) of the directories that hold modules are handled one by one, in the
+//! kernel's order, by the name they carry, so a module removed and made again with the same id
+//! between two reads is reported as `removed` then `appeared`, and the new directory's files are
+//! watched (the old ones' watches end with `IN_IGNORED`). A full rescan (at the start, after a
+//! queue overflow, or when a directory that holds modules appears) compares each module's
+//! directory inode with the one it watches, and reports a replaced module the same way.
 
 use std::collections::{BTreeMap, HashMap};
 use std::os::unix::io::{AsRawFd, OwnedFd};
@@ -17,7 +25,8 @@ use rustix::io::Errno;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::module::{Layout, ModuleEntry, Root};
+use crate::id::DirName;
+use crate::module::{Layout, ModuleEntry, ModuleRef, Root};
 use crate::parse;
 use crate::telemetry::memory_current;
 use crate::wait::join;
@@ -65,20 +74,44 @@ pub struct WatchOptions {
 struct State {
     /// The module's path relative to the root (`ModuleEntry::path`).
     rel: String,
+    /// The inode of the directory watched: a module made again under the same name is another.
+    ino: Option<u64>,
     populated: Option<bool>,
     counters: BTreeMap<String, u64>,
     above: bool,
+    /// The watches on its files.
+    wds: Vec<i32>,
     _dir: Option<OwnedFd>,
 }
 
 type Key = (Layout, String);
+
+/// The directories watched for modules coming and going: the two that hold modules, and their
+/// parents (whose events only ask for a rescan, e.g. `subc-modules/` made by the first module).
+const MODULE_DIRS: [(&str, Option<Layout>); 4] = [
+    ("", None),
+    ("daemon", None),
+    ("subc-modules", Some(Layout::Ck)),
+    ("daemon/subc-modules", Some(Layout::Daemon)),
+];
+
+/// What one directory event says.
+enum DirEvent {
+    /// A directory appeared under this name (made, or renamed to it).
+    Made(Layout, String),
+    /// The directory under this name went (removed, or renamed away).
+    Gone(Layout, String),
+}
 
 struct Watcher<'a> {
     root: &'a Root,
     opts: &'a WatchOptions,
     ino: OwnedFd,
     modules: HashMap<Key, State>,
+    /// The watches on modules' files.
     wds: HashMap<i32, Key>,
+    /// The watches on [`MODULE_DIRS`].
+    dir_wds: HashMap<i32, Option<Layout>>,
     dirs: Vec<OwnedFd>,
 }
 
@@ -96,6 +129,7 @@ pub fn watch(
         ino,
         modules: HashMap::new(),
         wds: HashMap::new(),
+        dir_wds: HashMap::new(),
         dirs: Vec::new(),
     };
     let mut out = Vec::new();
@@ -126,23 +160,60 @@ pub fn watch(
             continue;
         }
         let mut changed: Vec<Key> = Vec::new();
+        let mut dir_events: Vec<DirEvent> = Vec::new();
         let mut rescan = false;
         {
+            use inotify::ReadFlags;
             let mut reader = inotify::Reader::new(&w.ino, &mut buf);
             loop {
-                match reader.next() {
-                    Ok(ev) => match w.wds.get(&ev.wd()) {
-                        Some(k) => changed.push(k.clone()),
-                        None => rescan = true,
-                    },
+                let ev = match reader.next() {
+                    Ok(ev) => ev,
                     Err(Errno::AGAIN) | Err(Errno::INTR) => break,
                     Err(e) => return Err(Error::io("read inotify for", root.path(), e)),
+                };
+                let mask = ev.events();
+                if mask.contains(ReadFlags::QUEUE_OVERFLOW) {
+                    // Events were lost: only a full rescan knows what is there now.
+                    rescan = true;
+                } else if let Some(&layout) = w.dir_wds.get(&ev.wd()) {
+                    let name = ev
+                        .file_name()
+                        .and_then(|n| n.to_str().ok())
+                        .filter(|n| !n.is_empty());
+                    match (layout, name) {
+                        (Some(l), Some(n)) if mask.contains(ReadFlags::ISDIR) => {
+                            if mask.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO) {
+                                dir_events.push(DirEvent::Made(l, n.to_string()));
+                            } else if mask.intersects(ReadFlags::DELETE | ReadFlags::MOVED_FROM) {
+                                dir_events.push(DirEvent::Gone(l, n.to_string()));
+                            }
+                        }
+                        // A file, not a module.
+                        (Some(_), Some(_)) => {}
+                        // A parent's event, or a directory that holds modules went itself.
+                        _ => rescan = true,
+                    }
+                } else if let Some(k) = w.wds.get(&ev.wd()) {
+                    if mask.contains(ReadFlags::IGNORED) {
+                        // The file went with its module; its directory event says so.
+                        w.wds.remove(&ev.wd());
+                    } else {
+                        changed.push(k.clone());
+                    }
+                } else if !mask.contains(ReadFlags::IGNORED) {
+                    rescan = true;
                 }
             }
         }
         if cfg!(feature = "mutation-watch-blind") {
             // Mutation: the kernel's modify events are dropped.
             changed.clear();
+        }
+        for d in dir_events {
+            match d {
+                DirEvent::Made(layout, name) => w.made(layout, &name, &mut out),
+                DirEvent::Gone(layout, name) => w.went(&(layout, name), &mut out),
+            }
         }
         changed.sort();
         changed.dedup();
@@ -159,13 +230,8 @@ pub fn watch(
 }
 
 impl Watcher<'_> {
-    fn wanted(&self, m: &ModuleEntry) -> bool {
-        self.opts.ids.is_empty()
-            || self
-                .opts
-                .ids
-                .iter()
-                .any(|i| i == m.name.as_str() || Some(i) == m.module.as_ref())
+    fn wanted(&self, name: &str, module: Option<&String>) -> bool {
+        self.opts.ids.is_empty() || self.opts.ids.iter().any(|i| i == name || Some(i) == module)
     }
 
     fn add(&mut self, fd: &OwnedFd, file: &str, flags: inotify::WatchFlags) -> Option<i32> {
@@ -177,20 +243,118 @@ impl Watcher<'_> {
         inotify::add_watch(&self.ino, path, flags).ok()
     }
 
-    /// (Re)watch the directories that hold modules, then find modules that appeared or went.
+    /// A directory appeared under `name` in `layout`'s directory: a module, when it is one that
+    /// is wanted. One watched under that name already is checked to be the same directory.
+    fn made(&mut self, layout: Layout, name: &str, out: &mut Vec<WatchEvent>) {
+        let Ok(dir) = DirName::new(name) else {
+            return;
+        };
+        let m = ModuleRef { layout, name: dir };
+        if !self.wanted(name, m.module_name().as_ref()) {
+            return;
+        }
+        let k = (layout, name.to_string());
+        let fd = self
+            .root
+            .dir()
+            .open_beneath(&m.rel(), OFlags::RDONLY | OFlags::DIRECTORY)
+            .ok();
+        let ino = fd.as_ref().and_then(inode);
+        if let Some(st) = self.modules.get(&k) {
+            if ino.is_some() && st.ino == ino {
+                return;
+            }
+            // Not the directory watched under this name: that one went.
+            self.gone(&k, out);
+        }
+        self.follow(k, m.rel(), fd, true, out);
+    }
+
+    /// A directory event says the directory under `k`'s name went. The one watched went, unless
+    /// that name holds it still (the event was about an older one, and a rescan since found
+    /// the one watched now).
+    fn went(&mut self, k: &Key, out: &mut Vec<WatchEvent>) {
+        let Some(st) = self.modules.get(k) else {
+            return;
+        };
+        let now = self
+            .root
+            .dir()
+            .open_beneath(&st.rel, OFlags::RDONLY | OFlags::DIRECTORY)
+            .ok()
+            .and_then(|fd| inode(&fd));
+        if now.is_some() && now == st.ino {
+            return;
+        }
+        self.gone(k, out);
+    }
+
+    /// The directory under `k`'s name went: report it, stop watching its files.
+    fn gone(&mut self, k: &Key, out: &mut Vec<WatchEvent>) {
+        let Some(st) = self.modules.remove(k) else {
+            return;
+        };
+        for wd in st.wds {
+            self.wds.remove(&wd);
+            // Already gone with its file, as a rule.
+            let _ = inotify::remove_watch(&self.ino, wd);
+        }
+        out.push(event(k, "removed", None, None, None));
+    }
+
+    /// Start following module `k` at `rel` (its directory opened as `fd`, when it still exists):
+    /// watch its event files, report it as appeared (with `report`) and its state.
+    fn follow(
+        &mut self,
+        k: Key,
+        rel: String,
+        fd: Option<OwnedFd>,
+        report: bool,
+        out: &mut Vec<WatchEvent>,
+    ) {
+        // A new cgroup starts empty: a module that already holds a process is reported as
+        // populated right after it appeared.
+        let mut st = State {
+            rel,
+            ino: fd.as_ref().and_then(inode),
+            populated: Some(false),
+            ..State::default()
+        };
+        if let Some(fd) = fd {
+            for file in ["cgroup.events", "memory.events", "pids.events"] {
+                if let Some(wd) = self.add(&fd, file, inotify::WatchFlags::MODIFY) {
+                    self.wds.insert(wd, k.clone());
+                    st.wds.push(wd);
+                }
+            }
+            st._dir = Some(fd);
+        }
+        self.modules.insert(k.clone(), st);
+        if report {
+            out.push(event(&k, "appeared", None, None, None));
+        }
+        self.update(&k, report, out);
+    }
+
+    /// (Re)watch the directories that hold modules, then find modules that appeared, went, or
+    /// were replaced by a directory of the same name.
     fn rescan(&mut self, report: bool, out: &mut Vec<WatchEvent>) -> Result<()> {
         let dir_flags = inotify::WatchFlags::CREATE
             | inotify::WatchFlags::DELETE
+            | inotify::WatchFlags::MOVED_FROM
+            | inotify::WatchFlags::MOVED_TO
             | inotify::WatchFlags::ONLYDIR;
         self.dirs.clear();
-        for rel in ["", "daemon", "subc-modules", "daemon/subc-modules"] {
+        self.dir_wds.clear();
+        for (rel, layout) in MODULE_DIRS {
             if let Ok(fd) = self
                 .root
                 .dir()
                 .open_beneath(rel, OFlags::RDONLY | OFlags::DIRECTORY)
             {
-                // Directory events are not mapped to a module: any of them triggers a rescan.
-                self.add(&fd, "", dir_flags);
+                if let Some(wd) = self.add(&fd, "", dir_flags) {
+                    self.dir_wds.insert(wd, layout);
+                }
                 self.dirs.push(fd);
             }
         }
@@ -198,7 +362,7 @@ impl Watcher<'_> {
             .root
             .list()?
             .into_iter()
-            .filter(|m| self.wanted(m))
+            .filter(|m| self.wanted(m.name.as_str(), m.module.as_ref()))
             .collect();
         let present: Vec<Key> = list
             .iter()
@@ -211,39 +375,24 @@ impl Watcher<'_> {
             .cloned()
             .collect();
         for k in gone {
-            self.modules.remove(&k);
-            self.wds.retain(|_, v| *v != k);
-            out.push(event(&k, "removed", None, None, None));
+            self.gone(&k, out);
         }
         for m in &list {
             let k = (m.layout, m.name.to_string());
-            if self.modules.contains_key(&k) {
-                continue;
-            }
-            // A new cgroup starts empty: a module that already holds a process is reported as
-            // populated right after it appeared.
-            let mut st = State {
-                rel: m.path.clone(),
-                populated: Some(false),
-                ..State::default()
-            };
-            if let Ok(fd) = self
+            let fd = self
                 .root
                 .dir()
                 .open_beneath(&m.path, OFlags::RDONLY | OFlags::DIRECTORY)
-            {
-                for file in ["cgroup.events", "memory.events", "pids.events"] {
-                    if let Some(wd) = self.add(&fd, file, inotify::WatchFlags::MODIFY) {
-                        self.wds.insert(wd, k.clone());
-                    }
+                .ok();
+            if let Some(st) = self.modules.get(&k) {
+                let ino = fd.as_ref().and_then(inode);
+                if ino.is_none() || st.ino == ino {
+                    continue;
                 }
-                st._dir = Some(fd);
+                // Made again under the same name since it was watched.
+                self.gone(&k, out);
             }
-            self.modules.insert(k.clone(), st);
-            if report {
-                out.push(event(&k, "appeared", None, None, None));
-            }
-            self.update(&k, report, out);
+            self.follow(k, m.path.clone(), fd, report, out);
         }
         Ok(())
     }
@@ -338,6 +487,11 @@ impl Watcher<'_> {
             }
         }
     }
+}
+
+/// The inode of an open directory: a cgroup made again under the same name has another one.
+fn inode(fd: &OwnedFd) -> Option<u64> {
+    rustix::fs::fstat(fd).ok().map(|st| st.st_ino)
 }
 
 fn event(

@@ -120,3 +120,34 @@ fn watch_reports_memory_above_the_threshold_and_kills_nothing() {
     ok(w.run(&["kill", "--timeout", "3s", "big"]));
     c.wait().unwrap();
 }
+
+/// A module removed and made again under the same id before `watch` looks again is another
+/// module: each time `removed` then `appeared`, and the new one's own events (not the stale
+/// state of the old one, whose files' watches ended with it).
+#[test]
+fn watch_follows_a_module_removed_and_made_again_under_the_same_id() {
+    let w = World::new();
+    let watch = Watch::start(&w, &[]);
+    ok(w.run(&["create", "again"]));
+    assert_eq!(watch.next("again")["event"], "appeared");
+    let dir = w.root().join("subc-modules/again");
+    for cycle in 0..30 {
+        // rmdir and mkdir back to back: no rescan can fall between them.
+        std::fs::remove_dir(&dir).unwrap();
+        std::fs::create_dir(&dir).unwrap();
+        assert_eq!(watch.next("again")["event"], "removed", "cycle {cycle}");
+        assert_eq!(watch.next("again")["event"], "appeared", "cycle {cycle}");
+        let mut c = w
+            .ck()
+            .args(["exec", "again", "--", "sleep", "600"])
+            .spawn()
+            .unwrap();
+        w.track(c.id());
+        assert_eq!(watch.next("again")["event"], "populated", "cycle {cycle}");
+        c.kill().unwrap();
+        c.wait().unwrap();
+        assert_eq!(watch.next("again")["event"], "emptied", "cycle {cycle}");
+    }
+    ok(w.run(&["remove", "again"]));
+    assert_eq!(watch.next("again")["event"], "removed");
+}
