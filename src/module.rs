@@ -436,7 +436,7 @@ impl Root {
     }
 
     /// Move existing processes into the module (made if needed). Every pid is checked before
-    /// anything is made or moved ([`placeable`]): it must name a running process that is not
+    /// anything is made or moved (`placeable`): it must name a running process that is not
     /// PID 1, not this process, not a kernel thread, not a zombie, and not a thread that is not
     /// its process's leader; any other is refused as bad input (exit 2), nothing made, nothing
     /// moved. A pidfd is held for each from its check on, and the pid is moved only while the
