@@ -118,7 +118,10 @@ pub fn unit_names(data: &[u8]) {
         return;
     };
     if let Some(id) = ck_cgroup::scopes::module_of_scope(s) {
-        assert!(ModuleId::new(&id).is_ok());
+        // Only the name systemd-escape gives an id is that id's scope: `kill <id>` stops the
+        // scope named so, and another spelling of it would be reported as already gone.
+        let id = ModuleId::new(&id).expect("an id");
+        assert_eq!(ck_cgroup::systemd::scope_unit(&id), s);
     }
     let _ = ck_cgroup::scopes::module_id(s);
     let escaped = ck_cgroup::systemd::unit_escape(s);

@@ -43,11 +43,13 @@ pub const ENV_BACKEND: &str = "CK_CGROUP_BACKEND";
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The module id of a scope's directory name `subc-module-<escaped id>.scope`; `None` for any
-/// other name.
+/// other name, including another spelling of an id's escape (`a\x32b` for `a2b`): only the
+/// name [`crate::systemd::scope_unit`] gives an id is that module's scope, the one `kill <id>`
+/// stops (found by the `unit_names` fuzz check).
 pub fn module_of_scope(name: &str) -> Option<String> {
     let esc = name.strip_prefix("subc-module-")?.strip_suffix(".scope")?;
-    let id = unit_unescape(esc)?;
-    ModuleId::new(&id).ok().map(|m| m.as_str().to_string())
+    let id = ModuleId::new(&unit_unescape(esc)?).ok()?;
+    (crate::systemd::unit_escape(id.as_str()) == esc).then(|| id.as_str().to_string())
 }
 
 /// Undo [`crate::systemd::unit_escape`]: `\xNN` becomes the byte, `-` becomes `/`.
