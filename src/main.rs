@@ -111,7 +111,7 @@ fn open_root(explicit: Option<PathBuf>) -> Result<Root, Error> {
 /// has no systemd backend: refused, rather than writing into a service root that systemd owns.
 fn no_systemd_backend(command: &Command) -> Result<(), Error> {
     let name = match command {
-        Command::Init { .. } => "init",
+        Command::Init { cmd } if cmd.is_empty() => "init",
         Command::Create { .. } => "create",
         Command::Set { .. } => "set",
         Command::Place { .. } => "place",
@@ -144,6 +144,13 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
                 }),
                 None => None,
             };
+            // With the systemd backend (Delegate=no) the modules are scopes: the unit's
+            // `init -- DAEMON` makes no layout in systemd's cgroup and only executes the daemon.
+            if let Some(prog) = &prog
+                && std::env::var_os(ck_cgroup::scopes::ENV_BACKEND).is_some_and(|v| v == "systemd")
+            {
+                return Ok(exec(prog, &cmd));
+            }
             let root = open_root(cli.root)?;
             let r = root.init()?;
             if let Some(prog) = prog {
