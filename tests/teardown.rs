@@ -296,3 +296,229 @@ fn module_with_sub(w: &World, script: &str) -> std::process::Child {
     });
     c
 }
+
+/// Two `kill`s of the same module at once: both succeed, the one that lost the race says
+/// "already gone".
+#[test]
+fn two_kills_of_the_same_module_at_once_both_succeed() {
+    let w = World::new();
+    for round in 0..30 {
+        let mut c = module(&w, "twice", "exec sleep 600", 1);
+        let kill = || {
+            w.ck()
+                .args(["--json", "kill", "twice", "--timeout", "3s"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (a, b) = (kill(), kill());
+        let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+        for o in [&a, &b] {
+            assert!(
+                o.status.success(),
+                "round {round}: {} {}",
+                stdout(o),
+                stderr(o)
+            );
+        }
+        let va: Value = serde_json::from_slice(&a.stdout).unwrap();
+        let vb: Value = serde_json::from_slice(&b.stdout).unwrap();
+        assert!(
+            va["removed"] == true || vb["removed"] == true,
+            "round {round}: neither removed it: {va} {vb}"
+        );
+        c.wait().unwrap();
+        assert_eq!(w.tree(), vec!["daemon", "subc-modules"], "round {round}");
+    }
+}
+
+/// `kill` racing `exec` of the same id: every exec'd process is killed with the module or
+/// refused, or it runs in a module made after the kill removed the old one; `kill` never calls
+/// a module gone that still holds one, and it succeeds.
+#[test]
+fn kill_racing_exec_never_leaves_a_process_in_the_module_it_removed() {
+    use std::os::unix::fs::MetadataExt;
+    let w = World::new();
+    let dir = w.root().join("subc-modules/racy");
+    let root = w.root().to_path_buf();
+    for round in 0..10 {
+        let mut first = module(&w, "racy", "exec sleep 600", 1);
+        let ino = std::fs::metadata(&dir).unwrap().ino();
+        let execs: Vec<std::process::Child> = std::thread::scope(|s| {
+            let injector = s.spawn(|| {
+                (0..15)
+                    .map(|_| {
+                        let c = bare()
+                            .arg("--root")
+                            .arg(&root)
+                            .args(["exec", "racy", "--", "sleep", "600"])
+                            .stderr(std::process::Stdio::null())
+                            .spawn()
+                            .unwrap();
+                        std::thread::sleep(std::time::Duration::from_millis(3));
+                        c
+                    })
+                    .collect()
+            });
+            std::thread::sleep(std::time::Duration::from_millis(15));
+            let o = w.run(&["--json", "kill", "racy", "--timeout", "5s"]);
+            assert!(
+                o.status.success(),
+                "round {round}: {} {}",
+                stdout(&o),
+                stderr(&o)
+            );
+            injector.join().unwrap()
+        });
+        first.wait().unwrap();
+        let mut execs = execs;
+        settled(&mut execs);
+        for mut c in execs {
+            if c.try_wait().unwrap().is_none() {
+                let now = std::fs::metadata(&dir).map(|m| m.ino()).ok();
+                assert!(
+                    now.is_some() && now != Some(ino),
+                    "round {round}: exec'd process {} runs in the module kill removed",
+                    c.id()
+                );
+                assert_eq!(cgroup_of(c.id()), v2_path(&dir), "round {round}");
+                ok(w.run(&["kill", "racy", "--timeout", "3s"]));
+            }
+            c.wait().unwrap();
+        }
+        assert_eq!(w.tree(), vec!["daemon", "subc-modules"], "round {round}");
+    }
+}
+
+/// Wait until each `exec` has failed or runs its command (`sleep`): placed, or refused.
+fn settled(execs: &mut [std::process::Child]) {
+    eventually("every exec placed or refused", || {
+        execs.iter_mut().all(|c| {
+            c.try_wait().unwrap().is_some()
+                || std::fs::read_to_string(format!("/proc/{}/comm", c.id())).ok()
+                    == Some("sleep\n".into())
+        })
+    });
+}
+
+/// `prune --kill` racing the creation of modules: prune succeeds (a module made or filled after
+/// its listing is stopped or left, never an error), and afterwards every process is in a module
+/// that exists.
+#[test]
+fn prune_kill_racing_creation_succeeds() {
+    let w = World::new();
+    let root = w.root().to_path_buf();
+    for round in 0..10 {
+        let execs: Vec<std::process::Child> = std::thread::scope(|s| {
+            let injector = s.spawn(|| {
+                (0..6)
+                    .map(|i| {
+                        let c = bare()
+                            .arg("--root")
+                            .arg(&root)
+                            .args(["exec", &format!("new{}", i % 3), "--", "sleep", "600"])
+                            .stderr(std::process::Stdio::null())
+                            .spawn()
+                            .unwrap();
+                        std::thread::sleep(std::time::Duration::from_millis(2));
+                        c
+                    })
+                    .collect()
+            });
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            let o = w.run(&["--json", "prune", "--kill", "--timeout", "5s"]);
+            assert!(
+                o.status.success(),
+                "round {round}: {} {}",
+                stdout(&o),
+                stderr(&o)
+            );
+            injector.join().unwrap()
+        });
+        let mut execs = execs;
+        settled(&mut execs);
+        ok(w.run(&["prune", "--kill", "--timeout", "5s"]));
+        for mut c in execs {
+            c.wait().unwrap();
+        }
+        assert_eq!(w.tree(), vec!["daemon", "subc-modules"], "round {round}");
+    }
+}
+
+/// When a stop times out, the message names the states it read for the processes left, and
+/// blames uninterruptible sleep only when a process was in it. Here the stop runs as a user
+/// the module's directory was handed to (as `Delegate=` does) and kills by signal a process of
+/// root's, which it may not signal: it stays, sleeping, and the message says so.
+#[test]
+fn a_stop_that_times_out_names_the_states_it_read() {
+    const USER: u32 = 47_913;
+    let w = World::new();
+    ok(w.run(&["create", "busy"]));
+    let m = w.root().join("subc-modules/busy");
+    for p in
+        std::iter::once(m.clone()).chain(std::fs::read_dir(&m).unwrap().map(|e| e.unwrap().path()))
+    {
+        std::os::unix::fs::chown(&p, Some(USER), Some(USER)).unwrap();
+    }
+    let mut root_sleep = Command::new("sleep").arg("600").spawn().unwrap();
+    std::fs::write(m.join("cgroup.procs"), root_sleep.id().to_string()).unwrap();
+    let o = Command::new("setpriv")
+        .args([
+            &format!("--reuid={USER}"),
+            &format!("--regid={USER}"),
+            "--clear-groups",
+            bin(),
+            "--root",
+        ])
+        .arg(w.root())
+        .args([
+            "--json",
+            "kill",
+            "busy",
+            "--method",
+            "signal",
+            "--timeout",
+            "300ms",
+        ])
+        .env_remove("CK_CGROUP_ROOT")
+        .env("CK_CGROUP_POLICY", "/dev/null")
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {} {}", stdout(&o), stderr(&o)));
+    assert_eq!(o.status.code(), Some(1), "{v}");
+    let e = v["error"].as_str().unwrap();
+    assert!(e.contains("1 process: 1 in state S (sleeping)"), "{e}");
+    assert!(
+        !e.contains("state D"),
+        "blames state D that no process was in: {e}"
+    );
+    assert!(!e.contains("uninterruptible"), "{e}");
+    ok(w.run(&["kill", "busy", "--timeout", "3s"]));
+    root_sleep.wait().unwrap();
+}
+
+/// An empty module holding an empty threaded sub-cgroup (what a module that made one leaves
+/// behind) is pruned, not an error on every run (the unit runs `prune --kill` before each start).
+#[test]
+fn prune_removes_an_empty_module_holding_an_empty_threaded_sub_cgroup() {
+    let w = World::new();
+    ok(w.run(&["create", "thr"]));
+    let m = w.root().join("subc-modules/thr");
+    std::fs::create_dir(m.join("t")).unwrap();
+    std::fs::write(m.join("t/cgroup.type"), "threaded").unwrap();
+    for args in [&["--json", "prune"][..], &["--json", "prune", "--kill"][..]] {
+        ok(w.run(&["create", "thr"]));
+        let _ = std::fs::create_dir(m.join("t"));
+        let _ = std::fs::write(m.join("t/cgroup.type"), "threaded");
+        let o = w.run(args);
+        assert!(
+            o.status.success(),
+            "{args:?}: {} {}",
+            stdout(&o),
+            stderr(&o)
+        );
+        assert_eq!(w.tree(), vec!["daemon", "subc-modules"], "{args:?}");
+    }
+}
