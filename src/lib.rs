@@ -30,6 +30,7 @@ pub mod spawn;
 pub mod stop;
 pub mod systemd;
 pub mod telemetry;
+mod tree;
 pub mod wait;
 pub mod watch;
 

@@ -150,6 +150,9 @@ pub struct ModuleEntry {
     pub path: String,
     /// `cgroup.events` `populated`; `null` when it could not be read.
     pub populated: Option<bool>,
+    /// `cgroup.events` `frozen`: the module is frozen (by itself, or by a freeze-kill that did
+    /// not finish), its own or an ancestor's `cgroup.freeze`; `null` when it could not be read.
+    pub frozen: Option<bool>,
     /// Processes in the module and its sub-cgroups; `null` when it could not be read.
     pub procs: Option<usize>,
 }
@@ -187,6 +190,9 @@ pub struct StopReport {
     pub tree: TreeStop,
     /// The directory was removed.
     pub removed: bool,
+    /// Modes restored before acting (`<path> <old>-><new>`, octal, relative to the root): a
+    /// module that shares this process's uid had taken away what the stop needs.
+    pub restored: Vec<String>,
     /// Why the tree is not empty or the directory not removed; `null` on success.
     pub error: Option<String>,
 }
@@ -206,6 +212,7 @@ impl StopReport {
                 ..TreeStop::default()
             },
             removed: false,
+            restored: Vec::new(),
             error: None,
         }
     }
@@ -502,6 +509,7 @@ impl Root {
     /// `execve(2)`, so the module's process is the pid the daemon spawned.
     pub fn enter(&self, id: &ModuleId) -> Result<PathBuf> {
         let rel = ModuleRef::ck(id).rel();
+        self.refuse_frozen(id, &rel)?;
         let procs = join(&rel, "cgroup.procs");
         match self.move_pid(&procs, 0) {
             Err(e) if e.errno() == Some(Errno::NOENT) => {
@@ -528,9 +536,11 @@ impl Root {
                 };
                 let m = ModuleRef { layout, name };
                 let rel = m.rel();
+                let events = self.events(&rel).ok();
                 out.push(ModuleEntry {
                     module: m.module_name(),
-                    populated: self.events(&rel).ok().and_then(|e| e.populated),
+                    populated: events.as_ref().and_then(|e| e.populated),
+                    frozen: events.as_ref().and_then(|e| e.frozen),
                     procs: if count_procs {
                         self.procs(&rel).ok().map(|p| p.len())
                     } else {
@@ -550,50 +560,161 @@ impl Root {
         Ok(parse::events(&self.dir.read(&join(rel, "cgroup.events"))?))
     }
 
-    /// The pids in `rel` and every cgroup below it (`cgroup.procs` of each).
+    /// The pids in `rel` and every cgroup below it (`cgroup.procs` of each; of a threaded
+    /// cgroup, the processes of the threads in its `cgroup.threads`), at any depth.
     pub fn procs(&self, rel: &str) -> Result<Vec<u32>> {
         procs(&self.dir, rel)
     }
 
+    /// A spawn into a frozen module would hang: the new process stops before its first
+    /// instruction (a task that enters a frozen cgroup is frozen), and whoever waits for it
+    /// waits forever. So it is refused (bad input, exit 2) with the two fixes. A module that
+    /// does not exist is not frozen.
+    fn refuse_frozen(&self, id: &ModuleId, rel: &str) -> Result<()> {
+        if cfg!(feature = "mutation-spawn-into-frozen") {
+            return Ok(());
+        }
+        let frozen = self
+            .dir
+            .read_raw(&join(rel, "cgroup.events"))
+            .map(|t| parse::events(&t).frozen == Some(true))
+            .unwrap_or(false)
+            || self
+                .dir
+                .read_raw(&join(rel, "cgroup.freeze"))
+                .map(|t| t.trim() == "1")
+                .unwrap_or(false);
+        if !frozen {
+            return Ok(());
+        }
+        let path = self.dir.display_path(rel);
+        Err(Error::bad_input(format!(
+            "module {id} is frozen ({}: cgroup.freeze 1 or cgroup.events frozen 1): a process started in it would stop before its first instruction",
+            path.display()
+        ))
+        .with_hint(format!(
+            "thaw it with `echo 0 > {}/cgroup.freeze`, or stop it with `ck-cgroup kill {id}`",
+            path.display()
+        )))
+    }
+
     /// Remove an empty module. A populated one is refused with the number of its processes.
+    /// The modes of its directories and control files are restored first where this process's
+    /// uid owns them; sub-cgroups it made are removed at any depth, threaded ones too.
     pub fn remove(&self, name: &str) -> Result<RemoveReport> {
-        let Some(m) = self.find(name)? else {
-            return Ok(RemoveReport {
+        match self.remove_module(name)? {
+            Removal::Gone => Ok(RemoveReport {
                 module: name.to_string(),
                 path: None,
                 removed: false,
                 already_gone: true,
-            });
-        };
-        let rel = m.rel();
-        let procs = self.procs(&rel)?;
-        if !procs.is_empty() {
-            return Err(Error::failed(format!(
-                "module {name} is not empty: {} process{} in {}",
-                procs.len(),
-                if procs.len() == 1 { "" } else { "es" },
-                self.dir.display_path(&rel).display()
+            }),
+            Removal::Removed(path) => Ok(RemoveReport {
+                module: name.to_string(),
+                path: Some(path),
+                removed: true,
+                already_gone: false,
+            }),
+            Removal::Populated(n, path) => Err(Error::failed(format!(
+                "module {name} is not empty: {n} process{} in {}",
+                if n == 1 { "" } else { "es" },
+                path.display()
             ))
             .with_hint(format!(
                 "stop them with `ck-cgroup kill {name}`, which also removes the module"
-            )));
+            ))),
         }
-        self.remove_tree(&rel)?;
-        Ok(RemoveReport {
-            module: name.to_string(),
-            path: Some(self.dir.display_path(&rel)),
-            removed: true,
-            already_gone: false,
-        })
     }
 
-    /// Remove `rel` and its sub-cgroups, deepest first. `EBUSY` (a cgroup whose last process is
-    /// still exiting) is retried for up to one second; then the real errno is reported.
+    /// [`Root::remove`]'s work: gone, removed, or populated (with how many processes).
+    fn remove_module(&self, name: &str) -> Result<Removal> {
+        let name = DirName::new(name)?;
+        self.restore_layout_modes();
+        let Some(m) = self.find(name.as_str())? else {
+            return Ok(Removal::Gone);
+        };
+        let rel = m.rel();
+        let path = self.dir.display_path(&rel);
+        crate::tree::restore_modes(&self.dir, &rel);
+        let mdir = match self.dir.open_dir(&rel) {
+            Ok(d) => d,
+            Err(Errno::NOENT) => return Ok(Removal::Gone),
+            Err(e) => return Err(Error::io("open", &path, e)),
+        };
+        let procs = procs(&mdir, "")?;
+        if !procs.is_empty() {
+            return Ok(Removal::Populated(procs.len(), path));
+        }
+        match self.remove_dir(&m, &mdir) {
+            Ok(Gone::No) => Ok(Removal::Removed(path)),
+            Ok(Gone::Yes) => Ok(Removal::Gone),
+            Err(e) if e.errno() == Some(Errno::BUSY) => {
+                // Filled since it was read: not empty (any more).
+                let n = crate::tree::members(&mdir, "").map_or(0, |p| p.len());
+                if n > 0 {
+                    Ok(Removal::Populated(n, path))
+                } else {
+                    Err(e)
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Remove `rel` and its sub-cgroups, deepest first, at any depth (each directory relative
+    /// to its parent's fd). `EBUSY` (a cgroup whose last process is still exiting) is retried
+    /// for up to one second; then the real errno is reported.
     pub fn remove_tree(&self, rel: &str) -> Result<()> {
         if cfg!(feature = "mutation-no-rmdir") {
             return Ok(());
         }
         remove_tree(&self.dir, rel)
+    }
+
+    /// Remove module `m`, open as `mdir`: its sub-cgroups (relative to `mdir`), then its
+    /// directory by name in its layout's directory, only while that name still is `mdir` (a
+    /// module of the same name made after ours was removed is not ours to remove).
+    fn remove_dir(&self, m: &ModuleRef, mdir: &CgroupDir) -> Result<Gone> {
+        if cfg!(feature = "mutation-no-rmdir") {
+            return Ok(Gone::No);
+        }
+        let deadline = Instant::now() + Duration::from_secs(1);
+        let parent_rel = m.layout.dir();
+        let parent = self
+            .dir
+            .open_beneath(
+                parent_rel,
+                rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY,
+            )
+            .map_err(|e| Error::io("open", self.dir.display_path(parent_rel), e))?;
+        let name = m.name.as_str();
+        loop {
+            crate::tree::walk_module(mdir, "", &mut crate::tree::Remover { deadline })?;
+            if !same_dir(&parent, name, mdir) {
+                return Ok(Gone::Yes);
+            }
+            match crate::tree::rmdir_at(std::os::unix::io::AsFd::as_fd(&parent), name, deadline) {
+                Ok(()) => return Ok(Gone::No),
+                // A child cgroup made meanwhile (before the kill): walk again.
+                Err(Errno::BUSY)
+                    if Instant::now() < deadline
+                        && crate::tree::members(mdir, "").is_ok_and(|p| p.is_empty()) =>
+                {
+                    continue;
+                }
+                Err(e) => return Err(Error::io("rmdir", mdir.path(), e)),
+            }
+        }
+    }
+
+    /// Restore the modes of the directories that hold modules (a module sharing this process's
+    /// uid may have taken them away); what was restored.
+    fn restore_layout_modes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for layout in [Layout::Ck, Layout::Daemon] {
+            crate::tree::restore_path_modes(&self.dir, layout.dir(), &mut out);
+        }
+        out
     }
 
     /// SIGKILL the module's whole subtree (the first kill method the kernel supports), wait until
@@ -610,42 +731,105 @@ impl Root {
 
     /// Stop the module's whole tree ([`stop_tree`]: graceful signal and grace on the whole
     /// subtree, then SIGKILL by the method), then remove its directory depth first.
-    /// A module that does not exist is reported as already gone. A module whose subtree holds
-    /// the calling process is refused (exit 2). Check [`StopReport::ok`]: a tree that is not
-    /// empty or a directory that could not be removed is reported, not raised.
+    ///
+    /// Before anything, the modes of the directories on the way to the module, of its
+    /// directory, its sub-cgroups and their control files are restored where this process's uid
+    /// owns them (a module sharing that uid can `chmod 000` them). The module is then opened
+    /// once, and every step goes through that handle, relative to it: another module of the
+    /// same name made meanwhile is never touched. A process that enters the module after the
+    /// kill (an `exec` racing it) keeps `rmdir` busy: it is killed again, until the timeout.
+    ///
+    /// A module that does not exist, or that disappears while it is being stopped (another
+    /// stop removed it), is reported as already gone. A module whose subtree holds the calling
+    /// process is refused (exit 2). Check [`StopReport::ok`]: a tree that is not empty or a
+    /// directory that could not be removed is reported, not raised.
     pub fn stop(&self, name: &str, opts: &StopOptions) -> Result<StopReport> {
+        let start = Instant::now();
+        let _boost = crate::stop::Boost::new();
         let mut report = StopReport::gone(name, opts);
-        let Some(m) = self.find(name)? else {
+        let dname = DirName::new(name)?;
+        let mut restored = self.restore_layout_modes();
+        let Some(m) = self.find(dname.as_str())? else {
             return Ok(report);
         };
         let rel = m.rel();
         let path = self.dir.display_path(&rel);
-        let me = std::process::id();
-        if procs(&self.dir, &rel)?.contains(&me) {
-            return Err(Error::bad_input(format!(
-                "refusing to kill {}: it holds this process ({me})",
-                path.display()
-            ))
-            .with_hint("run `ck-cgroup kill` from outside the module, e.g. from the daemon"));
-        }
+        restored.extend(crate::tree::restore_modes(&self.dir, &rel));
+        let mdir = match self.dir.open_dir(&rel) {
+            Ok(d) => d,
+            Err(Errno::NOENT) => return Ok(report),
+            Err(e) => return Err(Error::io("open", &path, e)),
+        };
         report.already_gone = false;
         report.layout = Some(m.layout);
         report.path = Some(path.clone());
-        report.tree = stop_tree(&self.dir, &rel, opts)?;
-        if !report.tree.empty {
-            report.error = Some(still_populated(&self.dir, &rel, report.tree.waited_ms));
-            return Ok(report);
+        report.restored = restored;
+        report.tree = stop_tree(&mdir, "", opts)?;
+        let deadline = start + opts.grace + opts.timeout;
+        loop {
+            if !report.tree.empty {
+                if self.vanished(&m, &mdir) {
+                    return Ok(gone_meanwhile(report));
+                }
+                report.error = Some(still_populated(&mdir, "", report.tree.waited_ms));
+                return Ok(report);
+            }
+            match self.remove_dir(&m, &mdir) {
+                Ok(Gone::No) => {
+                    report.removed = !cfg!(feature = "mutation-no-rmdir");
+                    return Ok(report);
+                }
+                Ok(Gone::Yes) => return Ok(gone_meanwhile(report)),
+                // Populated again: a process entered after the kill. Kill again.
+                Err(e)
+                    if e.errno() == Some(Errno::BUSY)
+                        && Instant::now() < deadline
+                        && !cfg!(feature = "mutation-no-rekill") =>
+                {
+                    let again = stop_tree(
+                        &mdir,
+                        "",
+                        &StopOptions {
+                            grace: Duration::ZERO,
+                            timeout: deadline.saturating_duration_since(Instant::now()),
+                            ..*opts
+                        },
+                    )?;
+                    report.tree.killed += again.killed;
+                    report.tree.empty = again.empty;
+                    report.tree.waited_ms = ms_since(start);
+                    for f in again.fell_through {
+                        if !report.tree.fell_through.contains(&f) {
+                            report.tree.fell_through.push(f);
+                        }
+                    }
+                }
+                Err(e) => {
+                    report.error = Some(e.to_string());
+                    return Ok(report);
+                }
+            }
         }
-        match self.remove_tree(&rel) {
-            Ok(()) => report.removed = !cfg!(feature = "mutation-no-rmdir"),
-            Err(e) => report.error = Some(e.to_string()),
+    }
+
+    /// Module `m` (open as `mdir`) is no longer in its place: removed by someone else.
+    fn vanished(&self, m: &ModuleRef, mdir: &CgroupDir) -> bool {
+        match self.dir.open_beneath(
+            m.layout.dir(),
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY,
+        ) {
+            Ok(parent) => !same_dir(&parent, m.name.as_str(), mdir),
+            Err(_) => true,
         }
-        Ok(report)
     }
 
     /// Remove every empty module that is not in `keep`; with `kill`, also stop and remove the
     /// populated ones (the orphans of a daemon that died). With `dry_run`, change nothing and say
-    /// what would be done. Both layouts, ours and the daemon's, are pruned.
+    /// what would be done. Both layouts, ours and the daemon's, are pruned. Unless `dry_run`,
+    /// the modes of the modules' directories and control files are restored first where this
+    /// process's uid owns them, so that what a module did to them neither hides it from the
+    /// listing nor defeats the stop. A module filled after the listing (a spawn racing the
+    /// prune) is stopped under `kill`, left alone otherwise; one removed meanwhile is gone.
     pub fn prune(
         &self,
         dry_run: bool,
@@ -653,15 +837,73 @@ impl Root {
         keep: &[String],
         opts: &StopOptions,
     ) -> Result<Vec<PruneEntry>> {
+        if !dry_run {
+            self.restore_layout_modes();
+            for layout in [Layout::Ck, Layout::Daemon] {
+                for name in self.dir.subdirs(layout.dir())? {
+                    if let Ok(name) = DirName::new(&name) {
+                        let m = ModuleRef { layout, name };
+                        crate::tree::restore_modes(&self.dir, &m.rel());
+                    }
+                }
+            }
+        }
         Ok(prune_entries(
             self.list()?,
             dry_run,
             kill,
             keep,
             |name| self.stop(name, opts),
-            |name| self.remove(name).map(|_| ()),
+            |name| match self.remove_module(name)? {
+                Removal::Gone | Removal::Removed(_) => Ok(Removed::Done),
+                Removal::Populated(..) => Ok(Removed::Populated),
+            },
         ))
     }
+}
+
+/// What [`Root::remove_module`] found or did.
+enum Removal {
+    Gone,
+    Removed(PathBuf),
+    Populated(usize, PathBuf),
+}
+
+/// Whether a module disappeared under a removal.
+enum Gone {
+    Yes,
+    No,
+}
+
+/// What `prune`'s removal of a module it listed as empty did.
+pub(crate) enum Removed {
+    /// Removed, or gone already.
+    Done,
+    /// Not removed: it holds processes now (filled after the listing).
+    Populated,
+}
+
+/// A stop whose module disappeared before this stop removed it (another stop did): already
+/// gone, which is success.
+fn gone_meanwhile(mut report: StopReport) -> StopReport {
+    report.already_gone = true;
+    report.tree.empty = true;
+    report.removed = false;
+    report.error = None;
+    report
+}
+
+/// The entry `name` in the directory `parent` is the directory `dir` (same device and inode).
+fn same_dir(parent: &OwnedFd, name: &str, dir: &CgroupDir) -> bool {
+    let Ok(there) = rustix::fs::statat(parent, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) else {
+        return false;
+    };
+    rustix::fs::fstat(dir.fd())
+        .is_ok_and(|st| st.st_ino == there.st_ino && st.st_dev == there.st_dev)
+}
+
+fn ms_since(start: Instant) -> f64 {
+    (start.elapsed().as_secs_f64() * 1e6).round() / 1e3
 }
 
 /// `prune`'s decisions over `modules`, the same for every layout: `--keep` ones are kept;
@@ -673,7 +915,7 @@ pub(crate) fn prune_entries(
     kill: bool,
     keep: &[String],
     stop: impl Fn(&str) -> Result<StopReport>,
-    remove: impl Fn(&str) -> Result<()>,
+    remove: impl Fn(&str) -> Result<Removed>,
 ) -> Vec<PruneEntry> {
     let mut out = Vec::new();
     for m in modules {
@@ -700,24 +942,13 @@ pub(crate) fn prune_entries(
                 PruneAction::WouldRemove
             };
         } else if populated {
-            match stop(m.name.as_str()) {
-                Ok(r) => {
-                    e.action = if r.ok() {
-                        PruneAction::Killed
-                    } else {
-                        PruneAction::Failed
-                    };
-                    e.error = r.error.clone();
-                    e.stop = Some(r);
-                }
-                Err(err) => {
-                    e.action = PruneAction::Failed;
-                    e.error = Some(err.to_string());
-                }
-            }
+            stop_entry(&mut e, &stop);
         } else {
             match remove(m.name.as_str()) {
-                Ok(()) => e.action = PruneAction::Removed,
+                Ok(Removed::Done) => e.action = PruneAction::Removed,
+                // Filled after the listing: a live module now, stopped only under --kill.
+                Ok(Removed::Populated) if kill => stop_entry(&mut e, &stop),
+                Ok(Removed::Populated) => e.action = PruneAction::SkippedPopulated,
                 Err(err) => {
                     e.action = PruneAction::Failed;
                     e.error = Some(err.to_string());
@@ -821,17 +1052,96 @@ fn exited_meanwhile(pid: u32) -> Error {
     ))
 }
 
-/// Why a stop did not end: `rel` still holds processes after `waited_ms`.
+fn stop_entry(e: &mut PruneEntry, stop: &impl Fn(&str) -> Result<StopReport>) {
+    match stop(e.name.as_str()) {
+        Ok(r) => {
+            e.action = if r.ok() {
+                PruneAction::Killed
+            } else {
+                PruneAction::Failed
+            };
+            e.error = r.error.clone();
+            e.stop = Some(r);
+        }
+        Err(err) => {
+            e.action = PruneAction::Failed;
+            e.error = Some(err.to_string());
+        }
+    }
+}
+
+/// Why a stop did not end: `rel` still holds processes after `waited_ms`. Each process's state
+/// is read (`/proc/<pid>/stat`) before any is named: uninterruptible sleep is blamed only for
+/// processes found in it.
 pub(crate) fn still_populated(dir: &CgroupDir, rel: &str, waited_ms: f64) -> String {
-    let left = match procs(dir, rel) {
-        Ok(p) if p.len() == 1 => "1 process".to_string(),
-        Ok(p) => format!("{} processes", p.len()),
-        Err(_) => "processes (how many could not be read)".to_string(),
-    };
+    let path = dir.display_path(rel);
+    match procs(dir, rel) {
+        Ok(p) => {
+            let states: Vec<Option<char>> = p
+                .iter()
+                .map(|pid| {
+                    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                        .ok()
+                        .and_then(|t| parse::proc_stat(&t))
+                        .map(|s| s.state)
+                })
+                .collect();
+            format!(
+                "{} still holds {} after {waited_ms} ms",
+                path.display(),
+                describe_left(&states)
+            )
+        }
+        Err(e) => format!(
+            "{} still holds processes after {waited_ms} ms (which could not be read: {e})",
+            path.display()
+        ),
+    }
+}
+
+/// `3 processes: 2 in state D (uninterruptible sleep: ...), 1 in state R (running)`, from the
+/// states read (`None`: gone or unreadable by the time it was read).
+pub(crate) fn describe_left(states: &[Option<char>]) -> String {
+    let n = states.len();
+    if n == 0 {
+        return "no process any more (it emptied as the timeout passed: run the command again)"
+            .into();
+    }
+    let mut counts: Vec<(Option<char>, usize)> = Vec::new();
+    for s in states {
+        match counts.iter_mut().find(|(c, _)| c == s) {
+            Some((_, k)) => *k += 1,
+            None => counts.push((*s, 1)),
+        }
+    }
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(s, k)| match s {
+            Some(c) => format!("{k} in state {c} ({})", state_name(*c)),
+            None => format!("{k} gone or unreadable when read"),
+        })
+        .collect();
     format!(
-        "{} still holds {left} after {waited_ms} ms (a process in uninterruptible sleep, state D, dies only when its I/O ends)",
-        dir.display_path(rel).display()
+        "{n} process{}: {}",
+        if n == 1 { "" } else { "es" },
+        parts.join(", ")
     )
+}
+
+fn state_name(c: char) -> &'static str {
+    match c {
+        'D' => "uninterruptible sleep: it dies only when its I/O ends",
+        'R' => "running",
+        'S' => "sleeping",
+        'T' => "stopped",
+        't' => "stopped by a tracer",
+        'Z' => "zombie: exited, not yet reaped",
+        'X' | 'x' => "dead",
+        'I' => "idle",
+        'P' => "parked",
+        'W' => "waking",
+        _ => "as /proc/<pid>/stat says",
+    }
 }
 
 /// `SIGTERM` for [`Signal::TERM`].
@@ -850,37 +1160,24 @@ pub fn signal_name(sig: Signal) -> String {
     format!("SIG{name}")
 }
 
-/// The pids in `rel` and every cgroup below it (`cgroup.procs` of each).
+/// The pids in `rel` and every cgroup below it, at any depth, threaded cgroups included
+/// ([`crate::tree::members`]). A `rel` that does not exist (any more) holds none.
 pub(crate) fn procs(dir: &CgroupDir, rel: &str) -> Result<Vec<u32>> {
-    let mut out = parse::pids(&dir.read(&join(rel, "cgroup.procs"))?);
-    // A leaf (cgroup.stat nr_descendants 0, the usual module) needs no directory listing.
-    if let Ok(stat) = dir.read_raw(&join(rel, "cgroup.stat"))
-        && parse::flat_keyed(&stat).get("nr_descendants") == Some(&0)
-    {
-        return Ok(out);
-    }
-    for sub in dir.subdirs(rel)? {
-        match procs(dir, &join(rel, &sub)) {
-            Ok(p) => out.extend(p),
-            // A sub-cgroup removed while we walk is empty.
-            Err(e) if e.errno() == Some(Errno::NOENT) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(out)
+    crate::tree::members(dir, rel)
 }
 
-/// Remove `rel` under `dir` and every cgroup below it, deepest first, retrying `EBUSY` for a
-/// bounded time. A cgroup that is already gone is fine.
+/// Remove `rel` under `dir` and every cgroup below it, deepest first, at any depth, each
+/// directory relative to its parent's fd; `EBUSY` of a cgroup that holds no process is retried
+/// for a bounded time. A cgroup that is already gone is fine.
 pub(crate) fn remove_tree(dir: &CgroupDir, rel: &str) -> Result<()> {
-    for sub in dir.subdirs(rel)? {
-        remove_tree(dir, &join(rel, &sub))?;
-    }
     let deadline = Instant::now() + Duration::from_secs(1);
     loop {
+        crate::tree::walk(dir, rel, &mut crate::tree::Remover { deadline })?;
         match dir.rmdir_raw(rel) {
             Ok(()) | Err(Errno::NOENT) => return Ok(()),
-            Err(Errno::BUSY) if Instant::now() < deadline => {
+            Err(Errno::BUSY)
+                if Instant::now() < deadline && procs(dir, rel).is_ok_and(|p| p.is_empty()) =>
+            {
                 std::thread::sleep(Duration::from_millis(5));
             }
             Err(e) => return Err(Error::io("rmdir", dir.display_path(rel), e)),
@@ -898,6 +1195,7 @@ impl Root {
         cmd: &crate::spawn::ModuleCommand,
     ) -> Result<crate::spawn::ModuleChild> {
         let rel = ModuleRef::ck(id).rel();
+        self.refuse_frozen(id, &rel)?;
         let dir = match self.dir.open_beneath(
             &rel,
             rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
@@ -922,5 +1220,31 @@ impl Root {
                 errno,
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe_left;
+
+    #[test]
+    fn what_is_left_is_described_by_the_states_read_and_d_only_when_read() {
+        let s = describe_left(&[Some('S'), Some('R'), Some('S')]);
+        assert_eq!(
+            s,
+            "3 processes: 2 in state S (sleeping), 1 in state R (running)"
+        );
+        assert!(!s.contains('D'));
+        let d = describe_left(&[Some('D'), None]);
+        assert!(
+            d.starts_with("2 processes: 1 in state D (uninterruptible sleep"),
+            "{d}"
+        );
+        assert!(d.contains("1 gone or unreadable when read"), "{d}");
+        assert_eq!(
+            describe_left(&[Some('t')]),
+            "1 process: 1 in state t (stopped by a tracer)"
+        );
+        assert!(describe_left(&[]).starts_with("no process any more"));
     }
 }

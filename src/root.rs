@@ -88,44 +88,23 @@ impl CgroupDir {
 
     /// Open `rel` beneath this directory with `flags`; no symlink, no `..`, no escape.
     pub fn open_beneath(&self, rel: &str, flags: OFlags) -> std::result::Result<OwnedFd, Errno> {
-        let rel = if rel.is_empty() { "." } else { rel };
-        let flags = flags | OFlags::CLOEXEC | OFlags::NOFOLLOW;
-        match rfs::openat2(
-            &self.fd,
-            rel,
-            flags,
-            Mode::empty(),
-            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
-        ) {
-            Err(Errno::NOSYS) => self.open_walk(rel, flags),
-            other => other,
-        }
+        open_beneath_at(self.fd.as_fd(), rel, flags)
     }
 
-    /// The pre-5.6 path: one `openat(O_NOFOLLOW)` per component, refusing `..` and absolute paths.
-    fn open_walk(&self, rel: &str, flags: OFlags) -> std::result::Result<OwnedFd, Errno> {
-        let parts: Vec<&str> = rel
-            .split('/')
-            .filter(|p| !p.is_empty() && *p != ".")
-            .collect();
-        if rel.starts_with('/') || parts.contains(&"..") {
+    /// Open the directory `rel` beneath this one as a handle of its own (checked to be on
+    /// cgroup2), so that what is done through it stays with that directory even if another
+    /// one of the same name is made after it was removed. `EXDEV` when it is not on cgroup2.
+    pub fn open_dir(&self, rel: &str) -> std::result::Result<CgroupDir, Errno> {
+        let fd = self.open_beneath(rel, OFlags::RDONLY | OFlags::DIRECTORY)?;
+        let st = rfs::fstatfs(&fd)?;
+        #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
+        if st.f_type as i64 != CGROUP2_SUPER_MAGIC {
             return Err(Errno::XDEV);
         }
-        let Some((last, dirs)) = parts.split_last() else {
-            return rfs::openat(&self.fd, ".", flags, Mode::empty());
-        };
-        let mut cur: Option<OwnedFd> = None;
-        for d in dirs {
-            let base = cur.as_ref().map_or(self.fd.as_fd(), |f| f.as_fd());
-            cur = Some(rfs::openat(
-                base,
-                *d,
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            )?);
-        }
-        let base = cur.as_ref().map_or(self.fd.as_fd(), |f| f.as_fd());
-        rfs::openat(base, *last, flags, Mode::empty())
+        Ok(CgroupDir {
+            fd,
+            path: self.display_path(rel),
+        })
     }
 
     /// Read a whole kernel file beneath this directory.
@@ -175,9 +154,10 @@ impl CgroupDir {
         rfs::unlinkat(&p, name, AtFlags::REMOVEDIR)
     }
 
-    /// Whether `rel` exists as a directory beneath this one.
+    /// Whether `rel` exists as a directory beneath this one (an `O_PATH` open: a directory whose
+    /// mode denies reading it is still there).
     pub fn is_dir(&self, rel: &str) -> Result<bool> {
-        match self.open_beneath(rel, OFlags::RDONLY | OFlags::DIRECTORY) {
+        match self.open_beneath(rel, OFlags::PATH | OFlags::DIRECTORY) {
             Ok(_) => Ok(true),
             Err(Errno::NOENT) | Err(Errno::NOTDIR) => Ok(false),
             Err(e) => Err(Error::io("open", self.display_path(rel), e)),
@@ -213,6 +193,59 @@ impl CgroupDir {
         out.sort();
         Ok(out)
     }
+}
+
+/// Open `rel` beneath the directory `base` with `flags`: `openat2(RESOLVE_BENEATH |
+/// RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)`, or on kernels before 5.6 one
+/// `openat(O_NOFOLLOW)` per component, refusing `..` and absolute paths. Every open of a cgroup
+/// path goes through here, from the root's fd or from a directory opened beneath it.
+pub(crate) fn open_beneath_at(
+    base: BorrowedFd<'_>,
+    rel: &str,
+    flags: OFlags,
+) -> std::result::Result<OwnedFd, Errno> {
+    let rel = if rel.is_empty() { "." } else { rel };
+    let flags = flags | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    match rfs::openat2(
+        base,
+        rel,
+        flags,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    ) {
+        Err(Errno::NOSYS) => open_walk(base, rel, flags),
+        other => other,
+    }
+}
+
+/// The pre-5.6 path: one `openat(O_NOFOLLOW)` per component, refusing `..` and absolute paths.
+fn open_walk(
+    base: BorrowedFd<'_>,
+    rel: &str,
+    flags: OFlags,
+) -> std::result::Result<OwnedFd, Errno> {
+    let parts: Vec<&str> = rel
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    if rel.starts_with('/') || parts.contains(&"..") {
+        return Err(Errno::XDEV);
+    }
+    let Some((last, dirs)) = parts.split_last() else {
+        return rfs::openat(base, ".", flags, Mode::empty());
+    };
+    let mut cur: Option<OwnedFd> = None;
+    for d in dirs {
+        let at = cur.as_ref().map_or(base, |f| f.as_fd());
+        cur = Some(rfs::openat(
+            at,
+            *d,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?);
+    }
+    let at = cur.as_ref().map_or(base, |f| f.as_fd());
+    rfs::openat(at, *last, flags, Mode::empty())
 }
 
 fn split_parent(rel: &str) -> (&str, &str) {

@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::id::{DirName, ModuleId};
 use crate::limits::Limits;
 use crate::module::{
-    Layout, ModuleEntry, PruneEntry, StopReport, procs, prune_entries, still_populated,
+    Layout, ModuleEntry, PruneEntry, Removed, StopReport, procs, prune_entries, still_populated,
 };
 use crate::parse;
 use crate::root::CgroupDir;
@@ -175,11 +175,13 @@ fn entries(dir: &CgroupDir, count_procs: bool) -> Result<Vec<ModuleEntry>> {
                 continue;
             };
             let rel = format!("{slice}/{scope}");
+            let events = dir
+                .read_raw(&format!("{rel}/cgroup.events"))
+                .ok()
+                .map(|t| parse::events(&t));
             out.push(ModuleEntry {
-                populated: dir
-                    .read_raw(&format!("{rel}/cgroup.events"))
-                    .ok()
-                    .and_then(|t| parse::events(&t).populated),
+                populated: events.as_ref().and_then(|e| e.populated),
+                frozen: events.as_ref().and_then(|e| e.frozen),
                 procs: if count_procs {
                     procs(dir, &rel).ok().map(|p| p.len())
                 } else {
@@ -274,7 +276,7 @@ pub fn prune(
             let id = id_of(name)?;
             m.stop_unit(&scope_unit(&id), opts.timeout)?;
             m.stop_unit(&slice_unit(&id), opts.timeout)?;
-            Ok(())
+            Ok(Removed::Done)
         },
     ))
 }

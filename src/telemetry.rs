@@ -79,6 +79,9 @@ pub struct ModuleStatus {
     pub path: String,
     /// `populated` from `cgroup.events`.
     pub populated: Figure<bool>,
+    /// `frozen` from `cgroup.events`: a module left frozen (by itself, or by a freeze-kill that
+    /// did not finish) runs nothing until it is thawed or killed.
+    pub frozen: Figure<bool>,
     /// Processes in the module and its sub-cgroups.
     pub procs: Figure<usize>,
     /// Memory in use: `memory.current`, or the sum of `VmRSS` where that file is absent.
@@ -214,6 +217,7 @@ pub(crate) fn module_status_with(
         layout: m.layout,
         path: m.path.clone(),
         populated: Figure::new(m.populated, "cgroup.events populated"),
+        frozen: Figure::new(m.frozen, "cgroup.events frozen"),
         procs: Figure::new(
             pids.as_ref().map(Vec::len),
             "cgroup.procs (sub-cgroups included)",

@@ -471,6 +471,7 @@ struct Entry {
     layout: String,
     path: String,
     populated: Option<bool>,
+    frozen: Option<bool>,
     procs: Option<usize>,
 }
 
@@ -485,6 +486,7 @@ struct Kill {
     signal: Option<String>,
     grace_ms: f64,
     signalled: usize,
+    thawed: Vec<String>,
     left_after_grace: Option<usize>,
     method: Option<String>,
     fell_through: Vec<FellThrough>,
@@ -492,6 +494,7 @@ struct Kill {
     waited_ms: f64,
     empty: bool,
     removed: bool,
+    restored: Vec<String>,
     error: Option<String>,
 }
 

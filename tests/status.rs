@@ -22,6 +22,7 @@ struct Module {
     layout: String,
     path: String,
     populated: Fig,
+    frozen: Fig,
     procs: Fig,
     memory_current: Fig,
     memory_peak: Fig,
