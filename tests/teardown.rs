@@ -362,7 +362,12 @@ fn kill_racing_exec_never_leaves_a_process_in_the_module_it_removed() {
                     .collect()
             });
             std::thread::sleep(std::time::Duration::from_millis(15));
-            let o = w.run(&["--json", "kill", "racy", "--timeout", "5s"]);
+            // The kill writes cgroup.kill again while execs keep entering; it can succeed only
+            // once the last of them has placed itself. On a starved host (the whole suite on 2
+            // cores) a helper's start-up alone has taken over 5 s (round 3 of a `make test`:
+            // "still holds 3 processes: 3 in state S" at 5005 ms), so the timeout outlasts
+            // the 15 start-ups instead of racing them.
+            let o = w.run(&["--json", "kill", "racy", "--timeout", "60s"]);
             assert!(
                 o.status.success(),
                 "round {round}: {} {}",
@@ -427,7 +432,7 @@ fn prune_kill_racing_creation_succeeds() {
                     .collect()
             });
             std::thread::sleep(std::time::Duration::from_millis(5));
-            let o = w.run(&["--json", "prune", "--kill", "--timeout", "5s"]);
+            let o = w.run(&["--json", "prune", "--kill", "--timeout", "60s"]);
             assert!(
                 o.status.success(),
                 "round {round}: {} {}",
