@@ -644,6 +644,28 @@ fn a_frozen_module_shows_as_frozen_in_list_and_status() {
         "{status}"
     );
     assert_eq!(entry(&status, "warm")["frozen"]["value"], false, "{status}");
+    // The human views say it too: list's FROZEN column, and a line under status's table.
+    let human = ok(w.run(&["list"]));
+    let row = |name: &str| {
+        human
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        human.lines().next().map(|h| h.contains("FROZEN")),
+        Some(true)
+    );
+    assert_eq!(row("ice").get(4), Some(&"yes"), "{human}");
+    assert_eq!(row("warm").get(4), Some(&"no"), "{human}");
+    let table = ok(w.run(&["status"]));
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("frozen (cgroup.events frozen 1") && l.contains(": ice;")),
+        "{table}"
+    );
     assert!(
         events_say(&mdir(&w, "ice"), "frozen 1"),
         "list or status thawed it"

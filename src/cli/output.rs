@@ -260,6 +260,7 @@ impl Output {
                 "MODULE".into(),
                 "LAYOUT".into(),
                 "POPULATED".into(),
+                "FROZEN".into(),
                 "PROCS".into(),
             ]];
             for m in modules {
@@ -271,11 +272,8 @@ impl Output {
                         ck_cgroup::Layout::Daemon => "daemon".into(),
                         ck_cgroup::Layout::Systemd => "systemd".into(),
                     },
-                    match m.populated {
-                        Some(true) => "yes".into(),
-                        Some(false) => "no".into(),
-                        None => "-".into(),
-                    },
+                    yes_no(m.populated),
+                    yes_no(m.frozen),
                     m.procs.map_or("-".into(), |n| n.to_string()),
                 ]);
             }
@@ -429,4 +427,13 @@ fn stop_text(r: &StopReport) -> String {
         );
     }
     s
+}
+
+/// A flag read from a kernel file: `yes`, `no`, or `-` when it could not be read.
+fn yes_no(v: Option<bool>) -> String {
+    match v {
+        Some(true) => "yes".into(),
+        Some(false) => "no".into(),
+        None => "-".into(),
+    }
 }

@@ -92,6 +92,17 @@ pub fn table(rows: &[ModuleStatus]) -> String {
     if fallback {
         s += "* summed from VmRSS/VmSwap in /proc/<pid>/status: the memory controller is not enabled for the modules\n";
     }
+    let frozen: Vec<&str> = rows
+        .iter()
+        .filter(|m| m.frozen.value == Some(true))
+        .map(|m| m.name.as_str())
+        .collect();
+    if !frozen.is_empty() {
+        s += &format!(
+            "frozen (cgroup.events frozen 1, its processes do not run): {}; `kill` stops it, `echo 0 > <module>/cgroup.freeze` thaws it\n",
+            frozen.join(", ")
+        );
+    }
     if t.iter().skip(1).any(|r| r.iter().any(|c| c == "-")) {
         s +=
             "- could not be read (the controller is not enabled, or the kernel has no such file)\n";
