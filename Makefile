@@ -97,7 +97,7 @@ install_units = $(call render,units/ck-subc.service.in,$(1),"$(2)/ck-subc.servic
 	$(call render,units/module.slice.in,$(1),"$(2)/module.slice") && \
 	$(call render,units/module-.slice.d/ck-cgroup.conf.in,$(1),"$(2)/module-.slice.d/ck-cgroup.conf")
 
-.PHONY: all build test demo check clean install uninstall bench deb vm-test vm-mutation
+.PHONY: all build test demo check clean install uninstall bench deb vm-test vm-mutation fuzz
 
 all: build
 
@@ -163,3 +163,6 @@ vm-test:
 
 vm-mutation:
 	scripts/vm-mutation
+
+fuzz:
+	scripts/fuzz
