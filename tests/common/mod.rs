@@ -63,9 +63,11 @@ impl World {
 
     /// Wait until `file` (in the temp dir) holds a whole line; return it, trimmed. For what is
     /// not a pid (a port, a "ready" mark): those must never be tracked, since tracking SIGKILLs.
+    /// The wait is long (60 s): it is a fixture getting ready (900 nested mkdirs take seconds on
+    /// a 2-core host that runs four tests at once), not the mechanism under test.
     pub fn line_from(&self, file: &str) -> String {
         let path = self.tmp.path().join(file);
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Ok(s) = std::fs::read_to_string(&path)
                 && s.ends_with('\n')
