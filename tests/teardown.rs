@@ -370,9 +370,10 @@ fn kill_racing_exec_never_leaves_a_process_in_the_module_it_removed() {
             let o = w.run(&["--json", "kill", "racy", "--timeout", "60s"]);
             assert!(
                 o.status.success(),
-                "round {round}: {} {}",
+                "round {round}: {} {}\nwhat is left:\n{}",
                 stdout(&o),
-                stderr(&o)
+                stderr(&o),
+                members_described(&dir)
             );
             injector.join().unwrap()
         });
@@ -526,4 +527,41 @@ fn prune_removes_an_empty_module_holding_an_empty_threaded_sub_cgroup() {
         );
         assert_eq!(w.tree(), vec!["daemon", "subc-modules"], "{args:?}");
     }
+}
+
+/// For a failure's message: each member of `dir` as /proc shows it (state, signals pending,
+/// blocked and ignored, namespaces' pids, tracer, where it sleeps, its cgroup).
+fn members_described(dir: &std::path::Path) -> String {
+    let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+    let mut d = String::new();
+    for p in procs.lines() {
+        let st = std::fs::read_to_string(format!("/proc/{p}/status")).unwrap_or_default();
+        let keep: Vec<&str> = st
+            .lines()
+            .filter(|l| {
+                [
+                    "Name",
+                    "State",
+                    "PPid",
+                    "TracerPid",
+                    "SigPnd",
+                    "ShdPnd",
+                    "SigBlk",
+                    "SigIgn",
+                    "NSpid",
+                    "Threads",
+                ]
+                .iter()
+                .any(|k| l.starts_with(k))
+            })
+            .collect();
+        let read = |f: &str| std::fs::read_to_string(format!("/proc/{p}/{f}")).unwrap_or_default();
+        d += &format!(
+            "pid {p}: {} | wchan {} | cgroup {}\n",
+            keep.join("; "),
+            read("wchan"),
+            read("cgroup").trim()
+        );
+    }
+    d
 }
