@@ -470,8 +470,10 @@ fn check(case: Case, driver: Driver) {
         kids.wait(top, Duration::from_secs(10))
             .unwrap_or_else(|| panic!("{case:?} {driver:?}: processes left: {report}"));
     }
+    // A guard against a stop that hangs, not a speed claim (speed is for benches): a remove of
+    // 900 nested cgroups took 8.6 s at a load average of 47 on 2 cores.
     assert!(
-        took < Duration::from_secs(8),
+        took < Duration::from_secs(120),
         "{case:?} {driver:?}: took {took:?}: {report}"
     );
 }
