@@ -364,9 +364,34 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             backend,
             manager,
             keep,
+            prune,
             cmd,
         } => {
             use cli::args::Backend;
+            if prune {
+                if backend == Some(Backend::Systemd) {
+                    return Err(Error::bad_input(
+                        "sandbox --prune removes directory sandboxes under a parent; a scope sandbox is not swept by it",
+                    )
+                    .with_hint("drop --backend systemd (pass --parent PATH, or nothing for the cgroup2 mount's root)")
+                    .into());
+                }
+                let parent = match parent {
+                    Some(p) => p,
+                    None => Sandbox::default_parent()?,
+                };
+                let r = ck_cgroup::sandbox::sweep(&parent)?;
+                written(out.sandbox_prune(&r));
+                if !r.failed.is_empty() {
+                    return Err(Error::failed(format!(
+                        "sandbox --prune: {} sandbox{} could not be removed",
+                        r.failed.len(),
+                        if r.failed.len() == 1 { "" } else { "es" }
+                    ))
+                    .into());
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
             let scope = match (backend, &parent) {
                 (Some(Backend::Systemd), Some(_)) => {
                     return Err(Error::bad_input(
@@ -537,8 +562,34 @@ fn sandbox(
 ) -> Result<ExitCode, Fail> {
     let sb = match (scope, parent) {
         (Some(bus), _) => Sandbox::create_in_scope(bus)?,
-        (None, Some(p)) => Sandbox::create(&p)?,
-        (None, None) => Sandbox::create(&Sandbox::default_parent()?)?,
+        (None, p) => {
+            let p = match p {
+                Some(p) => p,
+                None => Sandbox::default_parent()?,
+            };
+            // The leftovers of sandboxes whose helper died (SIGKILL) under the same parent go
+            // first; a failure there is noted and does not stop this sandbox.
+            match ck_cgroup::sandbox::sweep(&p) {
+                Ok(r) => {
+                    for s in &r.removed {
+                        note(format_args!(
+                            "removed the leftover sandbox {} (its helper is gone; {} processes killed)",
+                            s.sandbox.display(),
+                            s.killed
+                        ));
+                    }
+                    for f in &r.failed {
+                        note(format_args!(
+                            "could not remove the leftover sandbox {}: {}",
+                            f.sandbox.display(),
+                            f.error
+                        ));
+                    }
+                }
+                Err(e) => note(format_args!("could not look for leftover sandboxes: {e}")),
+            }
+            Sandbox::create(&p)?
+        }
     };
     let Some((prog, args)) = cmd.split_first() else {
         return Ok(ExitCode::from(2));
@@ -560,9 +611,20 @@ fn sandbox(
         .env(discover::ENV_ROOT, sb.path())
         .env_remove(ck_cgroup::scopes::ENV_BACKEND);
     ck_cgroup::spawn::unblock_signals_before_exec(&mut command);
-    if let Some(procs) = sb.cmd_procs()? {
-        // In a scope: CMD runs in cmd/, which the teardown empties (its orphans too).
+    // CMD runs in the sandbox's cmd/ leaf, which the teardown empties (its orphans too), and so
+    // does a `sandbox --prune` (or the next `sandbox` under the same parent) after this helper
+    // died by SIGKILL. It keeps the host's pids (no PID namespace: CMD's tests read pids from
+    // /proc and cgroup.procs and pass them to `place`), and dies with this helper
+    // (PR_SET_PDEATHSIG SIGKILL); what it left is taken by that sweep.
+    // Mutation control (`mutation-sandbox-cmd-outside`): CMD runs where the helper runs.
+    if let Some(procs) = sb.cmd_procs()?
+        && !cfg!(feature = "mutation-sandbox-cmd-outside")
+    {
         ck_cgroup::spawn::place_before_exec(&mut command, procs);
+    }
+    // Mutation control (`mutation-no-pdeathsig`): no parent-death signal.
+    if !cfg!(feature = "mutation-no-pdeathsig") {
+        ck_cgroup::spawn::pdeathsig_before_exec(&mut command, rustix::process::Signal::KILL);
     }
     let status = command.spawn().and_then(|mut child| {
         let pid = rustix::process::Pid::from_raw(child.id() as i32)
@@ -590,8 +652,9 @@ fn sandbox(
     };
     let path = sb.path().to_path_buf();
     if keep {
-        sb.keep();
+        let kept = sb.keep();
         written(out.sandbox(&path, true, code));
+        kept?;
     } else {
         sb.destroy()?;
         written(out.sandbox(&path, false, code));

@@ -1,13 +1,22 @@
-//! The isolated root: a fresh, uniquely named cgroup that is `init`ed, handed out as a [`Root`],
-//! and emptied (`cgroup.kill`) and removed (deepest first) when the guard is dropped.
+//! The isolated root: a fresh, uniquely named cgroup that holds an `init`ed root (`root/`,
+//! handed out as a [`Root`]) and a leaf for the command run in it (`cmd/`), emptied
+//! (`cgroup.kill`) and removed (deepest first) when the guard is dropped.
 //!
 //! Tests and demos run in one so that they never touch a live service's subtree.
+//!
+//! A directory sandbox (`ck-sandbox-<pid>-<seq>-<nanos>-locked`) is held by its maker: an
+//! exclusive `flock(2)` on the directory's fd, which the kernel releases when that process dies,
+//! however it dies. [`sweep`] removes the sandboxes under a parent whose lock it can take (their
+//! maker is gone), killing what is left in them, and leaves alone those still held and those
+//! marked kept (a `kept/` leaf, [`Sandbox::keep`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use rustix::fs::FlockOperation;
 use rustix::io::Errno;
+use serde::Serialize;
 
 use crate::discover::cgroup2_mount;
 use crate::error::{Error, Result};
@@ -17,14 +26,20 @@ use crate::wait::{Waited, wait_empty};
 
 /// Prefix of every sandbox directory name.
 pub const PREFIX: &str = "ck-sandbox-";
+/// Suffix of a directory sandbox held by its maker's lock: only such directories are swept (one
+/// made by an older helper, which held no lock, is never taken for a leftover).
+pub const LOCKED_SUFFIX: &str = "-locked";
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
 /// An isolated root under a parent cgroup. Dropping it kills what is left and removes it.
 #[derive(Debug)]
 pub struct Sandbox {
-    parent: CgroupDir,
-    name: String,
+    /// The directory that holds `root/` and `cmd/`: the sandbox's own directory (its fd holds
+    /// the lock), or a scope's cgroup.
+    outer: CgroupDir,
+    /// A directory sandbox: its parent and its name there, to remove it.
+    parent: Option<(CgroupDir, String)>,
     root: Root,
     keep: bool,
     /// In a systemd scope ([`Sandbox::create_in_scope`]): the scope's unit name.
@@ -33,10 +48,12 @@ pub struct Sandbox {
 
 /// In a scope sandbox, the leaf that holds the helper itself.
 pub const HELPER_LEAF: &str = "helper";
-/// In a scope sandbox, the leaf where the sandbox's command runs (emptied at teardown).
+/// The leaf where the sandbox's command runs (emptied at teardown).
 pub const CMD_LEAF: &str = "cmd";
-/// In a scope sandbox, the isolated root.
+/// The isolated root.
 pub const ROOT_DIR: &str = "root";
+/// In a kept directory sandbox: the empty leaf that marks it kept, so that [`sweep`] leaves it.
+pub const KEPT_LEAF: &str = "kept";
 
 impl Sandbox {
     /// The default parent: the cgroup2 mount's root, when the caller may make cgroups there (as
@@ -55,9 +72,24 @@ impl Sandbox {
         Ok(mount)
     }
 
-    /// Make a fresh sandbox under `parent` and `init` it.
+    /// Make a fresh sandbox under `parent`: the directory
+    /// `ck-sandbox-<pid>-<seq>-<nanos>-locked`, locked by this process for as long as the guard
+    /// lives, with the controllers it has enabled for its children, the leaf `cmd/` and the
+    /// `init`ed root `root/`.
     pub fn create(parent: &Path) -> Result<Sandbox> {
-        Sandbox::create_named(CgroupDir::open(parent)?, unique_name())
+        let parent = CgroupDir::open(parent)?;
+        // A sweep that took the lock of a directory just made (before this process locked it)
+        // removes it: make another.
+        for _ in 0..3 {
+            let name = format!("{}{LOCKED_SUFFIX}", unique_name());
+            if let Some(outer) = claim(&parent, &name)? {
+                return Sandbox::fill(outer, Some((parent, name)), None);
+            }
+        }
+        Err(Error::failed(format!(
+            "could not make a sandbox under {}: a concurrent `ck-cgroup sandbox --prune` removed each one made",
+            parent.path().display()
+        )))
     }
 
     /// On a systemd host: ask the manager on `bus` for a transient scope
@@ -86,19 +118,56 @@ impl Sandbox {
         let scope = CgroupDir::open(&cgroup2_mount()?.join(cg.trim_start_matches('/')))?;
         scope.mkdir(HELPER_LEAF)?;
         scope.write(&format!("{HELPER_LEAF}/cgroup.procs"), &me.to_string())?;
-        let available = crate::parse::controllers(&scope.read("cgroup.controllers")?);
-        let enable: Vec<String> = crate::module::WANTED_CONTROLLERS
-            .iter()
-            .filter(|c| available.iter().any(|a| a == *c))
-            .map(|c| format!("+{c}"))
-            .collect();
-        if !enable.is_empty() {
-            scope.write("cgroup.subtree_control", &enable.join(" "))?;
-        }
-        scope.mkdir(CMD_LEAF)?;
-        let mut sb = Sandbox::create_named(scope, ROOT_DIR.to_string())?;
-        sb.scope = Some(unit);
-        Ok(sb)
+        Sandbox::fill(scope, None, Some(unit))
+    }
+
+    /// In `outer` (locked by this process, or a scope's cgroup whose processes sit in leaves):
+    /// enable its controllers for its children, make `cmd/` and the root `root/`, and `init` the
+    /// root. On failure what was made is removed again.
+    fn fill(
+        outer: CgroupDir,
+        parent: Option<(CgroupDir, String)>,
+        scope: Option<String>,
+    ) -> Result<Sandbox> {
+        let made = (|| {
+            let available = crate::parse::controllers(&outer.read("cgroup.controllers")?);
+            let enable: Vec<String> = crate::module::WANTED_CONTROLLERS
+                .iter()
+                .filter(|c| available.iter().any(|a| a == *c))
+                .map(|c| format!("+{c}"))
+                .collect();
+            if !enable.is_empty() {
+                outer.write("cgroup.subtree_control", &enable.join(" "))?;
+            }
+            outer.mkdir(CMD_LEAF)?;
+            if !outer.mkdir(ROOT_DIR)? {
+                return Err(Error::failed(format!(
+                    "{} already exists",
+                    outer.display_path(ROOT_DIR).display()
+                )));
+            }
+            let dir = outer
+                .open_dir(ROOT_DIR)
+                .map_err(|e| Error::io("open", outer.display_path(ROOT_DIR), e))?;
+            Root::from_dir(dir)
+        })();
+        let root = match made {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = teardown_dirs(&outer, parent.as_ref());
+                return Err(e);
+            }
+        };
+        let sandbox = Sandbox {
+            outer,
+            parent,
+            root,
+            keep: false,
+            scope,
+        };
+        // On failure the guard's drop removes what was made.
+        sandbox.root.init()?;
+        Ok(sandbox)
     }
 
     /// The scope's unit name, for a sandbox made by [`Sandbox::create_in_scope`].
@@ -106,44 +175,15 @@ impl Sandbox {
         self.scope.as_deref()
     }
 
-    /// For a scope sandbox: `cmd/cgroup.procs`, opened for writing, to place the sandbox's
-    /// command before it runs ([`crate::spawn::place_before_exec`]). `None` otherwise.
+    /// `cmd/cgroup.procs`, opened for writing, to place the sandbox's command before it runs
+    /// ([`crate::spawn::place_before_exec`]), so that the teardown (or a [`sweep`] after this
+    /// process died) takes the command and everything it left. `Some` for every sandbox.
     pub fn cmd_procs(&self) -> Result<Option<rustix::fd::OwnedFd>> {
-        if self.scope.is_none() {
-            return Ok(None);
-        }
         let rel = format!("{CMD_LEAF}/cgroup.procs");
-        self.parent
+        self.outer
             .open_beneath(&rel, rustix::fs::OFlags::WRONLY)
             .map(Some)
-            .map_err(|e| Error::io("open", self.parent.display_path(&rel), e))
-    }
-
-    fn create_named(parent: CgroupDir, name: String) -> Result<Sandbox> {
-        if !parent.mkdir(&name)? {
-            return Err(Error::failed(format!(
-                "{} already exists",
-                parent.display_path(&name).display()
-            )));
-        }
-        let opened = CgroupDir::open(&parent.display_path(&name)).and_then(Root::from_dir);
-        let root = match opened {
-            Ok(r) => r,
-            Err(e) => {
-                let _ = parent.rmdir_raw(&name);
-                return Err(e);
-            }
-        };
-        let sandbox = Sandbox {
-            parent,
-            name,
-            root,
-            keep: false,
-            scope: None,
-        };
-        // On failure the guard's drop removes the directory.
-        sandbox.root.init()?;
-        Ok(sandbox)
+            .map_err(|e| Error::io("open", self.outer.display_path(&rel), e))
     }
 
     /// The sandbox's root.
@@ -151,31 +191,195 @@ impl Sandbox {
         &self.root
     }
 
-    /// The sandbox's path.
+    /// The sandbox's root's path (`…/root`).
     pub fn path(&self) -> &Path {
         self.root.path()
     }
 
-    /// Disarm the guard: the sandbox stays. Returns its path.
-    pub fn keep(mut self) -> PathBuf {
+    /// The sandbox's own directory (`…/ck-sandbox-…-locked`, or the scope's cgroup).
+    pub fn dir(&self) -> &Path {
+        self.outer.path()
+    }
+
+    /// Disarm the guard: the sandbox stays, marked kept (the leaf `kept/`), so that [`sweep`]
+    /// leaves it after this process exits. Returns its root's path. The guard is disarmed even
+    /// when the mark cannot be made (then the error says so).
+    pub fn keep(mut self) -> Result<PathBuf> {
         self.keep = true;
-        self.root.path().to_path_buf()
+        self.outer.mkdir(KEPT_LEAF).map_err(|e| {
+            Error::failed(format!(
+                "the sandbox {} is kept but could not be marked kept ({e}): a later `ck-cgroup sandbox` under its parent may remove it",
+                self.outer.path().display()
+            ))
+        })?;
+        Ok(self.root.path().to_path_buf())
     }
 
     /// Kill every process left in the sandbox, wait until it is empty, and remove it.
     pub fn destroy(mut self) -> Result<()> {
         self.keep = true;
-        self.teardown()
+        teardown_dirs(&self.outer, self.parent.as_ref())
     }
+}
 
-    fn teardown(&self) -> Result<()> {
-        empty_and_remove(&self.parent, &self.name, self.root.dir())?;
-        if self.scope.is_some() && self.parent.exists(CMD_LEAF) {
-            let leaf = CgroupDir::open(&self.parent.display_path(CMD_LEAF))?;
-            empty_and_remove(&self.parent, CMD_LEAF, &leaf)?;
-        }
-        Ok(())
+/// Make `parent/name` and lock it: `Some` of its handle when this process holds it, `None` when
+/// a concurrent sweep took it first (and removes it).
+fn claim(parent: &CgroupDir, name: &str) -> Result<Option<CgroupDir>> {
+    if !parent.mkdir(name)? {
+        return Err(Error::failed(format!(
+            "{} already exists",
+            parent.display_path(name).display()
+        )));
     }
+    let dir = match parent.open_dir(name) {
+        Ok(d) => d,
+        Err(Errno::NOENT) => return Ok(None),
+        Err(e) => return Err(Error::io("open", parent.display_path(name), e)),
+    };
+    // Mutation control (`mutation-sandbox-no-lock`): the maker holds no lock, so a sweep takes
+    // a live sandbox for a leftover.
+    if !cfg!(feature = "mutation-sandbox-no-lock") {
+        match rustix::fs::flock(dir.fd(), FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(Errno::WOULDBLOCK) => return Ok(None),
+            Err(e) => {
+                let _ = parent.rmdir_raw(name);
+                return Err(Error::io("flock", dir.path(), e));
+            }
+        }
+    }
+    Ok(same_dir(parent, name, &dir).then_some(dir))
+}
+
+/// Whether `parent/name` is still the directory `dir` (same inode): a sweep may have removed it.
+fn same_dir(parent: &CgroupDir, name: &str, dir: &CgroupDir) -> bool {
+    let named = parent
+        .open_beneath(
+            name,
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY,
+        )
+        .and_then(|fd| rustix::fs::fstat(&fd));
+    match (named, rustix::fs::fstat(dir.fd())) {
+        (Ok(a), Ok(b)) => a.st_ino == b.st_ino && a.st_dev == b.st_dev,
+        _ => false,
+    }
+}
+
+/// Remove a sandbox's directories: a directory sandbox whole (everything in it killed), a
+/// scope's `root/` and `cmd/` (the helper's own leaf stays, and systemd removes the scope).
+fn teardown_dirs(outer: &CgroupDir, parent: Option<&(CgroupDir, String)>) -> Result<()> {
+    if let Some((parent, name)) = parent {
+        return empty_and_remove(parent, name, outer);
+    }
+    for leaf in [ROOT_DIR, CMD_LEAF] {
+        if outer.exists(leaf) {
+            let dir = outer
+                .open_dir(leaf)
+                .map_err(|e| Error::io("open", outer.display_path(leaf), e))?;
+            empty_and_remove(outer, leaf, &dir)?;
+        }
+    }
+    Ok(())
+}
+
+/// What [`sweep`] found under a parent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SweepReport {
+    /// The parent swept.
+    pub parent: PathBuf,
+    /// Sandboxes whose maker was gone: their processes killed, their directories removed.
+    pub removed: Vec<Swept>,
+    /// Sandboxes whose maker was gone but which are marked kept (`kept/`): left alone.
+    pub kept: Vec<PathBuf>,
+    /// How many sandboxes are still held by a live maker (left alone).
+    pub alive: usize,
+    /// Sandboxes that could not be removed, with the reason.
+    pub failed: Vec<SweepFailure>,
+}
+
+/// One sandbox [`sweep`] removed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Swept {
+    /// Its directory.
+    pub sandbox: PathBuf,
+    /// The processes that were in it (killed).
+    pub killed: usize,
+}
+
+/// One sandbox [`sweep`] could not remove.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SweepFailure {
+    /// Its directory.
+    pub sandbox: PathBuf,
+    /// What failed.
+    pub error: String,
+}
+
+/// Remove the leftover sandboxes under `parent`: each `ck-sandbox-*-locked` directory whose lock
+/// this process can take (the process that made it is gone: SIGKILLed, crashed) has every process
+/// in it killed (`cgroup.kill`, a wait for `populated 0`) and is removed deepest first, while
+/// this process holds its lock. A sandbox still held, one marked kept, and any other directory
+/// are left alone. One that cannot be removed is reported in [`SweepReport::failed`], and the
+/// others are still swept.
+pub fn sweep(parent: &Path) -> Result<SweepReport> {
+    let dir = CgroupDir::open(parent)?;
+    let mut report = SweepReport {
+        parent: parent.to_path_buf(),
+        ..SweepReport::default()
+    };
+    // Mutation control (`mutation-sandbox-no-sweep`): nothing is swept.
+    if cfg!(feature = "mutation-sandbox-no-sweep") {
+        return Ok(report);
+    }
+    for name in dir.subdirs("")? {
+        if !(name.starts_with(PREFIX) && name.ends_with(LOCKED_SUFFIX)) {
+            continue;
+        }
+        let path = dir.display_path(&name);
+        let fail = |report: &mut SweepReport, error: String| {
+            report.failed.push(SweepFailure {
+                sandbox: path.clone(),
+                error,
+            })
+        };
+        let sb = match dir.open_dir(&name) {
+            Ok(d) => d,
+            Err(Errno::NOENT) => continue,
+            Err(e) => {
+                fail(&mut report, Error::io("open", &path, e).to_string());
+                continue;
+            }
+        };
+        match rustix::fs::flock(sb.fd(), FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(Errno::WOULDBLOCK) => {
+                report.alive += 1;
+                continue;
+            }
+            Err(e) => {
+                fail(&mut report, Error::io("flock", &path, e).to_string());
+                continue;
+            }
+        }
+        // Removed meanwhile (its maker's teardown, another sweep): nothing to do.
+        if !same_dir(&dir, &name, &sb) {
+            continue;
+        }
+        // Mutation control (`mutation-sandbox-prune-kept`): a kept sandbox is swept too.
+        if sb.exists(KEPT_LEAF) && !cfg!(feature = "mutation-sandbox-prune-kept") {
+            report.kept.push(path);
+            continue;
+        }
+        let killed = crate::module::procs(&sb, "").map_or(0, |p| p.len());
+        match empty_and_remove(&dir, &name, &sb) {
+            Ok(()) => report.removed.push(Swept {
+                sandbox: path,
+                killed,
+            }),
+            Err(e) => fail(&mut report, e.to_string()),
+        }
+    }
+    Ok(report)
 }
 
 fn unique_name() -> String {
@@ -238,7 +442,7 @@ fn empty_and_remove(parent: &CgroupDir, name: &str, dir: &CgroupDir) -> Result<(
 impl Drop for Sandbox {
     fn drop(&mut self) {
         if !self.keep
-            && let Err(e) = self.teardown()
+            && let Err(e) = teardown_dirs(&self.outer, self.parent.as_ref())
         {
             // Not eprintln!: it panics on a stderr that cannot be written (full), in a drop.
             let line = format!("ck-cgroup: sandbox cleanup: {e}\n");

@@ -209,11 +209,16 @@ pub enum Command {
         /// The manager that makes the scope (default: system for root, user for everyone else).
         #[arg(long, value_enum, value_name = "MANAGER")]
         manager: Option<ManagerArg>,
-        /// Leave the sandbox in place and print its path.
+        /// Leave the sandbox in place and print its path (marked kept: `--prune` leaves it).
         #[arg(long)]
         keep: bool,
+        /// Run no command: remove the leftover directory sandboxes under the parent (those whose
+        /// helper is gone, SIGKILLed or crashed: every process in them killed, the directories
+        /// removed); those still held by a live helper and those kept are left alone.
+        #[arg(long, conflicts_with_all = ["keep", "cmd"])]
+        prune: bool,
         /// The command to run and its arguments.
-        #[arg(last = true, required = true, value_name = "CMD")]
+        #[arg(last = true, required_unless_present = "prune", value_name = "CMD")]
         cmd: Vec<String>,
     },
     /// Write the man pages or a shell completion script (for packagers).

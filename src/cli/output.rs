@@ -338,6 +338,38 @@ impl Output {
     }
 }
 
+impl Output {
+    /// `sandbox --prune`: what was removed, kept and left alone.
+    pub fn sandbox_prune(&self, r: &ck_cgroup::sandbox::SweepReport) -> io::Result<()> {
+        self.emit(r, || {
+            let mut s = String::new();
+            for x in &r.removed {
+                s += &format!(
+                    "{}: helper gone, {} processes: killed and removed\n",
+                    x.sandbox.display(),
+                    x.killed
+                );
+            }
+            for k in &r.kept {
+                s += &format!(
+                    "{}: helper gone, kept (rmdir its kept/ leaf to let --prune remove it)\n",
+                    k.display()
+                );
+            }
+            for f in &r.failed {
+                s += &format!("{}: failed: {}\n", f.sandbox.display(), f.error);
+            }
+            s += &format!(
+                "{} removed, {} kept, {} with a live helper left alone\n",
+                r.removed.len(),
+                r.kept.len(),
+                r.alive
+            );
+            s
+        })
+    }
+}
+
 /// The `--json` result of a command whose stdout is CMD's (`run`, `sandbox`): one line of JSON on
 /// stderr, in one `write(2)`, after CMD has exited and the module or sandbox was stopped, so that
 /// it is the last line there (`tail -n 1`), as time(1) reports after its command. stdout carries

@@ -533,8 +533,8 @@ pub fn place_before_exec(cmd: &mut Command, cgroup_procs: OwnedFd) {
 }
 
 /// Install a `pre_exec` hook setting `PR_SET_PDEATHSIG` and checking that
-/// the parent (pid captured now) is still alive.
-fn pdeathsig_before_exec(cmd: &mut Command, sig: Signal) {
+/// the parent (pid captured now) is still alive (`sandbox`'s CMD uses it too).
+pub fn pdeathsig_before_exec(cmd: &mut Command, sig: Signal) {
     let parent = rustix::process::getpid().as_raw_pid();
     let raw = sig.as_raw();
     let hook = move || -> io::Result<()> {
