@@ -67,7 +67,11 @@ fn sandbox_with_a_tree(w: &World) -> (Child, [u32; 3]) {
         .spawn()
         .unwrap();
     w.track(helper.id());
-    let pids = [w.pid_from("cmd"), w.pid_from("orphan"), w.pid_from("module")];
+    let pids = [
+        w.pid_from("cmd"),
+        w.pid_from("orphan"),
+        w.pid_from("module"),
+    ];
     (helper, pids)
 }
 
@@ -97,7 +101,11 @@ fn sigkill_of_sandbox_kills_its_cmd_and_sandbox_prune_removes_the_rest() {
     let v = json(&o);
     assert!(o.status.success(), "{v} {}", stderr(&o));
     assert_eq!(v["removed"].as_array().unwrap().len(), 1, "{v}");
-    assert_eq!(v["removed"][0]["sandbox"], sb[0].display().to_string(), "{v}");
+    assert_eq!(
+        v["removed"][0]["sandbox"],
+        sb[0].display().to_string(),
+        "{v}"
+    );
     assert_eq!(v["removed"][0]["killed"], 2, "{v}");
     assert!(!alive(orphan), "CMD's orphan {orphan} survived the prune");
     assert!(!alive(module), "the module's process {module} survived");
@@ -185,7 +193,10 @@ fn sandbox_prune_leaves_a_kept_sandbox_alone() {
     );
     assert_eq!(v["kept"], serde_json::json!([kept[0]]), "{v}");
     assert_eq!(v["removed"], serde_json::json!([]), "{v}");
-    assert!(kept[0].join("root").is_dir(), "the kept sandbox was removed");
+    assert!(
+        kept[0].join("root").is_dir(),
+        "the kept sandbox was removed"
+    );
     // Unmarked, the next prune removes it.
     std::fs::remove_dir(kept[0].join("kept")).unwrap();
     let v = json(
