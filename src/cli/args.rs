@@ -193,10 +193,13 @@ pub enum Command {
         #[command(flatten)]
         backend: BackendArgs,
     },
-    /// Run CMD with CK_CGROUP_ROOT set to a fresh isolated root; remove it afterwards. On a
-    /// systemd host (without --parent) the root is inside a transient delegated scope
-    /// ck-sandbox-*.scope that holds the helper (helper/), CMD (cmd/) and the root (root/).
-    /// stdout is CMD's: with --json the result is the last line on stderr.
+    /// Run CMD with CK_CGROUP_ROOT set to a fresh isolated root; remove it afterwards. The
+    /// sandbox is PARENT/ck-sandbox-*-locked, locked by this helper while it lives, holding CMD
+    /// (cmd/, which CMD enters before it runs and which dies with the helper) and the root
+    /// (root/); leftovers of SIGKILLed helpers under PARENT are removed first (see --prune). On
+    /// a systemd host (without --parent) it is a transient delegated scope ck-sandbox-*.scope
+    /// that holds the helper (helper/), CMD (cmd/) and the root (root/). stdout is CMD's: with
+    /// --json the result is the last line on stderr.
     Sandbox {
         /// Where to make the sandbox (default: a delegated scope on a systemd host, else the
         /// cgroup2 mount's root, when writable).
