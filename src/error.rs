@@ -34,6 +34,8 @@ pub struct Error {
     message: String,
     errno: Option<Errno>,
     hint: Option<String>,
+    /// No cgroup namespace could be made for a module's process (nothing was started).
+    no_cgroup_namespace: bool,
 }
 
 /// Result alias of this crate.
@@ -48,7 +50,30 @@ impl Error {
             message: format!("failed to {what} {}: {}", path.display(), errno_text(errno)),
             errno: Some(errno),
             hint: None,
+            no_cgroup_namespace: false,
         }
+    }
+
+    /// No cgroup namespace could be made for a process of the module at `path` (nothing was
+    /// started); see [`Error::is_no_cgroup_namespace`].
+    pub fn no_cgroup_namespace(path: impl Into<PathBuf>, errno: Errno) -> Error {
+        let path: PathBuf = path.into();
+        Error {
+            class: Class::Failed,
+            message: format!(
+                "failed to make a cgroup namespace (unshare CLONE_NEWCGROUP, then with a user namespace) for a process of {}: {}",
+                path.display(),
+                errno_text(errno)
+            ),
+            errno: Some(errno),
+            hint: Some("start it without one (`--no-cgroup-namespace`, `ModuleCommand::cgroup_namespace(false)`), or allow user namespaces (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone)".into()),
+            no_cgroup_namespace: true,
+        }
+    }
+
+    /// Whether this is [`Error::no_cgroup_namespace`]: the spawn can be tried again without one.
+    pub fn is_no_cgroup_namespace(&self) -> bool {
+        self.no_cgroup_namespace
     }
 
     /// Bad input or an unsupported environment (exit 2).
@@ -58,6 +83,7 @@ impl Error {
             message: message.into(),
             errno: None,
             hint: None,
+            no_cgroup_namespace: false,
         }
     }
 
@@ -68,6 +94,7 @@ impl Error {
             message: message.into(),
             errno: None,
             hint: None,
+            no_cgroup_namespace: false,
         }
     }
 

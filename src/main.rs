@@ -194,6 +194,7 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             id,
             limits,
             backend,
+            no_cgroup_namespace,
             cmd,
         } => {
             let id = ModuleId::new(&id)?;
@@ -209,6 +210,7 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
                 // systemd makes the scope, applies the limits and moves this process; D-Bus is
                 // paid for only on this backend.
                 ck_cgroup::scopes::enter(bus, &id, &l, ck_cgroup::scopes::START_TIMEOUT)?;
+                contain(&id, !no_cgroup_namespace)?;
                 return Ok(exec(&prog, &cmd));
             }
             let root = open_root(cli.root)?;
@@ -216,6 +218,7 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             // time); with limits, checked before anything is made.
             create_with_limits(&root, &id, &l, limits.best_effort)?;
             root.enter(&id)?;
+            contain(&id, !no_cgroup_namespace)?;
             return Ok(exec(&prog, &cmd));
         }
         Command::Kill { id, stop, backend } => {
@@ -344,6 +347,7 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             stop,
             limits,
             no_pid_namespace,
+            no_cgroup_namespace,
             cmd,
         } => {
             let id = ModuleId::new(&id)?;
@@ -357,7 +361,11 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             let root = open_root(cli.root)?;
             let existed = root.find(id.as_str())?.is_some();
             create_with_limits(&root, &id, &l, limits.best_effort)?;
-            return run_resident(root, &id, existed, &opts, !no_pid_namespace, &cmd, out);
+            let ns = Namespaces {
+                pid: !no_pid_namespace,
+                cgroup: !no_cgroup_namespace,
+            };
+            return run_resident(root, &id, existed, &opts, ns, &cmd, out);
         }
         Command::Sandbox {
             parent,
@@ -440,6 +448,26 @@ fn create_with_limits(
     Ok(())
 }
 
+/// `exec` after the move into the module: this process enters a cgroup namespace rooted there
+/// (unless `on` is false), so CMD cannot leave the module or write its limits on a cgroup2 with
+/// nsdelegate. Where none can be made, one line says so and CMD runs without (as `run` does
+/// without a PID namespace); left in a user namespace whose maps failed, nothing runs (exit 1).
+fn contain(id: &ModuleId, on: bool) -> Result<(), Error> {
+    if !on {
+        return Ok(());
+    }
+    match ck_cgroup::spawn::enter_cgroup_namespace() {
+        Ok(_) => Ok(()),
+        Err((e, false)) => {
+            note(format_args!(
+                "exec {id}: no cgroup namespace here ({e}): CMD runs without one and can leave its module or write its limits where its uid may write"
+            ));
+            Ok(())
+        }
+        Err((e, true)) => Err(Error::failed(format!("exec {id}: {e}"))),
+    }
+}
+
 /// CMD could not run: its message on stderr, and 126 or 127.
 fn not_runnable(e: program::NotRunnable) -> ExitCode {
     note(&e.message);
@@ -469,12 +497,19 @@ fn exec(path: &std::path::Path, cmd: &[String]) -> ExitCode {
 /// an init that dies with this helper (kill-on-close), and gets USR1 and USR2 as the helper gets
 /// them. TERM, INT or HUP stop the whole module with that signal; when CMD exits, the rest of the
 /// module is stopped. Then the module is removed and the helper exits as CMD did.
+/// The namespaces `run` asks for (each can be turned off by its flag).
+#[derive(Clone, Copy)]
+struct Namespaces {
+    pid: bool,
+    cgroup: bool,
+}
+
 fn run_resident(
     root: Root,
     id: &ModuleId,
     existed: bool,
     opts: &ck_cgroup::stop::StopOptions,
-    pid_namespace: bool,
+    ns: Namespaces,
     cmd: &[String],
     out: &Output,
 ) -> Result<ExitCode, Fail> {
@@ -501,13 +536,30 @@ fn run_resident(
     command
         .args(args)
         .parent_death_signal(Signal::KILL)
-        .pid_namespace(pid_namespace);
+        .pid_namespace(ns.pid)
+        .cgroup_namespace(ns.cgroup);
     let spawned = match root.spawn(id, &command) {
-        Err(e) if pid_namespace && e.errno() == Some(rustix::io::Errno::PERM) => {
+        Err(e)
+            if ns.pid
+                && e.errno() == Some(rustix::io::Errno::PERM)
+                && !e.is_no_cgroup_namespace() =>
+        {
             note(format_args!(
                 "run {id}: no PID namespace here (clone3 CLONE_NEWPID: EPERM, it needs CAP_SYS_ADMIN): {prog} runs without one, and a SIGKILL of this helper kills {prog} alone, not the rest of the module"
             ));
             command.pid_namespace(false);
+            root.spawn(id, &command)
+        }
+        r => r,
+    };
+    let spawned = match spawned {
+        Err(e) if e.is_no_cgroup_namespace() => {
+            note(format_args!(
+                "run {id}: no cgroup namespace here ({}): {prog} runs without one and can leave its module or write its limits where its uid may write",
+                e.errno()
+                    .map_or_else(|| e.message().to_string(), ck_cgroup::error::errno_text)
+            ));
+            command.cgroup_namespace(false);
             root.spawn(id, &command)
         }
         r => r,

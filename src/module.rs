@@ -1189,6 +1189,9 @@ impl Root {
     /// Start `cmd` inside the module (made if needed) with no window between spawn and
     /// placement: `clone3(CLONE_INTO_CGROUP)`, or on kernels before 5.7 a pre-exec write of `0`
     /// to the module's `cgroup.procs`. [`crate::spawn::ModuleChild::placement`] says which ran.
+    /// By default the program starts in a cgroup namespace rooted at the module
+    /// ([`crate::spawn::ModuleCommand::cgroup_namespace`]); when none can be made nothing is
+    /// started and the error says so ([`Error::is_no_cgroup_namespace`]).
     pub fn spawn(
         &self,
         id: &ModuleId,
@@ -1213,6 +1216,9 @@ impl Root {
             Err(e) => return Err(Error::io("open", self.dir.display_path(&rel), e)),
         };
         crate::spawn::spawn_into(std::os::unix::io::AsFd::as_fd(&dir), cmd).map_err(|e| {
+            if let Some(errno) = crate::spawn::cgroup_namespace_refused(&e) {
+                return Error::no_cgroup_namespace(self.dir.display_path(&rel), errno);
+            }
             let errno = Errno::from_io_error(&e).unwrap_or(Errno::IO);
             Error::io(
                 format_args!("spawn {:?} into", cmd.program()),

@@ -75,7 +75,8 @@ pub enum Command {
         #[command(flatten)]
         limits: LimitArgs,
     },
-    /// Move this process into the module, then execute CMD (same pid; the caller stays its parent).
+    /// Move this process into the module, then execute CMD (same pid; the caller stays its
+    /// parent), in a cgroup namespace rooted at the module.
     Exec {
         /// Module id.
         id: String,
@@ -83,6 +84,11 @@ pub enum Command {
         limits: LimitArgs,
         #[command(flatten)]
         backend: BackendArgs,
+        /// No cgroup namespace: CMD sees the host's cgroup paths and, on a cgroup2 mounted with
+        /// nsdelegate, may move itself out of the module and write the module's limits where
+        /// its uid may write.
+        #[arg(long)]
+        no_cgroup_namespace: bool,
         /// The module's command and its arguments.
         #[arg(last = true, required = true, value_name = "CMD")]
         cmd: Vec<String>,
@@ -123,7 +129,8 @@ pub enum Command {
         backend: BackendArgs,
     },
     /// Start CMD in a module, in a PID namespace of its own under an init that dies with this
-    /// helper (kill-on-close), and stay as its parent. TERM, INT or HUP stop the whole module
+    /// helper (kill-on-close) and a cgroup namespace rooted at the module, and stay as its
+    /// parent. TERM, INT or HUP stop the whole module
     /// (the signal to every process, --grace, SIGKILL); USR1 and USR2 go to CMD. When CMD exits,
     /// stop what is left of the module, remove it, and exit with CMD's status. stdout is CMD's:
     /// with --json the result (the module's stop) is the last line on stderr.
@@ -138,6 +145,11 @@ pub enum Command {
         /// (its parent-death signal), not the rest of the module.
         #[arg(long)]
         no_pid_namespace: bool,
+        /// No cgroup namespace: CMD sees the host's cgroup paths and, on a cgroup2 mounted with
+        /// nsdelegate, may move itself out of the module and write the module's limits where
+        /// its uid may write.
+        #[arg(long)]
+        no_cgroup_namespace: bool,
         /// The module's command and its arguments.
         #[arg(last = true, required = true, value_name = "CMD")]
         cmd: Vec<String>,

@@ -23,6 +23,10 @@
 //! SIGKILL (`PR_SET_PDEATHSIG`) and the kernel kills every process in the
 //! namespace: the module's tree does not outlive what holds it.
 //!
+//! With [`ModuleCommand::cgroup_namespace`] (the default) the program starts in a new cgroup
+//! namespace rooted at its module, made in the child once it is in the module; see
+//! [`cgroupns`].
+//!
 //! This module is the only place in the crate that uses `unsafe`; every block
 //! carries a `SAFETY:` argument.
 //!
@@ -34,7 +38,12 @@
 //! tests fail when placement is switched off; never enable it in production.
 #![allow(unsafe_code)]
 
+pub mod cgroupns;
 pub mod pidns;
+
+pub use cgroupns::{
+    CgroupNamespace, CgroupNamespaceRefused, cgroup_namespace_refused, enter_cgroup_namespace,
+};
 
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr, OsString};
@@ -119,6 +128,7 @@ pub struct ModuleCommand {
     stderr: Option<OwnedFd>,
     pdeathsig: Option<Signal>,
     pid_namespace: bool,
+    cgroup_namespace: bool,
 }
 
 impl ModuleCommand {
@@ -142,6 +152,7 @@ impl ModuleCommand {
             stderr: None,
             pdeathsig: None,
             pid_namespace: false,
+            cgroup_namespace: true,
         }
     }
 
@@ -238,6 +249,29 @@ impl ModuleCommand {
     pub fn pid_namespace(&mut self, on: bool) -> &mut Self {
         self.pid_namespace = on;
         self
+    }
+
+    /// Containment (on by default): the program starts in a new cgroup namespace rooted at its
+    /// module, made by the child once it is in the module (with a PID namespace, by the init
+    /// before it starts the program). The program reads `0::/` in `/proc/self/cgroup`; on a
+    /// cgroup2 mounted with `nsdelegate` it can neither move out of the module nor write the
+    /// module's own limits, whatever its uid (see [`cgroupns`]). Without `CAP_SYS_ADMIN` the
+    /// namespace is made together with a user namespace mapping the caller's uid and gid to
+    /// themselves. When neither can be made, `spawn` starts nothing and fails with a
+    /// [`CgroupNamespaceRefused`] error ([`cgroup_namespace_refused`]); spawn again with
+    /// `cgroup_namespace(false)` to run uncontained.
+    ///
+    /// A program that keeps `CAP_SYS_ADMIN` (root) can `setns(2)` back into the host's cgroup
+    /// namespace: drop that capability or run it as its own user.
+    pub fn cgroup_namespace(&mut self, on: bool) -> &mut Self {
+        self.cgroup_namespace = on;
+        self
+    }
+
+    /// Whether the program starts in a cgroup namespace of its own
+    /// ([`cgroup_namespace`](Self::cgroup_namespace)).
+    pub fn has_cgroup_namespace(&self) -> bool {
+        self.cgroup_namespace
     }
 
     /// The child's environment after replaying all operations in order.
@@ -592,11 +626,14 @@ fn spawn_pre_exec(
         Mode::empty(),
     )?;
     place_before_exec(&mut std_cmd, procs);
+    if cmd.cgroup_namespace && cgroupns::ENABLED {
+        cgroupns::before_exec(&mut std_cmd, cgroupns::Maps::new()?);
+    }
     unblock_signals_before_exec(&mut std_cmd);
     if let Some(sig) = cmd.pdeathsig {
         pdeathsig_before_exec(&mut std_cmd, sig);
     }
-    let mut child = std_cmd.spawn()?;
+    let mut child = std_cmd.spawn().map_err(cgroupns::unmark)?;
     let pid = child.id();
     // The child is ours and not reaped yet, so its pid cannot be reused
     // before pidfd_open: race-free.
@@ -720,6 +757,8 @@ struct ChildCtx {
     /// 0 when no parent-death signal is requested.
     pdeathsig: c_int,
     parent_pid: libc::pid_t,
+    /// The maps for a cgroup namespace made before `execve`; `None`: no namespace.
+    cgroup_ns: Option<*const cgroupns::Maps>,
 }
 
 /// A `NULL`-terminated pointer array into `strings` (which must outlive it;
@@ -791,6 +830,8 @@ struct Prepared {
     stdio: [c_int; 3],
     report_rd: OwnedFd,
     report_wr: OwnedFd,
+    /// The maps for the module's cgroup namespace, when it gets one.
+    cgroup_ns: Option<cgroupns::Maps>,
 }
 
 impl Prepared {
@@ -841,7 +882,13 @@ impl Prepared {
         } else {
             report_wr
         };
+        let cgroup_ns = if cmd.cgroup_namespace && cgroupns::ENABLED {
+            Some(cgroupns::Maps::new()?)
+        } else {
+            None
+        };
         Ok(Prepared {
+            cgroup_ns,
             _argv: argv,
             argv_ptrs,
             _envp: envp,
@@ -865,6 +912,7 @@ impl Prepared {
             report_fd: self.report_wr.as_raw_fd(),
             pdeathsig,
             parent_pid: rustix::process::getpid().as_raw_pid(),
+            cgroup_ns: self.cgroup_ns.as_ref().map(|m| m as *const cgroupns::Maps),
         }
     }
 }
@@ -983,9 +1031,9 @@ fn spawn_clone3(
     };
     match read_report(&report_rd) {
         Ok(None) => Ok(child),
-        Ok(Some(errno)) => {
+        Ok(Some(code)) => {
             let _ = child.wait_init();
-            Err(io::Error::from_raw_os_error(errno).into())
+            Err(cgroupns::unmark(io::Error::from_raw_os_error(code)).into())
         }
         Err(e) => {
             // Unknown whether exec happened: do not leave it running (with a PID namespace the
@@ -1148,6 +1196,16 @@ unsafe fn child_exec(ctx: &ChildCtx) -> ! {
         if unsafe { libc::getppid() } != ctx.parent_pid {
             // The parent already died before PR_SET_PDEATHSIG took effect.
             fail(libc::ESRCH);
+        }
+    }
+
+    if let Some(maps) = ctx.cgroup_ns {
+        // SAFETY: the pointer is to the `Maps` the parent prepared and keeps alive (in this
+        // copy-on-write copy of its memory too).
+        let maps = unsafe { &*maps };
+        // We are in the module (born there): the namespace is rooted at it.
+        if let Err(e) = cgroupns::enter(maps) {
+            fail(e | cgroupns::REFUSED_MARK);
         }
     }
 

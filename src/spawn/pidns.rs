@@ -121,6 +121,8 @@ struct InitCtx {
     /// The init's end of the report pipe.
     status_wr: c_int,
     kill_on_close: bool,
+    /// The maps for the cgroup namespace the init makes for the namespace; `None`: none.
+    cgroup_ns: Option<*const cgroupns::Maps>,
 }
 
 /// Clone the init into the cgroup of `cgroup_dir` (`placement_flag` is `CLONE_INTO_CGROUP`, or 0
@@ -133,8 +135,13 @@ pub(super) fn spawn(
     program: &CString,
 ) -> Result<(u32, OwnedFd, Reports), Clone3Failure> {
     let (status_rd, status_wr) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+    // The init makes the cgroup namespace (it is in the module from birth) before it starts the
+    // program, which inherits it; the program does not make another.
+    let mut cmd = prepared.ctx(program, 0);
+    let cgroup_ns = cmd.cgroup_ns.take();
     let ctx = InitCtx {
-        cmd: prepared.ctx(program, 0),
+        cgroup_ns,
+        cmd,
         status_rd: status_rd.as_raw_fd(),
         status_wr: status_wr.as_raw_fd(),
         kill_on_close: KILL_ON_CLOSE,
@@ -204,6 +211,17 @@ unsafe fn ns_init(ctx: &InitCtx) -> ! {
         }
         if p.revents & libc::POLLERR != 0 {
             fail(libc::ESRCH);
+        }
+    }
+
+    if let Some(maps) = ctx.cgroup_ns {
+        // SAFETY: the pointer is to the `Maps` the parent prepared and keeps alive (in this
+        // copy-on-write copy of its memory too).
+        let maps = unsafe { &*maps };
+        // Born in the module (CLONE_INTO_CGROUP): the namespace is rooted at it, and the program
+        // forked below inherits it.
+        if let Err(e) = cgroupns::enter(maps) {
+            fail(e | cgroupns::REFUSED_MARK);
         }
     }
 

@@ -1,0 +1,212 @@
+//! Containment: the module's processes in a cgroup namespace rooted at the module.
+//!
+//! [`ModuleCommand::cgroup_namespace`] (on by default) makes the child, once it is in the
+//! module, call `unshare(CLONE_NEWCGROUP)` before it executes the program (with a PID
+//! namespace, the init does it before it starts the program). The new namespace is rooted at the
+//! cgroup the caller is in at that moment: the module, since the child was born there
+//! (`CLONE_INTO_CGROUP`) or moved itself there (the pre-exec write, `exec`). The program reads
+//! `0::/` in `/proc/self/cgroup`. On a cgroup2 mounted with `nsdelegate` the kernel then
+//! refuses, for every process inside the namespace whatever its capabilities, a migration whose
+//! source or destination is outside the namespace's root (`ENOENT`), and a write to a file of the
+//! namespace's root other than `cgroup.procs`, `cgroup.threads` and `cgroup.subtree_control`
+//! (`EPERM`): the module can neither leave its module nor change its own limits. Without
+//! `nsdelegate` the namespace changes only what the module sees.
+//!
+//! `unshare(CLONE_NEWCGROUP)` needs `CAP_SYS_ADMIN`. A caller without it (a helper run by a
+//! user's manager) gets `EPERM`; the child then makes the cgroup namespace together with a new
+//! user namespace (`CLONE_NEWUSER | CLONE_NEWCGROUP`, which an unprivileged process may do) in
+//! which its own uid and gid are mapped to themselves (`setgroups` denied). The module keeps its
+//! uid and gid; what it sees differently there: other uids and gids (root's files, say) show as
+//! the overflow ids (65534, "nobody"), setuid and setgid programs of unmapped owners do not
+//! change ids, `setgroups(2)` is refused, and it holds capabilities over that user namespace
+//! only, none over the host (it cannot `setns` back into the host's cgroup namespace).
+//!
+//! A module that keeps `CAP_SYS_ADMIN` in the host's user namespace (a root module) can
+//! `setns(2)` into another cgroup namespace, the host's (`/proc/1/ns/cgroup`) included, and is
+//! then no longer contained; see docs/operations.md for what closes that.
+
+use super::*;
+
+/// `CLONE_NEWCGROUP` from `<linux/sched.h>`.
+const CLONE_NEWCGROUP: c_int = 0x0200_0000;
+/// `CLONE_NEWUSER` from `<linux/sched.h>`.
+const CLONE_NEWUSER: c_int = 0x1000_0000;
+
+/// Marks, in the child's report, an errno of the namespace step (errnos are below 4096).
+pub(super) const REFUSED_MARK: c_int = 0x4000_0000;
+
+/// Whether the namespace is made at all; `false` only for the `mutation-no-cgroup-namespace`
+/// test feature.
+pub(super) const ENABLED: bool = !cfg!(feature = "mutation-no-cgroup-namespace");
+
+/// How the module's cgroup namespace was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CgroupNamespace {
+    /// `unshare(CLONE_NEWCGROUP)`, with `CAP_SYS_ADMIN`.
+    Own,
+    /// `unshare(CLONE_NEWUSER | CLONE_NEWCGROUP)` without `CAP_SYS_ADMIN`: the own uid and gid
+    /// mapped to themselves in a new user namespace, `setgroups` denied.
+    WithUserNamespace,
+}
+
+/// No cgroup namespace could be made for the module; the payload of the [`io::Error`] that
+/// [`spawn_into`] returns then (see [`cgroup_namespace_refused`]).
+#[derive(Debug)]
+pub struct CgroupNamespaceRefused {
+    /// The errno of the last step tried (`unshare(CLONE_NEWUSER | CLONE_NEWCGROUP)` or a write
+    /// of the user namespace's maps; `unshare(CLONE_NEWCGROUP)` when it failed with another errno
+    /// than `EPERM`).
+    pub errno: Errno,
+}
+
+impl std::fmt::Display for CgroupNamespaceRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "no cgroup namespace for the module (unshare CLONE_NEWCGROUP, then with a user namespace): {}",
+            crate::error::errno_text(self.errno)
+        )
+    }
+}
+
+impl std::error::Error for CgroupNamespaceRefused {}
+
+/// The errno when `e` says that no cgroup namespace could be made for the module (the spawn
+/// started nothing); `None` for every other error.
+pub fn cgroup_namespace_refused(e: &io::Error) -> Option<Errno> {
+    e.get_ref()?
+        .downcast_ref::<CgroupNamespaceRefused>()
+        .map(|r| r.errno)
+}
+
+/// The error for a report code that carries [`REFUSED_MARK`].
+pub(super) fn refused(code: c_int) -> io::Error {
+    let raw = code & !REFUSED_MARK;
+    io::Error::new(
+        io::Error::from_raw_os_error(raw).kind(),
+        CgroupNamespaceRefused {
+            errno: Errno::from_raw_os_error(raw),
+        },
+    )
+}
+
+/// An error as it came back from a child: one whose raw errno carries [`REFUSED_MARK`] becomes
+/// the namespace's error.
+pub(super) fn unmark(e: io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(code) if code & REFUSED_MARK != 0 => refused(code),
+        _ => e,
+    }
+}
+
+/// The identity maps a child writes when it has to make a user namespace, built before the
+/// clone (the child must not allocate).
+#[derive(Debug, Clone)]
+pub(super) struct Maps {
+    uid_map: CString,
+    gid_map: CString,
+}
+
+impl Maps {
+    /// The caller's effective uid and gid, each mapped to itself (the only map an unprivileged
+    /// process may write).
+    pub(super) fn new() -> io::Result<Self> {
+        let uid = rustix::process::geteuid().as_raw();
+        let gid = rustix::process::getegid().as_raw();
+        Ok(Maps {
+            uid_map: cstring(format!("{uid} {uid} 1\n").as_bytes())?,
+            gid_map: cstring(format!("{gid} {gid} 1\n").as_bytes())?,
+        })
+    }
+}
+
+/// Write `data` to the file at `path` in one `write(2)`; the errno on failure.
+fn write_file(path: &std::ffi::CStr, data: &[u8]) -> Result<(), c_int> {
+    // SAFETY: open(2) of a NUL-terminated path with integer flags; async-signal-safe.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(errno());
+    }
+    // SAFETY: write(2) of a live buffer of `data.len()` bytes to the fd just opened.
+    let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
+    let e = errno();
+    // SAFETY: close(2) of the fd this function opened and owns.
+    unsafe { libc::close(fd) };
+    if n != data.len() as isize {
+        return Err(if n < 0 { e } else { libc::EIO });
+    }
+    Ok(())
+}
+
+/// Put the calling process in a new cgroup namespace rooted at its current cgroup: with
+/// `CAP_SYS_ADMIN` `unshare(CLONE_NEWCGROUP)`, else (`EPERM`) together with a user namespace in
+/// which its uid and gid are mapped to themselves. The errno of the step that failed otherwise.
+///
+/// Only raw system calls on `maps` (prepared before): safe in a freshly forked child. The user
+/// namespace needs a single-threaded caller (`EINVAL` otherwise). A failure to write the maps
+/// leaves the caller in a user namespace without them: a child must then not execute the
+/// program (it reports the errno and exits).
+pub(super) fn enter(maps: &Maps) -> Result<CgroupNamespace, c_int> {
+    enter_steps(maps).map_err(|(e, _)| e)
+}
+
+/// [`enter`], telling on failure whether the caller was left changed (in a user namespace whose
+/// maps could not be written).
+fn enter_steps(maps: &Maps) -> Result<CgroupNamespace, (c_int, bool)> {
+    // SAFETY: unshare(2) with integer flags; it touches no memory of ours.
+    if unsafe { libc::unshare(CLONE_NEWCGROUP) } == 0 {
+        return Ok(CgroupNamespace::Own);
+    }
+    let e = errno();
+    if e != libc::EPERM {
+        return Err((e, false));
+    }
+    // SAFETY: as above.
+    if unsafe { libc::unshare(CLONE_NEWUSER | CLONE_NEWCGROUP) } != 0 {
+        return Err((errno(), false));
+    }
+    // gid_map may be written by an unprivileged process only after setgroups is denied.
+    let changed = |e| (e, true);
+    write_file(c"/proc/self/setgroups", b"deny").map_err(changed)?;
+    write_file(c"/proc/self/uid_map", maps.uid_map.as_bytes()).map_err(changed)?;
+    write_file(c"/proc/self/gid_map", maps.gid_map.as_bytes()).map_err(changed)?;
+    Ok(CgroupNamespace::WithUserNamespace)
+}
+
+/// For `ck-cgroup exec` and daemons that move a process themselves: put the calling process in
+/// a new cgroup namespace rooted at the cgroup it is in now (call it after the move into the
+/// module, before `execve(2)`), as [`ModuleCommand::cgroup_namespace`] does for a spawned child:
+/// with `CAP_SYS_ADMIN` a cgroup namespace alone, else one together with a user namespace in
+/// which the caller's uid and gid are mapped to themselves (the caller must then be
+/// single-threaded, else `EINVAL`). `Ok(None)` only under the `mutation-no-cgroup-namespace`
+/// test feature.
+///
+/// On failure the error is a [`CgroupNamespaceRefused`] and the `bool` says whether the caller
+/// was left changed: in a user namespace whose maps could not be written, where it must not go
+/// on to execute the module's program. Unchanged, the caller may go on without a namespace.
+pub fn enter_cgroup_namespace() -> Result<Option<CgroupNamespace>, (io::Error, bool)> {
+    if !ENABLED {
+        return Ok(None);
+    }
+    let maps = Maps::new().map_err(|e| (e, false))?;
+    enter_steps(&maps)
+        .map(Some)
+        .map_err(|(e, changed)| (refused(e | REFUSED_MARK), changed))
+}
+
+/// Install a `pre_exec` hook that makes the namespace (after the placement hook, which was
+/// installed first); its failure comes back marked (see [`unmark`]).
+pub(super) fn before_exec(cmd: &mut Command, maps: Maps) {
+    let hook = move || -> io::Result<()> {
+        enter(&maps)
+            .map(|_| ())
+            .map_err(|e| io::Error::from_raw_os_error(e | REFUSED_MARK))
+    };
+    // SAFETY: the closure runs in the forked child before exec and makes only unshare(2),
+    // open(2), write(2) and close(2) calls on data prepared before the fork; it builds an
+    // io::Error from a raw errno (no allocation, no locks, no panics).
+    unsafe {
+        cmd.pre_exec(hook);
+    }
+}
