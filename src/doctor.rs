@@ -54,6 +54,29 @@ fn check(name: &str, outcome: Outcome, detail: String, fix: Option<String>) -> C
     }
 }
 
+/// `cgroup2 nsdelegate`: whether the hierarchy is mounted with `nsdelegate`, without which the
+/// cgroup namespace that `exec`, `run` and `Root::spawn` give a module only changes what the
+/// module sees (it may still move itself out of its module and write its own limits where its
+/// uid may write). A warning when off, with the fix; `None` without cgroup2 (its own check fails).
+pub fn nsdelegate_check(mountinfo: &str) -> Option<Check> {
+    let on = parse::cgroup2_nsdelegate(mountinfo)?;
+    Some(if on {
+        check(
+            "cgroup2 nsdelegate",
+            Outcome::Ok,
+            "cgroup2 is mounted with nsdelegate: a module in its cgroup namespace can neither leave its module nor write its own limits".into(),
+            None,
+        )
+    } else {
+        check(
+            "cgroup2 nsdelegate",
+            Outcome::Warn,
+            "cgroup2 is mounted without nsdelegate: a module's cgroup namespace only changes what it sees; it can still move itself out of its module and write its own limits where its uid may write".into(),
+            Some("mount cgroup2 with nsdelegate: `mount -o remount,nsdelegate <cgroup2 mount point>` (from the initial namespaces), or fstab's option; systemd mounts it so when it is PID 1".into()),
+        )
+    })
+}
+
 fn kernel_at_least(release: &str, major: u32, minor: u32) -> bool {
     let mut it = release
         .split(|c: char| !c.is_ascii_digit())
@@ -100,6 +123,7 @@ pub fn doctor_for(root: Option<&Path>, unit: Option<&str>, scopes: Option<Bus>) 
         )),
     }
 
+    checks.extend(nsdelegate_check(&mountinfo));
     if let Some(bus) = scopes {
         scope_checks(bus, v1, &mut checks);
     }
@@ -500,6 +524,32 @@ fn unit_checks(f: &systemd::UnitFacts, scopes: bool, checks: &mut Vec<Check>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nsdelegate_is_one_line_warning_with_the_fix_when_off() {
+        let read = |f: &str| {
+            std::fs::read_to_string(
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/fixtures")
+                    .join(f),
+            )
+            .unwrap()
+        };
+        let on = nsdelegate_check(&read("mountinfo.unified")).unwrap();
+        assert_eq!(
+            (on.name.as_str(), on.outcome, on.fix.is_none()),
+            ("cgroup2 nsdelegate", Outcome::Ok, true)
+        );
+        let off = nsdelegate_check(&read("mountinfo.hybrid")).unwrap();
+        assert_eq!(off.outcome, Outcome::Warn, "{}", off.detail);
+        assert!(
+            off.fix
+                .as_deref()
+                .unwrap_or("")
+                .contains("remount,nsdelegate")
+        );
+        assert!(nsdelegate_check("").is_none());
+    }
 
     #[test]
     fn kernel_versions() {

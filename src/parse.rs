@@ -84,6 +84,19 @@ pub fn mountinfo(text: &str) -> Vec<Mount> {
         .collect()
 }
 
+/// Whether the cgroup2 hierarchy is mounted with `nsdelegate` (a super option, the same on every
+/// cgroup2 mount: the first one's options after ` - cgroup2 <source> `); `None` without cgroup2.
+pub fn cgroup2_nsdelegate(text: &str) -> Option<bool> {
+    text.lines().find_map(|line| {
+        let (_, post) = line.split_once(" - ")?;
+        let mut f = post.split(' ');
+        (f.next()? == "cgroup2").then(|| {
+            f.nth(1)
+                .is_some_and(|opts| opts.split(',').any(|o| o == "nsdelegate"))
+        })
+    })
+}
+
 /// The cgroup2 mounts in `mountinfo`, in order.
 pub fn cgroup2_mounts(text: &str) -> Vec<Mount> {
     mountinfo(text)
@@ -195,6 +208,22 @@ mod tests {
         assert_eq!(m[1].mount_point, Path::new("/mnt/cg root"));
         assert_eq!(m[1].root, "/system.slice");
         assert!(cgroup2_mounts("garbage\n\n").is_empty());
+    }
+
+    #[test]
+    fn nsdelegate_from_the_super_options() {
+        assert_eq!(
+            cgroup2_nsdelegate(&fixture("mountinfo.unified")),
+            Some(true)
+        );
+        assert_eq!(
+            cgroup2_nsdelegate(&fixture("mountinfo.hybrid")),
+            Some(false)
+        );
+        assert_eq!(cgroup2_nsdelegate("garbage\n"), None);
+        // A mount option of that name before the separator is not the super option.
+        let line = "1 2 0:1 / /x rw,nsdelegate - cgroup2 cgroup2 rw\n";
+        assert_eq!(cgroup2_nsdelegate(line), Some(false));
     }
 }
 

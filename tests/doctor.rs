@@ -30,6 +30,7 @@ fn doctor_names_each_check_and_the_fix_for_each_failure() {
     let names: Vec<&str> = r.checks.iter().map(|c| c.name.as_str()).collect();
     for n in [
         "cgroup2 mounted",
+        "cgroup2 nsdelegate",
         "service root",
         "controllers delegated",
         "kernel: cgroup.kill",

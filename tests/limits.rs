@@ -166,11 +166,15 @@ fn every_path_makes_its_module_where_memory_is_off_and_writes_no_oom_group() {
         "--",
         "sh",
         "-c",
-        &format!("cat /proc/self/cgroup > {}", r.display()),
+        &format!(
+            "grep -cx $$ {} > {}",
+            w.root().join("subc-modules/r/cgroup.procs").display(),
+            r.display()
+        ),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let saw = std::fs::read_to_string(&r).unwrap();
-    assert!(saw.contains("/subc-modules/r"), "run's CMD ran in {saw}");
+    assert_eq!(saw.trim(), "1", "run's CMD is in the module's cgroup.procs");
     for id in ["c", "e", "p"] {
         let dir = w.root().join("subc-modules").join(id);
         assert!(dir.is_dir(), "{id} was not made");

@@ -1534,10 +1534,46 @@ mod tests {
             .unwrap_or_else(|| panic!("no 0:: line in {out:?}"))
     }
 
+    /// The child's cgroup as the host sees it: without a cgroup namespace of its own (the
+    /// placement tests; the namespace has tests of its own).
     fn cat_cgroup() -> ModuleCommand {
         let mut cmd = ModuleCommand::new("/bin/sh");
-        cmd.args(["-c", "cat /proc/self/cgroup"]);
+        cmd.args(["-c", "cat /proc/self/cgroup"])
+            .cgroup_namespace(false);
         cmd
+    }
+
+    /// Every spawn path (clone3, the pre-exec write, the PID namespace's init) starts the
+    /// program in a cgroup namespace rooted at its cgroup: it reads `0::/`, its namespace is not
+    /// ours, and its pid is in the cgroup's `cgroup.procs`.
+    #[test]
+    fn every_spawn_path_starts_the_child_in_a_cgroup_namespace_rooted_at_its_cgroup() {
+        let own = std::fs::read_link("/proc/self/ns/cgroup").unwrap();
+        for (strategy, pidns) in [
+            (Strategy::Clone3Only, false),
+            (Strategy::PreExecOnly, false),
+            (Strategy::Clone3Only, true),
+        ] {
+            let cg = Scratch::new();
+            let mut cmd = ModuleCommand::new("/bin/sh");
+            cmd.args([
+                "-c",
+                &format!(
+                    "grep '^0::' /proc/self/cgroup; readlink /proc/self/ns/cgroup; grep -cx $$ {}",
+                    cg.path.join("cgroup.procs").display()
+                ),
+            ])
+            .pid_namespace(pidns);
+            assert!(cmd.has_cgroup_namespace(), "on by default");
+            let (out, child) = run(&cg, cmd, strategy);
+            let what = format!("{strategy:?}, pid namespace {pidns}: {out}");
+            let l: Vec<&str> = out.lines().collect();
+            assert_eq!(l.len(), 3, "{what}");
+            assert_eq!(l[0], "0::/", "{what}");
+            assert_ne!(l[1], own.to_string_lossy(), "{what}");
+            assert_eq!(l[2], "1", "{what}");
+            drop(child);
+        }
     }
 
     #[test]
@@ -1634,7 +1670,8 @@ mod tests {
         let cg = Scratch::new();
         for strategy in [Strategy::Clone3Only, Strategy::PreExecOnly] {
             let mut cmd = ModuleCommand::new("sh");
-            cmd.args(["-c", "cat /proc/self/cgroup; echo \"$0\""]);
+            cmd.args(["-c", "cat /proc/self/cgroup; echo \"$0\""])
+                .cgroup_namespace(false);
             let (out, child) = run(&cg, cmd, strategy);
             assert_eq!(cgroup_line(&out), cg.rel);
             // argv[0] stays the name as given.
