@@ -332,20 +332,25 @@ fn discovery_from_the_daemon_leaf_and_from_a_module() {
         .unwrap();
     let list: List = serde_json::from_str(&ok(o)).unwrap();
     assert_eq!(list.root, root);
-    // A module's process: the root is the part above subc-modules/.
-    let o = w.run(&[
-        "exec",
-        "disc",
-        "--",
-        "env",
-        "-u",
-        "CK_CGROUP_ROOT",
-        bin(),
-        "--json",
-        "list",
-    ]);
-    let list: List = serde_json::from_str(&ok(o)).unwrap();
+    // A module's process in the host's cgroup namespace: the root is the part above
+    // subc-modules/.
+    let find = |extra: &[&str]| {
+        let mut args = vec!["exec", "disc"];
+        args.extend(extra);
+        args.extend(["--", "env", "-u", "CK_CGROUP_ROOT", bin(), "--json", "list"]);
+        w.run(&args)
+    };
+    let list: List = serde_json::from_str(&ok(find(&["--no-cgroup-namespace"]))).unwrap();
     assert_eq!(list.root, root);
+    // In its own cgroup namespace (the default) its cgroup is `/` and nothing above it is
+    // visible: bad input naming the fix, never a wrong root.
+    let o = find(&[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--root or CK_CGROUP_ROOT"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
