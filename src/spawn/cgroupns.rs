@@ -18,8 +18,9 @@
 //! which its own uid and gid are mapped to themselves (`setgroups` denied). The module keeps its
 //! uid and gid; what it sees differently there: other uids and gids (root's files, say) show as
 //! the overflow ids (65534, "nobody"), setuid and setgid programs of unmapped owners do not
-//! change ids, `setgroups(2)` is refused, and it holds capabilities over that user namespace
-//! only, none over the host (it cannot `setns` back into the host's cgroup namespace).
+//! change ids, `setgroups(2)` is refused, and the capabilities the new user namespace gave it end
+//! at `execve` (its uid there is not 0); it never had any over the host (it cannot `setns` back
+//! into the host's cgroup namespace).
 //!
 //! A module that keeps `CAP_SYS_ADMIN` in the host's user namespace (a root module) can
 //! `setns(2)` into another cgroup namespace, the host's (`/proc/1/ns/cgroup`) included, and is
