@@ -347,27 +347,25 @@ fn kill_racing_exec_never_leaves_a_process_in_the_module_it_removed() {
         let ino = std::fs::metadata(&dir).unwrap().ino();
         let execs: Vec<std::process::Child> = std::thread::scope(|s| {
             let injector = s.spawn(|| {
-                (0..15)
+                // A dense stream (one spawn after another, about 1 ms each), so that execs keep
+                // entering between the kill's cgroup.kill and its rmdir: 15 execs 3 ms apart
+                // all entered before the kill on an idle host, and mutation-no-rekill passed.
+                (0..60)
                     .map(|_| {
-                        let c = bare()
+                        bare()
                             .arg("--root")
                             .arg(&root)
                             .args(["exec", "racy", "--", "sleep", "600"])
                             .stderr(std::process::Stdio::null())
                             .spawn()
-                            .unwrap();
-                        std::thread::sleep(std::time::Duration::from_millis(3));
-                        c
+                            .unwrap()
                     })
                     .collect()
             });
             std::thread::sleep(std::time::Duration::from_millis(15));
             // The kill writes cgroup.kill again while execs keep entering; it can succeed only
-            // once the last of them has placed itself. On a starved host (the whole suite on 2
-            // cores) a helper's start-up alone has taken over 5 s (round 3 of a `make test`:
-            // "still holds 3 processes: 3 in state S" at 5005 ms), so the timeout outlasts
-            // the 15 start-ups instead of racing them.
-            let o = w.run(&["--json", "kill", "racy", "--timeout", "60s"]);
+            // once the last of them has placed itself: the timeout outlasts the execs' start-ups.
+            let o = w.run(&["--json", "kill", "racy", "--timeout", "30s"]);
             assert!(
                 o.status.success(),
                 "round {round}: {} {}\nwhat is left:\n{}",
