@@ -70,7 +70,11 @@ fn orphaned_grandchild_is_gone_with_every_method() {
 fn forking_runs() -> u32 {
     std::env::var("CK_TEST_FORKING_RUNS")
         .ok()
-        .map(|v| v.parse::<u32>().expect("CK_TEST_FORKING_RUNS: a number").max(1))
+        .map(|v| {
+            v.parse::<u32>()
+                .expect("CK_TEST_FORKING_RUNS: a number")
+                .max(1)
+        })
         .unwrap_or(50)
 }
 
