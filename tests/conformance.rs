@@ -395,7 +395,7 @@ fn empty_it(w: &World, id: &str) {
     std::fs::write(m.join("cgroup.kill"), "1").unwrap();
     let dir = ck_cgroup::CgroupDir::open(&m).expect("open the module");
     assert_eq!(
-        ck_cgroup::wait::wait_empty(&dir, "", Duration::from_secs(10)).unwrap(),
+        ck_cgroup::wait::wait_empty(&dir, "", scaled(Duration::from_secs(10))).unwrap(),
         ck_cgroup::wait::Waited::Empty
     );
 }
@@ -443,7 +443,7 @@ fn check(case: Case, driver: Driver) {
                 rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
             }
             let status = kids
-                .wait(top, Duration::from_secs(15))
+                .wait(top, scaled(Duration::from_secs(15)))
                 .unwrap_or_else(|| panic!("{case:?}: run did not return"));
             // run exits 1 when it could not stop the rest; else as CMD did.
             assert_ne!(
@@ -471,13 +471,13 @@ fn check(case: Case, driver: Driver) {
     );
     // The reaper exits once every process of the tree is gone and reaped.
     if driver != Driver::Run {
-        kids.wait(top, Duration::from_secs(10))
+        kids.wait(top, scaled(Duration::from_secs(10)))
             .unwrap_or_else(|| panic!("{case:?} {driver:?}: processes left: {report}"));
     }
     // A guard against a stop that hangs, not a speed claim (speed is for benches): a remove of
     // 900 nested cgroups took 8.6 s at a load average of 47 on 2 cores.
     assert!(
-        took < Duration::from_secs(120),
+        took < scaled(Duration::from_secs(120)),
         "{case:?} {driver:?}: took {took:?}: {report}"
     );
 }

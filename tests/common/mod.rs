@@ -17,6 +17,21 @@ pub fn parent() -> PathBuf {
     }
 }
 
+/// A test's time limit, multiplied by `CK_TEST_TIME_SCALE` (a whole number, default 1). Lane 2 of
+/// the guest lane (QEMU without KVM, some 20 times slower than the host) sets it: the limits are
+/// for a machine, and what each test checks is unchanged.
+pub fn scaled(d: Duration) -> Duration {
+    let k = std::env::var("CK_TEST_TIME_SCALE")
+        .ok()
+        .map(|v| {
+            v.parse::<u32>()
+                .expect("CK_TEST_TIME_SCALE: a whole number")
+                .max(1)
+        })
+        .unwrap_or(1);
+    d * k
+}
+
 /// One test's world: a sandbox and the pids to kill if the test fails.
 pub struct World {
     pub sb: Sandbox,
@@ -67,7 +82,7 @@ impl World {
     /// a 2-core host that runs four tests at once), not the mechanism under test.
     pub fn line_from(&self, file: &str) -> String {
         let path = self.tmp.path().join(file);
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + scaled(Duration::from_secs(60));
         loop {
             if let Ok(s) = std::fs::read_to_string(&path)
                 && s.ends_with('\n')
@@ -187,7 +202,7 @@ pub fn ok(o: Output) -> String {
 /// Poll `f` until true or 10 s (for processes to start; never used to wait for a kill).
 #[track_caller]
 pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + scaled(Duration::from_secs(10));
     while !f() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(10));
