@@ -577,3 +577,33 @@ fn members_described(dir: &std::path::Path) -> String {
     }
     d
 }
+
+/// More members than the helper may hold descriptors (`prlimit --nofile=64`; systemd gives a
+/// service a soft limit of 1024, and lane 2's fork storm of 2,000 ran into it): the signal
+/// method's pidfds are held in batches, so every member is signalled and the module removed.
+#[test]
+fn signal_reaches_more_members_than_the_descriptor_limit() {
+    let w = World::new();
+    let script = "i=0; while [ $i -lt 200 ]; do sleep 600 & i=$((i+1)); done; exec sleep 600";
+    let mut c = module(&w, "many", script, 201);
+    let o = Command::new("prlimit")
+        .args(["--nofile=64", "--"])
+        .arg(bin())
+        .arg("--root")
+        .arg(w.root())
+        .args([
+            "--json",
+            "kill",
+            "many",
+            "--method",
+            "signal",
+            "--timeout",
+            "10s",
+        ])
+        .env_remove("CK_CGROUP_ROOT")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{} {}", stdout(&o), stderr(&o));
+    c.wait().unwrap();
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
+}
