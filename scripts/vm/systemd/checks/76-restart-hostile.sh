@@ -36,11 +36,12 @@ CMD
 chown lane "$UT/a.once"
 rm -f "$UT/a.hostile"
 kill "$pa"
-expect "the daemon restarted a with the hostile command" wait_until 60 eval '[ -e "$UT/a.hostile" ] && urestarted a $((sa + 1))'
+expect "the daemon restarted a with the hostile command" wait_until 60 eval '[ -e "$UT/a.hostile" ] && urestarted a "$sa"'
 A=$USVC/subc-modules/a
 state="a: $(stat -c %a "$A"), a/cgroup.procs: $(stat -c %a "$A/cgroup.procs"), a/t: $(cat "$A/t/cgroup.type" 2> /dev/null), a/s: $(stat -c %a "$A/s")"
 expect "a is hostile ($state)" eval '[ "$(stat -c %a "$A")" = 0 ] && [ "$(stat -c %a "$A/cgroup.procs")" = 0 ] && [ "$(cat "$A/t/cgroup.type")" = threaded ]'
-old=$(subtree_pids "$USVC")
+# (cat fails on the threaded t/cgroup.procs, EOPNOTSUPP; t holds no process)
+old=$(subtree_pids "$USVC" || true)
 echo "old service processes: $old"
 t0=$(date +%s)
 rc=0
