@@ -64,7 +64,8 @@ expect "a's directory is a new one (modes $(stat -c %a "$A" "$A/cgroup.procs" 2>
   eval '[ "$(stat -c %a "$A")" != 0 ] && [ "$(stat -c %a "$A/cgroup.procs")" != 0 ] && [ ! -e "$A/t" ] && [ ! -e "$A/s" ]'
 journal=$(ujournal_since "$t0")
 echo "$journal"
-said=$(grep -E 'ck-subc\[[0-9]+\]: .*(restored|killed|removed|failed)' <<< "$journal" | sed 's/^[^]]*] //' | tr '\n' ' ' || true)
+# The drain's line on a (the stand-in daemon drops kill's output), and what prune said.
+said=$(grep -E 'ck-subc\[[0-9]+\]: .*(module a stopped|kill a failed|no modules|a .*(killed|removed|failed))' <<< "$journal" | sed 's/^[^]]*] //' | tr '\n' ' ' || true)
 note "the journal: ${said:-no line of the drain or prune on a}"
 u systemctl --user stop ck-subc.service || true
 loginctl disable-linger lane || true
