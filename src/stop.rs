@@ -519,7 +519,7 @@ const PIDFD_BATCH: usize = 256;
 /// signalled: each pid is opened, then the member list is read again, and only pids still listed
 /// (so the pidfd names the member) are signalled. Returns the pids signalled.
 ///
-/// The pidfds are held in batches of at most [`PIDFD_BATCH`], fewer when the descriptor limit is
+/// The pidfds are held in batches of at most 256 (`PIDFD_BATCH`), fewer when the descriptor limit is
 /// reached (`EMFILE`, `ENFILE`: half of those held are let go, so the member list can be read
 /// again, and opened in the next batch): a module of thousands of processes is signalled
 /// whole under a service's default `RLIMIT_NOFILE` of 1024, or `prlimit --nofile=64`.
