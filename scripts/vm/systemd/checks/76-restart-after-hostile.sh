@@ -24,8 +24,9 @@ USVC=$CG$(u systemctl --user show -P ControlGroup ck-subc.service)
 expect "modules a b c run in the user service" wait_until 30 uall
 ump=$(u systemctl --user show -P MainPID ck-subc.service)
 pa=$(umod_pid a) sa=$(ustarts a)
-cat > "$UT/a.once" << 'CMD'
-m=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)
+# The module's path is given: inside its cgroup namespace (rooted at the module) the module reads
+# 0::/ in /proc/self/cgroup.
+{ echo "m=$USVC/subc-modules/a"; cat; } > "$UT/a.once" << 'CMD'
 mkdir "$m/t" && echo threaded > "$m/t/cgroup.type" || exit 1
 mkdir "$m/s" && chmod 000 "$m/s/cgroup.procs" "$m/s/cgroup.events" "$m/s" || exit 1
 cd "$m" && chmod 000 cgroup.procs cgroup.kill cgroup.events cgroup.freeze cgroup.stat cgroup.threads cgroup.type || exit 1
