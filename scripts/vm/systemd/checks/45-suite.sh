@@ -11,7 +11,7 @@
 #   CK_TEST_FORKING_RUNS=5 (not 50): each forking-tree test stops 5 trees per method instead of
 #                          50; under TCG 50 take minutes per method, each run is the same check.
 #   CK_TEST_TIME_SCALE=5   the tests' time limits (a readiness line in 10 s, a stop in 8 s, ...)
-#                          five times longer: under TCG a 900-level chain takes 14 to 32 s to stop
+#                          five times longer (TCG is some 20 times slower than the host)
 #   CK_TEST_HOSTILE        tests/fixtures/hostile.c compiled on the host (the guest has no cc)
 #   CK_TEST_SKIP           the 2,000-process fork storm and the 900-deep chains are skipped: they
 #                          are the heaviest cases under TCG (the conformance binary took 376 s); they
