@@ -57,7 +57,10 @@ use std::time::{Duration, Instant};
 
 use ck_cgroup::discover::cgroup2_mount;
 use ck_cgroup::{Root, Sandbox};
-use common::{Res, dev_null, is_sleep, median, min, print_machine, reap_all, report_cleanup};
+use common::{
+    Res, binary, dev_null, is_sleep, median, min, print_cgroup_and_binary, print_machine, reap_all,
+    report_cleanup,
+};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
@@ -320,26 +323,9 @@ fn remove_deepest_first(dir: &Path) -> std::io::Result<()> {
     fs::remove_dir(dir)
 }
 
-/// The release binary: `CK_CGROUP_BIN` when set, else the one cargo built beside this bench.
-fn binary() -> PathBuf {
-    std::env::var_os("CK_CGROUP_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ck-cgroup")))
-}
-
 fn print_header(mount: &Path, bin: &Path) -> Res<()> {
     print_machine("ck-cgroup run benchmark")?;
-    let controllers = fs::read_to_string(mount.join("cgroup.controllers"))?;
-    println!(
-        "cgroup2: {} (controllers: {})",
-        mount.display(),
-        if controllers.trim().is_empty() {
-            "none"
-        } else {
-            controllers.trim()
-        }
-    );
-    println!("binary:  {}", bin.display());
+    print_cgroup_and_binary(mount, bin)?;
     println!("load:    {} (1, 5, 15 min; running/all)", loadavg()?);
     let reps: Vec<String> = SIZES.iter().map(|(n, r)| format!("{r} x {n}")).collect();
     println!(

@@ -38,14 +38,17 @@ use std::ffi::CStr;
 use std::fs;
 use std::io::Read;
 use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ck_cgroup::discover::cgroup2_mount;
 use ck_cgroup::spawn::ModuleCommand;
 use ck_cgroup::{ModuleId, Root, Sandbox};
-use common::{Res, dev_null, is_sleep, median, min, print_machine, reap_all, report_cleanup};
+use common::{
+    Res, binary, dev_null, is_sleep, median, min, print_cgroup_and_binary, print_machine, reap_all,
+    report_cleanup,
+};
 use rustix::fs::{Dir, FileType, Mode, OFlags};
 
 /// Modules in the sandbox.
@@ -237,26 +240,9 @@ fn measure_all(sandbox: &Sandbox, bin: &Path) -> Res<Measured> {
     Ok((samples, opens, json_bytes, elapsed))
 }
 
-/// The release binary: `CK_CGROUP_BIN` when set, else the one cargo built beside this bench.
-fn binary() -> PathBuf {
-    std::env::var_os("CK_CGROUP_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ck-cgroup")))
-}
-
 fn print_header(mount: &Path, bin: &Path) -> Res<()> {
     print_machine("ck-cgroup status benchmark")?;
-    let controllers = fs::read_to_string(mount.join("cgroup.controllers"))?;
-    println!(
-        "cgroup2: {} (controllers: {})",
-        mount.display(),
-        if controllers.trim().is_empty() {
-            "none"
-        } else {
-            controllers.trim()
-        }
-    );
-    println!("binary:  {}", bin.display());
+    print_cgroup_and_binary(mount, bin)?;
     println!("repetitions: {REPS} (after 1 warm-up)");
     Ok(())
 }

@@ -94,3 +94,28 @@ fn leftovers(mount: &Path, sandbox: &Path) -> Res<Vec<PathBuf>> {
     }
     Ok(left)
 }
+
+/// The release binary: `CK_CGROUP_BIN` when set, else the one cargo built beside this bench.
+#[allow(dead_code)] // the kill bench uses the library only
+pub fn binary() -> PathBuf {
+    std::env::var_os("CK_CGROUP_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ck-cgroup")))
+}
+
+/// Print the header's cgroup2 line (the mount and its controllers) and the binary's.
+#[allow(dead_code)] // the kill bench uses the library only
+pub fn print_cgroup_and_binary(mount: &Path, bin: &Path) -> Res<()> {
+    let controllers = fs::read_to_string(mount.join("cgroup.controllers"))?;
+    println!(
+        "cgroup2: {} (controllers: {})",
+        mount.display(),
+        if controllers.trim().is_empty() {
+            "none"
+        } else {
+            controllers.trim()
+        }
+    );
+    println!("binary:  {}", bin.display());
+    Ok(())
+}
