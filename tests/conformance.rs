@@ -26,7 +26,7 @@ use common::*;
 use serde_json::Value;
 
 /// The uid of a supervisor and a module that share it (no one else on this host uses it).
-const USER: u32 = 47_913;
+const USER: u32 = SHARED_UID;
 
 /// `tests/fixtures/hostile.c`, compiled once per test binary; or `CK_TEST_HOSTILE`, the path of
 /// one compiled beforehand (lane 2 of the guest lane, whose guest has no C compiler).
@@ -290,22 +290,6 @@ fn json(o: &Output) -> Value {
         .unwrap_or_else(|e| panic!("{e}: stdout {} stderr {}", stdout(o), stderr(o)))
 }
 
-/// The binary as `USER` (the supervisor that shares its uid with the module).
-fn ck_as_user(w: &World) -> Command {
-    let mut c = Command::new("setpriv");
-    c.args([
-        &format!("--reuid={USER}"),
-        &format!("--regid={USER}"),
-        "--clear-groups",
-        bin(),
-        "--root",
-    ])
-    .arg(w.root())
-    .env_remove("CK_CGROUP_ROOT")
-    .env("CK_CGROUP_POLICY", "/dev/null");
-    c
-}
-
 /// Hand the modules' directory and module `id` to `USER`, as `Delegate=` hands a service's
 /// cgroup to its user.
 fn delegate_to_user(w: &World, id: &str) {
@@ -381,7 +365,7 @@ fn start(w: &World, id: &str, case: Case, driver: Driver, kids: &mut Kids) -> us
 /// deep chain of 900).
 fn stop_cmd(w: &World, case: Case, args: &[&str]) -> Output {
     let mut c = if case == Case::Chmod {
-        ck_as_user(w)
+        ck_as_shared_uid(w)
     } else if case == Case::DeepMany {
         let mut c = Command::new("prlimit");
         c.args(["--nofile=64:64", bin(), "--root"])

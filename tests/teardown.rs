@@ -475,7 +475,7 @@ fn prune_kill_racing_creation_succeeds() {
 /// root's, which it may not signal: it stays, sleeping, and the message says so.
 #[test]
 fn a_stop_that_times_out_names_the_states_it_read() {
-    const USER: u32 = 47_913;
+    const USER: u32 = SHARED_UID;
     let w = World::new();
     ok(w.run(&["create", "busy"]));
     let m = w.root().join("subc-modules/busy");
@@ -486,15 +486,7 @@ fn a_stop_that_times_out_names_the_states_it_read() {
     }
     let mut root_sleep = Command::new("sleep").arg("600").spawn().unwrap();
     std::fs::write(m.join("cgroup.procs"), root_sleep.id().to_string()).unwrap();
-    let o = Command::new("setpriv")
-        .args([
-            &format!("--reuid={USER}"),
-            &format!("--regid={USER}"),
-            "--clear-groups",
-            bin(),
-            "--root",
-        ])
-        .arg(w.root())
+    let o = ck_as_shared_uid(&w)
         .args([
             "--json",
             "kill",
@@ -504,8 +496,6 @@ fn a_stop_that_times_out_names_the_states_it_read() {
             "--timeout",
             "300ms",
         ])
-        .env_remove("CK_CGROUP_ROOT")
-        .env("CK_CGROUP_POLICY", "/dev/null")
         .output()
         .unwrap();
     let v: Value = serde_json::from_slice(&o.stdout)

@@ -208,3 +208,25 @@ pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// A uid and gid no account uses: the supervisor that shares its uid with its modules, in the
+/// tests of what such a module can do to its own cgroup.
+#[allow(dead_code)] // not every test target runs as another user
+pub const SHARED_UID: u32 = 47_913;
+
+/// The binary on `w`'s root as [`SHARED_UID`] (`setpriv`), with no ambient root or policy.
+#[allow(dead_code)] // not every test target runs as another user
+pub fn ck_as_shared_uid(w: &World) -> std::process::Command {
+    let mut c = std::process::Command::new("setpriv");
+    c.args([
+        &format!("--reuid={SHARED_UID}"),
+        &format!("--regid={SHARED_UID}"),
+        "--clear-groups",
+        bin(),
+        "--root",
+    ])
+    .arg(w.root())
+    .env_remove("CK_CGROUP_ROOT")
+    .env("CK_CGROUP_POLICY", "/dev/null");
+    c
+}
