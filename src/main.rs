@@ -624,10 +624,12 @@ fn sandbox(
             match ck_cgroup::sandbox::sweep(&p) {
                 Ok(r) => {
                     for s in &r.removed {
+                        let n = s
+                            .killed
+                            .map_or("an unknown number of".to_string(), |n| n.to_string());
                         note(format_args!(
-                            "removed the leftover sandbox {} (its helper is gone; {} processes killed)",
-                            s.sandbox.display(),
-                            s.killed
+                            "removed the leftover sandbox {} (its helper is gone; {n} processes killed)",
+                            s.sandbox.display()
                         ));
                     }
                     for f in &r.failed {

@@ -302,8 +302,8 @@ pub struct SweepReport {
 pub struct Swept {
     /// Its directory.
     pub sandbox: PathBuf,
-    /// The processes that were in it (killed).
-    pub killed: usize,
+    /// The processes that were in it (killed); `None` when its member list could not be read.
+    pub killed: Option<usize>,
 }
 
 /// One sandbox [`sweep`] could not remove.
@@ -370,7 +370,7 @@ pub fn sweep(parent: &Path) -> Result<SweepReport> {
             report.kept.push(path);
             continue;
         }
-        let killed = crate::module::procs(&sb, "").map_or(0, |p| p.len());
+        let killed = crate::module::procs(&sb, "").ok().map(|p| p.len());
         match empty_and_remove(&dir, &name, &sb) {
             Ok(()) => report.removed.push(Swept {
                 sandbox: path,

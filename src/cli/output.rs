@@ -344,10 +344,12 @@ impl Output {
         self.emit(r, || {
             let mut s = String::new();
             for x in &r.removed {
+                let n = x
+                    .killed
+                    .map_or("an unknown number of".to_string(), |n| n.to_string());
                 s += &format!(
-                    "{}: helper gone, {} processes: killed and removed\n",
-                    x.sandbox.display(),
-                    x.killed
+                    "{}: helper gone, {n} processes: killed and removed\n",
+                    x.sandbox.display()
                 );
             }
             for k in &r.kept {

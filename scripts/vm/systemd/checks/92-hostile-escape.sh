@@ -19,8 +19,8 @@ expect "doctor reports nsdelegate on ($doc)" grep -q '^ok  *cgroup2 nsdelegate' 
 
 # The hostile module's script: HOSTILE SVC OUT. Each try runs in a child process that tries to
 # move itself (or write, or setns); a line per try, "NAME refused: ERROR" or "NAME ESCAPED".
-cat > /lane/hostile-module << 'SCRIPT'
-#!/bin/bash
+# What both modules' scripts begin with (sourced with their arguments SVC OUT).
+cat > /lane/module-tries.sh << 'SCRIPT'
 S=$1 out=$2
 M=$S/subc-modules/a
 : > "$out.tmp"
@@ -30,6 +30,10 @@ try() {
   shift
   if err=$("$@" 2>&1); then say "$name ESCAPED"; else say "$name refused: $(tr '\n' ' ' <<< "$err")"; fi
 }
+SCRIPT
+cat > /lane/hostile-module << 'SCRIPT'
+#!/bin/bash
+. /lane/module-tries.sh "$@"
 # bash's echo names the errno of a failed write (dash says "I/O error" for any).
 move_to() { bash -c 'echo $$ > "$1"' _ "$1/cgroup.procs"; }
 say "sees $(grep '^0::' /proc/self/cgroup) uid_map $(awk '{ print $1, $2, $3 }' /proc/self/uid_map)"
@@ -106,15 +110,7 @@ SVC=$(svc_cg)
 expect "modules a b c run in the system service" wait_until 30 all_running
 cat > /lane/root-module << 'SCRIPT'
 #!/bin/bash
-S=$1 out=$2
-M=$S/subc-modules/a
-: > "$out.tmp"
-say() { echo "$*" >> "$out.tmp"; }
-try() {
-  local name=$1 err
-  shift
-  if err=$("$@" 2>&1); then say "$name ESCAPED"; else say "$name refused: $(tr '\n' ' ' <<< "$err")"; fi
-}
+. /lane/module-tries.sh "$@"
 say "sees $(grep '^0::' /proc/self/cgroup)"
 try migrate-to-daemon-leaf bash -c 'echo $$ > "$1/daemon/cgroup.procs"' _ "$S"
 try write-own-memory.max bash -c 'echo max > "$1/memory.max"' _ "$M"
@@ -152,5 +148,5 @@ expect "kill a takes what stayed in a (exit $rc; $ap)" eval '[ "$rc" = 0 ] && no
 expect "... but not the escapee $esc, now in daemon/ (why a root module needs CAP_SYS_ADMIN dropped or its own user)" alive "$esc"
 kill -KILL "$esc" 2> /dev/null || true
 expect "the system service is active" is_active
-rm -f /lane/hostile-module /lane/root-module
+rm -f /lane/hostile-module /lane/root-module /lane/module-tries.sh
 check_end
