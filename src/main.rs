@@ -518,8 +518,8 @@ fn run_resident(
     let Some((prog, args)) = cmd.split_first() else {
         return Ok(ExitCode::from(2));
     };
-    // Mutation control (`mutation-run-term-to-cmd`): TERM, INT and HUP go to CMD alone.
-    const STOP: &[Signal] = if cfg!(feature = "mutation-run-term-to-cmd") {
+    // Mutation control (`CK_MUTATION=run-term-to-cmd`): TERM, INT and HUP go to CMD alone.
+    const STOP: &[Signal] = if cfg!(ck_mutation = "run-term-to-cmd") {
         &[]
     } else {
         &[Signal::TERM, Signal::INT, Signal::HUP]
@@ -670,14 +670,14 @@ fn sandbox(
     // died by SIGKILL. It keeps the host's pids (no PID namespace: CMD's tests read pids from
     // /proc and cgroup.procs and pass them to `place`), and dies with this helper
     // (PR_SET_PDEATHSIG SIGKILL); what it left is taken by that sweep.
-    // Mutation control (`mutation-sandbox-cmd-outside`): CMD runs where the helper runs.
+    // Mutation control (`CK_MUTATION=sandbox-cmd-outside`): CMD runs where the helper runs.
     if let Some(procs) = sb.cmd_procs()?
-        && !cfg!(feature = "mutation-sandbox-cmd-outside")
+        && !cfg!(ck_mutation = "sandbox-cmd-outside")
     {
         ck_cgroup::spawn::place_before_exec(&mut command, procs);
     }
-    // Mutation control (`mutation-no-pdeathsig`): no parent-death signal.
-    if !cfg!(feature = "mutation-no-pdeathsig") {
+    // Mutation control (`CK_MUTATION=no-pdeathsig`): no parent-death signal.
+    if !cfg!(ck_mutation = "no-pdeathsig") {
         ck_cgroup::spawn::pdeathsig_before_exec(&mut command, rustix::process::Signal::KILL);
     }
     let status = command.spawn().and_then(|mut child| {

@@ -1,7 +1,7 @@
 //! Integration tests: the real binary on real cgroups, each test inside its own sandbox.
 //!
-//! Mutation controls (scripts/mutation-controls): built with `--features mutation-no-placement`,
-//! `mutation-no-kill` or `mutation-no-rmdir`, the tests named there must fail.
+//! Mutation controls (scripts/mutation-controls): built with `CK_MUTATION=no-placement`,
+//! `CK_MUTATION=no-kill` or `CK_MUTATION=no-rmdir`, the tests named there must fail.
 
 mod common;
 

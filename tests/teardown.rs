@@ -363,7 +363,7 @@ fn kill_racing_exec_never_leaves_a_process_in_the_module_it_removed() {
             let injector = s.spawn(|| {
                 // A dense stream (one spawn after another, about 1 ms each), so that execs keep
                 // entering between the kill's cgroup.kill and its rmdir: 15 execs 3 ms apart
-                // all entered before the kill on an idle host, and mutation-no-rekill passed.
+                // all entered before the kill on an idle host, and CK_MUTATION=no-rekill passed.
                 (0..60)
                     .map(|_| {
                         bare()

@@ -11,7 +11,7 @@
 # Then `systemctl --user restart`: the stand-in daemon's drain (`kill a --grace 2s`) or, for what
 # it leaves, the start's `prune --kill`, must stop and remove it; the restart exits 0, a b c run
 # again under a new daemon, no process of the old service is left, and a's directory is fresh.
-# Fails with a helper built with mutation-no-threads-fallback or mutation-no-mode-restore
+# Fails with a helper built with CK_MUTATION=no-threads-fallback or CK_MUTATION=no-mode-restore
 # (scripts/vm-mutation).
 # check-timeout: 600
 set -euo pipefail

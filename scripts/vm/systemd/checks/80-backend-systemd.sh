@@ -86,7 +86,7 @@ expect "the journal shows no stop of the service (${stops:-none})" [ -z "$stops"
 # Replay 2, the orphans: b's command leaves a grandchild reparented away from b's main process;
 # each restart has the daemon run `ck-cgroup kill b --grace 1s` (systemd's KillUnit) first. The
 # grandchild ignores SIGTERM, so only the SIGKILL step removes it (a build with
-# mutation-no-kill fails here: see docs/guest-lane.md).
+# CK_MUTATION=no-kill fails here: see docs/guest-lane.md).
 echo '( trap "" TERM; sleep 1001 & ); exec sleep infinity' > "$T/b.cmd"
 restart_b() {
   local s

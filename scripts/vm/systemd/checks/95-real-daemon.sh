@@ -8,8 +8,8 @@
 #   real-daemon-orphans      20 restarts of orph through the daemon, alternately by its command's
 #                            exit (run stops the rest) and by SIGKILL of its helper (what the
 #                            daemon's drain timeout does); processes and directories stay flat
-# Mutation controls (docs/guest-lane.md): with mutation-no-kill-on-close, helper-kill and orphans
-# fail; with mutation-no-oom-group-default, hoard fails.
+# Mutation controls (docs/guest-lane.md): with CK_MUTATION=no-kill-on-close, helper-kill and orphans
+# fail; with CK_MUTATION=no-oom-group-default, hoard fails.
 set -euo pipefail
 . /lane/lib-systemd.sh
 if [ ! -x "$REAL" ]; then

@@ -4,7 +4,7 @@
 #   real-daemon-stop   `systemctl stop` with deaf ignoring TERM (its run's grace, 10 s, outlasts
 #                      the daemon's 3 s drain, so the daemon SIGKILLs its helper): nothing of any
 #                      module is left, within TimeoutStopSec, and systemd killed nothing itself
-# Mutation controls (docs/guest-lane.md): with mutation-no-kill-on-close, stop fails. crash has
+# Mutation controls (docs/guest-lane.md): with CK_MUTATION=no-kill-on-close, stop fails. crash has
 # none of ours: KillMode=mixed makes systemd SIGKILL every process of the service before Restart=,
 # and prune is the line behind it; the check shows the combination holds with the real daemon.
 set -euo pipefail

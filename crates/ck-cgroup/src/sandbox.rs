@@ -236,9 +236,9 @@ fn claim(parent: &CgroupDir, name: &str) -> Result<Option<CgroupDir>> {
         Err(Errno::NOENT) => return Ok(None),
         Err(e) => return Err(Error::io("open", parent.display_path(name), e)),
     };
-    // Mutation control (`mutation-sandbox-no-lock`): the maker holds no lock, so a sweep takes
+    // Mutation control (`CK_MUTATION=sandbox-no-lock`): the maker holds no lock, so a sweep takes
     // a live sandbox for a leftover.
-    if !cfg!(feature = "mutation-sandbox-no-lock") {
+    if !cfg!(ck_mutation = "sandbox-no-lock") {
         match rustix::fs::flock(dir.fd(), FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
             Err(Errno::WOULDBLOCK) => return Ok(None),
@@ -327,8 +327,8 @@ pub fn sweep(parent: &Path) -> Result<SweepReport> {
         parent: parent.to_path_buf(),
         ..SweepReport::default()
     };
-    // Mutation control (`mutation-sandbox-no-sweep`): nothing is swept.
-    if cfg!(feature = "mutation-sandbox-no-sweep") {
+    // Mutation control (`CK_MUTATION=sandbox-no-sweep`): nothing is swept.
+    if cfg!(ck_mutation = "sandbox-no-sweep") {
         return Ok(report);
     }
     for name in dir.subdirs("")? {
@@ -365,8 +365,8 @@ pub fn sweep(parent: &Path) -> Result<SweepReport> {
         if !same_dir(&dir, &name, &sb) {
             continue;
         }
-        // Mutation control (`mutation-sandbox-prune-kept`): a kept sandbox is swept too.
-        if sb.exists(KEPT_LEAF) && !cfg!(feature = "mutation-sandbox-prune-kept") {
+        // Mutation control (`CK_MUTATION=sandbox-prune-kept`): a kept sandbox is swept too.
+        if sb.exists(KEPT_LEAF) && !cfg!(ck_mutation = "sandbox-prune-kept") {
             report.kept.push(path);
             continue;
         }

@@ -149,7 +149,7 @@ pub fn creation_limits(enabled: &[String], asked: &Limits) -> Limits {
     // Mutation: no default; a module made without the flag keeps the kernel's 0.
     if limits.oom_group.is_none()
         && enabled.iter().any(|c| c == "memory")
-        && !cfg!(feature = "mutation-no-oom-group-default")
+        && !cfg!(ck_mutation = "no-oom-group-default")
     {
         limits.oom_group = Some(true);
     }
@@ -170,7 +170,7 @@ fn sort_writes(
     let mut skipped = Vec::new();
     for (file, controller, value) in limits.writes() {
         // Mutation: skip the check, so a missing controller is found by a failed write.
-        if enabled.iter().any(|c| c == controller) || cfg!(feature = "mutation-limits-unchecked") {
+        if enabled.iter().any(|c| c == controller) || cfg!(ck_mutation = "limits-unchecked") {
             ok.push((file, value));
             continue;
         }

@@ -36,9 +36,9 @@ const CLONE_NEWUSER: c_int = 0x1000_0000;
 /// Marks, in the child's report, an errno of the namespace step (errnos are below 4096).
 pub(super) const REFUSED_MARK: c_int = 0x4000_0000;
 
-/// Whether the namespace is made at all; `false` only for the `mutation-no-cgroup-namespace`
+/// Whether the namespace is made at all; `false` only for the `CK_MUTATION=no-cgroup-namespace`
 /// test feature.
-pub(super) const ENABLED: bool = !cfg!(feature = "mutation-no-cgroup-namespace");
+pub(super) const ENABLED: bool = !cfg!(ck_mutation = "no-cgroup-namespace");
 
 /// How the module's cgroup namespace was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -180,7 +180,7 @@ fn enter_steps(maps: &Maps) -> Result<CgroupNamespace, (c_int, bool)> {
 /// module, before `execve(2)`), as [`ModuleCommand::cgroup_namespace`] does for a spawned child:
 /// with `CAP_SYS_ADMIN` a cgroup namespace alone, else one together with a user namespace in
 /// which the caller's uid and gid are mapped to themselves (the caller must then be
-/// single-threaded, else `EINVAL`). `Ok(None)` only under the `mutation-no-cgroup-namespace`
+/// single-threaded, else `EINVAL`). `Ok(None)` only under the `CK_MUTATION=no-cgroup-namespace`
 /// test feature.
 ///
 /// On failure the error is a [`CgroupNamespaceRefused`] and the `bool` says whether the caller

@@ -32,7 +32,7 @@
 //!
 //! # Mutation testing
 //!
-//! With the cargo feature `mutation-no-placement`, the clone3 path omits
+//! With the cargo feature `CK_MUTATION=no-placement`, the clone3 path omits
 //! `CLONE_INTO_CGROUP` and the `pre_exec` write is skipped, so children stay
 //! in the parent's cgroup. It exists only so the test suite can prove that its
 //! tests fail when placement is switched off; never enable it in production.
@@ -68,8 +68,8 @@ const CLONE_PIDFD: u64 = 0x1000;
 const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 
 /// Whether placement is performed at all; `false` only for the
-/// `mutation-no-placement` test feature.
-const PLACEMENT_ENABLED: bool = !cfg!(feature = "mutation-no-placement");
+/// `CK_MUTATION=no-placement` test feature.
+const PLACEMENT_ENABLED: bool = !cfg!(ck_mutation = "no-placement");
 
 /// Exit status of a child that failed before `execve(2)` succeeded.
 const CHILD_FAILURE_EXIT: c_int = 127;
@@ -227,7 +227,7 @@ impl ModuleCommand {
     /// the signal too.
     pub fn parent_death_signal(&mut self, sig: Signal) -> &mut Self {
         // Mutation control: the child outlives a dead parent.
-        if !cfg!(feature = "mutation-no-pdeathsig") {
+        if !cfg!(ck_mutation = "no-pdeathsig") {
             self.pdeathsig = Some(sig);
         }
         self
@@ -1328,7 +1328,7 @@ impl SignalRelay {
     }
 
     /// Poll the signalfd and `done`; hand each signal to `on_signal` (unless the
-    /// `mutation-no-relay` control is on), which may end the loop with a value. `None` once
+    /// `CK_MUTATION=no-relay` control is on), which may end the loop with a value. `None` once
     /// `done` is readable.
     fn relay<T>(
         &self,
@@ -1356,7 +1356,7 @@ impl SignalRelay {
                     Ok(128) => {
                         let signo = u32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]]);
                         if let Some(sig) = Signal::from_named_raw(signo as i32)
-                            && !cfg!(feature = "mutation-no-relay")
+                            && !cfg!(ck_mutation = "no-relay")
                             && let Some(v) = on_signal(sig)
                         {
                             return Ok(Some(v));

@@ -499,7 +499,7 @@ impl Root {
     }
 
     fn move_pid(&self, procs_rel: &str, pid: u32) -> Result<()> {
-        if cfg!(feature = "mutation-no-placement") {
+        if cfg!(ck_mutation = "no-placement") {
             return Ok(());
         }
         self.dir.write(procs_rel, &pid.to_string())
@@ -571,7 +571,7 @@ impl Root {
     /// waits forever. So it is refused (bad input, exit 2) with the two fixes. A module that
     /// does not exist is not frozen.
     fn refuse_frozen(&self, id: &ModuleId, rel: &str) -> Result<()> {
-        if cfg!(feature = "mutation-spawn-into-frozen") {
+        if cfg!(ck_mutation = "spawn-into-frozen") {
             return Ok(());
         }
         let frozen = self
@@ -665,7 +665,7 @@ impl Root {
     /// to its parent's fd). `EBUSY` (a cgroup whose last process is still exiting) is retried
     /// for up to one second; then the real errno is reported.
     pub fn remove_tree(&self, rel: &str) -> Result<()> {
-        if cfg!(feature = "mutation-no-rmdir") {
+        if cfg!(ck_mutation = "no-rmdir") {
             return Ok(());
         }
         remove_tree(&self.dir, rel)
@@ -675,7 +675,7 @@ impl Root {
     /// directory by name in its layout's directory, only while that name still is `mdir` (a
     /// module of the same name made after ours was removed is not ours to remove).
     fn remove_dir(&self, m: &ModuleRef, mdir: &CgroupDir) -> Result<Gone> {
-        if cfg!(feature = "mutation-no-rmdir") {
+        if cfg!(ck_mutation = "no-rmdir") {
             return Ok(Gone::No);
         }
         let deadline = Instant::now() + Duration::from_secs(1);
@@ -776,7 +776,7 @@ impl Root {
             }
             match self.remove_dir(&m, &mdir) {
                 Ok(Gone::No) => {
-                    report.removed = !cfg!(feature = "mutation-no-rmdir");
+                    report.removed = !cfg!(ck_mutation = "no-rmdir");
                     return Ok(report);
                 }
                 Ok(Gone::Yes) => return Ok(gone_meanwhile(report)),
@@ -784,7 +784,7 @@ impl Root {
                 Err(e)
                     if e.errno() == Some(Errno::BUSY)
                         && Instant::now() < deadline
-                        && !cfg!(feature = "mutation-no-rekill") =>
+                        && !cfg!(ck_mutation = "no-rekill") =>
                 {
                     let again = stop_tree(
                         &mdir,

@@ -113,7 +113,7 @@ fn read(dir: &CgroupDir, rel: &str, file: &str) -> Option<String> {
 /// What an unreadable file gives: nothing. (The mutation control makes it 0, the bug the null
 /// rule exists to prevent, so that the tests guarding the rule can be shown to fail.)
 fn absent_is_unknown(text: Option<String>) -> Option<String> {
-    if cfg!(feature = "mutation-absent-is-zero") {
+    if cfg!(ck_mutation = "absent-is-zero") {
         return text.or_else(|| Some("0\n".into()));
     }
     text

@@ -134,6 +134,7 @@ mod tests {
 
     pub(super) fn fixture(name: &str) -> String {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
             .join("tests/fixtures")
             .join(name);
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))

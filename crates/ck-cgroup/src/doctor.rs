@@ -530,6 +530,7 @@ mod tests {
         let read = |f: &str| {
             std::fs::read_to_string(
                 Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../..")
                     .join("tests/fixtures")
                     .join(f),
             )

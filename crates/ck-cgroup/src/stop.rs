@@ -313,7 +313,7 @@ fn ms(start: Instant) -> f64 {
 
 /// The grace: wait on the whole subtree (`populated 0`), never on one process.
 fn grace_wait(dir: &CgroupDir, rel: &str, grace: Duration, first: Option<u32>) -> Result<Waited> {
-    if cfg!(feature = "mutation-grace-first-pid") {
+    if cfg!(ck_mutation = "grace-first-pid") {
         // Mutation: wait on the first process only, as a supervisor that knows one child does.
         if let Some(p) = first.and_then(|p| Pid::from_raw(p as i32))
             && let Ok(fd) = pidfd_open(p, PidfdFlags::empty())
@@ -332,7 +332,7 @@ fn grace_wait(dir: &CgroupDir, rel: &str, grace: Duration, first: Option<u32>) -
         let e = wait_events(dir, rel, Duration::ZERO, |e| e.populated == Some(false))?;
         return Ok(e);
     }
-    if cfg!(feature = "mutation-grace-sleep") {
+    if cfg!(ck_mutation = "grace-sleep") {
         // Mutation: sleep the whole grace instead of waking when the tree is empty.
         std::thread::sleep(grace);
     }
@@ -406,7 +406,7 @@ fn wait_empty_for(
 }
 
 fn run_method(dir: &CgroupDir, rel: &str, m: KillMethod, deadline: Instant) -> Result<Ran> {
-    if cfg!(feature = "mutation-no-kill") {
+    if cfg!(ck_mutation = "no-kill") {
         return Ok(Ran::Done);
     }
     match m {
@@ -428,7 +428,7 @@ fn run_method(dir: &CgroupDir, rel: &str, m: KillMethod, deadline: Instant) -> R
                 {
                     return Ok(Ran::Done);
                 }
-                if !cfg!(feature = "mutation-no-rekill")
+                if !cfg!(ck_mutation = "no-rekill")
                     && let Wrote::Gone = write_control(dir, rel, "cgroup.kill", "1", absent)
                 {
                     return Ok(Ran::Done);

@@ -38,9 +38,9 @@ const FORWARDED: [c_int; 8] = [
     libc::SIGWINCH,
 ];
 
-/// Whether the init dies with its spawner; `false` only for the `mutation-no-kill-on-close`
+/// Whether the init dies with its spawner; `false` only for the `CK_MUTATION=no-kill-on-close`
 /// test feature.
-const KILL_ON_CLOSE: bool = !cfg!(feature = "mutation-no-kill-on-close");
+const KILL_ON_CLOSE: bool = !cfg!(ck_mutation = "no-kill-on-close");
 
 /// What the init's report pipe said.
 pub(super) enum Report {
@@ -126,7 +126,7 @@ struct InitCtx {
 }
 
 /// Clone the init into the cgroup of `cgroup_dir` (`placement_flag` is `CLONE_INTO_CGROUP`, or 0
-/// for the `mutation-no-placement` control) in a new PID namespace. Returns the init's pid and
+/// for the `CK_MUTATION=no-placement` control) in a new PID namespace. Returns the init's pid and
 /// pidfd and the parent's end of its report pipe.
 pub(super) fn spawn(
     cgroup_dir: BorrowedFd<'_>,
@@ -302,8 +302,8 @@ unsafe fn ns_init(ctx: &InitCtx) -> ! {
             }
             continue;
         }
-        // Mutation control (`mutation-init-no-reap`): reap the program only, as a plain parent does.
-        let which = if cfg!(feature = "mutation-init-no-reap") {
+        // Mutation control (`CK_MUTATION=init-no-reap`): reap the program only, as a plain parent does.
+        let which = if cfg!(ck_mutation = "init-no-reap") {
             program
         } else {
             -1

@@ -205,11 +205,11 @@ pub fn watch(
                 }
             }
         }
-        if cfg!(feature = "mutation-watch-blind") {
+        if cfg!(ck_mutation = "watch-blind") {
             // Mutation: the kernel's modify events are dropped.
             changed.clear();
         }
-        if cfg!(feature = "mutation-watch-by-name") {
+        if cfg!(ck_mutation = "watch-by-name") {
             // Mutation: directory events only ask for a rescan, and a rescan takes a module
             // that has the name of one it watches for that one (the state of the removed one).
             if !dir_events.is_empty() {
@@ -394,7 +394,7 @@ impl Watcher<'_> {
                 .ok();
             if let Some(st) = self.modules.get(&k) {
                 let ino = fd.as_ref().and_then(inode);
-                if cfg!(feature = "mutation-watch-by-name") || ino.is_none() || st.ino == ino {
+                if cfg!(ck_mutation = "watch-by-name") || ino.is_none() || st.ino == ino {
                     continue;
                 }
                 // Made again under the same name since it was watched.

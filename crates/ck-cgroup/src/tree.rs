@@ -154,10 +154,10 @@ pub(crate) fn walk(base: &CgroupDir, rel: &str, v: &mut dyn Visitor) -> Result<(
 }
 
 /// [`walk`] for the module paths (stop, remove, the member lists), which the mutation control
-/// `mutation-walk-by-path` switches to opening each sub-cgroup by its whole path; the sandbox's
+/// `CK_MUTATION=walk-by-path` switches to opening each sub-cgroup by its whole path; the sandbox's
 /// teardown walks with [`walk`], so that a mutated build still leaves nothing behind.
 pub(crate) fn walk_module(base: &CgroupDir, rel: &str, v: &mut dyn Visitor) -> Result<()> {
-    walk_with(base, rel, v, cfg!(feature = "mutation-walk-by-path"))
+    walk_with(base, rel, v, cfg!(ck_mutation = "walk-by-path"))
 }
 
 fn walk_with(base: &CgroupDir, rel: &str, v: &mut dyn Visitor, by_path: bool) -> Result<()> {
@@ -397,7 +397,7 @@ impl Visitor for Members {
             Ok(t) => crate::parse::pids(&t).into_iter().for_each(|p| self.add(p)),
             // Removed while we walk: empty.
             Err(Errno::NOENT) | Err(Errno::NODEV) => {}
-            Err(Errno::OPNOTSUPP) if !cfg!(feature = "mutation-no-threads-fallback") => {
+            Err(Errno::OPNOTSUPP) if !cfg!(ck_mutation = "no-threads-fallback") => {
                 match read_at(at.fd(), "cgroup.threads") {
                     Ok(t) => {
                         for tid in crate::parse::pids(&t) {
@@ -479,7 +479,7 @@ pub(crate) struct Thawer {
 
 impl Visitor for Thawer {
     fn enter(&mut self, at: &Cursor<'_>) -> Result<()> {
-        if cfg!(feature = "mutation-no-thaw") {
+        if cfg!(ck_mutation = "no-thaw") {
             return Ok(());
         }
         if read_at(at.fd(), "cgroup.freeze").map(|t| t.trim() == "1") == Ok(true) {
@@ -514,7 +514,7 @@ pub(crate) const CONTROL_MODES: [(&str, u32); 7] = [
 /// Returns what was changed (`<what> <old>-><new>`, octal); nothing when it is not ours, is as
 /// it should be, or is gone. Never fails: what could not be restored shows in what fails next.
 pub(crate) fn restore_mode_at(at: BorrowedFd<'_>, name: &str, shown: &str) -> Option<String> {
-    if cfg!(feature = "mutation-no-mode-restore") {
+    if cfg!(ck_mutation = "no-mode-restore") {
         return None;
     }
     let st = rustix::fs::statat(at, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;

@@ -345,7 +345,7 @@ fn stop_with(m: &Manager, id: &ModuleId, name: &str, opts: &StopOptions) -> Resu
             Ok(before)
         },
         |_, out| {
-            if !cfg!(feature = "mutation-no-kill") {
+            if !cfg!(ck_mutation = "no-kill") {
                 m.kill_unit(&unit, Signal::KILL.as_raw())?;
             }
             out.method = Some(KillMethod::Systemd);

@@ -380,7 +380,9 @@ mod tests {
 
     #[test]
     fn the_packaged_example_parses() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/policy.toml.example");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join("packaging/policy.toml.example");
         let text = std::fs::read_to_string(&path).unwrap();
         let p = Policy::parse(&text, &path).unwrap();
         assert_eq!(p.defaults.limits.cpu_weight, Some(100));

@@ -1,0 +1,61 @@
+//! Mutation controls (scripts/mutation-controls, scripts/vm-mutation): `CK_MUTATION=a,b` at build
+//! time becomes `--cfg ck_mutation="a" --cfg ck_mutation="b"`, each switching one mechanism off so
+//! that the tests guarding it fail by name. A cfg, not a Cargo feature: features unify across a
+//! dependency graph, so an `--all-features` build would ship a helper whose kill does nothing.
+//! Without the variable nothing is emitted but the names `check-cfg` accepts. The CLI crate uses
+//! this same file as its build script.
+
+/// Every control: what `check-cfg` accepts and what `CK_MUTATION` may name.
+const CONTROLS: &[&str] = &[
+    "absent-is-zero",
+    "discover-ignores-env",
+    "grace-first-pid",
+    "grace-sleep",
+    "init-no-reap",
+    "limits-unchecked",
+    "no-cgroup-namespace",
+    "no-kill",
+    "no-kill-on-close",
+    "no-mode-restore",
+    "no-oom-group-default",
+    "no-pdeathsig",
+    "no-placement",
+    "no-rekill",
+    "no-relay",
+    "no-rmdir",
+    "no-thaw",
+    "no-threads-fallback",
+    "run-term-to-cmd",
+    "sandbox-cmd-outside",
+    "sandbox-no-lock",
+    "sandbox-no-sweep",
+    "sandbox-prune-kept",
+    "spawn-into-frozen",
+    "walk-by-path",
+    "watch-blind",
+    "watch-by-name",
+];
+
+fn main() {
+    println!("cargo::rerun-if-env-changed=CK_MUTATION");
+    println!("cargo::rerun-if-changed=build.rs");
+    let values: Vec<String> = CONTROLS.iter().map(|c| format!("\"{c}\"")).collect();
+    println!(
+        "cargo::rustc-check-cfg=cfg(ck_mutation, values({}))",
+        values.join(", ")
+    );
+    let Ok(list) = std::env::var("CK_MUTATION") else {
+        return;
+    };
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        if !CONTROLS.contains(&name) {
+            println!(
+                "cargo::error=CK_MUTATION names {name:?}, which is no mutation control; the controls are: {}",
+                CONTROLS.join(", ")
+            );
+            continue;
+        }
+        println!("cargo::warning=built with mutation control {name}: this build must never ship");
+        println!("cargo::rustc-cfg=ck_mutation=\"{name}\"");
+    }
+}
