@@ -6,9 +6,9 @@
 use std::path::Path;
 use std::time::Duration;
 
+use ck_cgroup::cgroup::parse::{self, Limit};
 use ck_cgroup::id::{DirName, ModuleId, decode_daemon_name};
 use ck_cgroup::limits::{parse_count, parse_size};
-use ck_cgroup::parse::{self, Limit};
 use ck_cgroup::policy::Policy;
 
 #[path = "../src/cli/duration.rs"]
@@ -117,23 +117,23 @@ pub fn unit_names(data: &[u8]) {
     let Ok(s) = std::str::from_utf8(data) else {
         return;
     };
-    if let Some(id) = ck_cgroup::scopes::module_of_scope(s) {
+    if let Some(id) = ck_cgroup::layout::module_of_scope(s) {
         // Only the name systemd-escape gives an id is that id's scope: `kill <id>` stops the
         // scope named so, and another spelling of it would be reported as already gone.
         let id = ModuleId::new(&id).expect("an id");
-        assert_eq!(ck_cgroup::systemd::scope_unit(&id), s);
+        assert_eq!(ck_cgroup::layout::scope_unit(&id), s);
     }
-    let _ = ck_cgroup::scopes::module_id(s);
-    let escaped = ck_cgroup::systemd::unit_escape(s);
+    let _ = ck_cgroup::backend::systemd::module_id(s);
+    let escaped = ck_cgroup::layout::unit_escape(s);
     assert!(
         escaped
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b":_.\\-".contains(&b))
     );
     if let Ok(id) = ModuleId::new(s) {
-        let scope = ck_cgroup::systemd::scope_unit(&id);
+        let scope = ck_cgroup::layout::scope_unit(&id);
         assert_eq!(
-            ck_cgroup::scopes::module_of_scope(&scope).as_deref(),
+            ck_cgroup::layout::module_of_scope(&scope).as_deref(),
             Some(s),
             "{scope}"
         );

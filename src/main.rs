@@ -121,7 +121,7 @@ fn no_systemd_backend(command: &Command) -> Result<(), Error> {
         Command::Watch { .. } => "watch",
         _ => return Ok(()),
     };
-    if std::env::var_os(ck_cgroup::scopes::ENV_BACKEND).is_some_and(|v| v == "systemd") {
+    if std::env::var_os(ck_cgroup::backend::systemd::ENV_BACKEND).is_some_and(|v| v == "systemd") {
         return Err(Error::bad_input(format!(
             "{name} has no systemd backend, and CK_CGROUP_BACKEND=systemd says this service's cgroup is not delegated"
         ))
@@ -147,7 +147,8 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             // With the systemd backend (Delegate=no) the modules are scopes: the unit's
             // `init -- DAEMON` makes no layout in systemd's cgroup and only executes the daemon.
             if let Some(prog) = &prog
-                && std::env::var_os(ck_cgroup::scopes::ENV_BACKEND).is_some_and(|v| v == "systemd")
+                && std::env::var_os(ck_cgroup::backend::systemd::ENV_BACKEND)
+                    .is_some_and(|v| v == "systemd")
             {
                 return Ok(exec(prog, &cmd));
             }
@@ -209,7 +210,12 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             if let Some(bus) = backend.systemd() {
                 // systemd makes the scope, applies the limits and moves this process; D-Bus is
                 // paid for only on this backend.
-                ck_cgroup::scopes::enter(bus, &id, &l, ck_cgroup::scopes::START_TIMEOUT)?;
+                ck_cgroup::backend::systemd::enter(
+                    bus,
+                    &id,
+                    &l,
+                    ck_cgroup::backend::systemd::START_TIMEOUT,
+                )?;
                 contain(&id, !no_cgroup_namespace)?;
                 return Ok(exec(&prog, &cmd));
             }
@@ -223,7 +229,7 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
         }
         Command::Kill { id, stop, backend } => {
             let r = match backend.systemd() {
-                Some(bus) => ck_cgroup::scopes::stop(bus, &id, &stop.options())?,
+                Some(bus) => ck_cgroup::backend::systemd::stop(bus, &id, &stop.options())?,
                 None => open_root(cli.root)?.stop(&id, &stop.options())?,
             };
             written(out.kill(&r));
@@ -239,7 +245,9 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             backend,
         } => {
             let r = match backend.systemd() {
-                Some(bus) => ck_cgroup::scopes::prune(bus, dry_run, kill, &keep, &stop.options())?,
+                Some(bus) => {
+                    ck_cgroup::backend::systemd::prune(bus, dry_run, kill, &keep, &stop.options())?
+                }
                 None => open_root(cli.root)?.prune(dry_run, kill, &keep, &stop.options())?,
             };
             written(out.prune(&r, dry_run));
@@ -262,7 +270,7 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             backend,
         } => {
             let r = match backend.systemd() {
-                Some(bus) => ck_cgroup::scopes::status(bus, &ids)?,
+                Some(bus) => ck_cgroup::backend::systemd::status(bus, &ids)?,
                 None => open_root(cli.root)?.status(&ids)?,
             };
             let format = if cli.json {
@@ -302,10 +310,10 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
         Command::Watch { ids, report_above } => {
             let policy = Policy::load(cli.policy.as_deref())?;
             let root = open_root(cli.root)?;
-            let opts = ck_cgroup::watch::WatchOptions {
+            let opts = ck_cgroup::telemetry::watch::WatchOptions {
                 ids,
                 report_above: match report_above {
-                    Some(ck_cgroup::parse::Limit::Value(v)) => Some(v),
+                    Some(ck_cgroup::cgroup::parse::Limit::Value(v)) => Some(v),
                     _ => policy.defaults.memory_report,
                 },
                 per_module: policy
@@ -317,7 +325,7 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
             // watch ends when its output cannot be written: a closed pipe (the reader is done)
             // is exit 0, any other failure (a full disk) exit 1.
             let mut failed = None;
-            ck_cgroup::watch::watch(&root, &opts, |e| {
+            ck_cgroup::telemetry::watch::watch(&root, &opts, |e| {
                 let mut line = serde_json::to_vec(e).map_err(io::Error::other)?;
                 line.push(b'\n');
                 let mut o = io::stdout().lock();
@@ -333,7 +341,7 @@ fn run(cli: Cli, out: &Output) -> Result<ExitCode, Fail> {
         }
         Command::List { backend } => match backend.systemd() {
             Some(bus) => {
-                let (dir, r) = ck_cgroup::scopes::list(bus)?;
+                let (dir, r) = ck_cgroup::backend::systemd::list(bus)?;
                 out.list_scopes(dir.as_deref(), &r)?;
             }
             None => {
@@ -607,7 +615,7 @@ fn run_resident(
 
 fn sandbox(
     parent: Option<PathBuf>,
-    scope: Option<ck_cgroup::systemd::Bus>,
+    scope: Option<ck_cgroup::backend::systemd::manager::Bus>,
     keep: bool,
     cmd: &[String],
     out: &Output,
@@ -663,7 +671,7 @@ fn sandbox(
     command
         .args(args)
         .env(discover::ENV_ROOT, sb.path())
-        .env_remove(ck_cgroup::scopes::ENV_BACKEND);
+        .env_remove(ck_cgroup::backend::systemd::ENV_BACKEND);
     ck_cgroup::spawn::unblock_signals_before_exec(&mut command);
     // CMD runs in the sandbox's cmd/ leaf, which the teardown empties (its orphans too), and so
     // does a `sandbox --prune` (or the next `sandbox` under the same parent) after this helper

@@ -677,7 +677,7 @@ fn place_refuses_a_kernel_thread() {
     let kthread = std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
         let pid: u32 = e.file_name().to_str()?.parse().ok()?;
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let st = ck_cgroup::parse::proc_stat(&stat)?;
+        let st = ck_cgroup::cgroup::parse::proc_stat(&stat)?;
         st.kernel_thread().then_some(pid)
     });
     let Some(pid) = kthread else {

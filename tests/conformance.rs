@@ -385,8 +385,8 @@ fn empty_it(w: &World, id: &str) {
     std::fs::write(m.join("cgroup.kill"), "1").unwrap();
     let dir = ck_cgroup::CgroupDir::open(&m).expect("open the module");
     assert_eq!(
-        ck_cgroup::wait::wait_empty(&dir, "", scaled(Duration::from_secs(10))).unwrap(),
-        ck_cgroup::wait::Waited::Empty
+        ck_cgroup::cgroup::wait::wait_empty(&dir, "", scaled(Duration::from_secs(10))).unwrap(),
+        ck_cgroup::cgroup::wait::Waited::Empty
     );
 }
 
@@ -824,7 +824,7 @@ fn fork_storm_figures() {
             let note = if mode == "kernel" {
                 let dir = ck_cgroup::CgroupDir::open(&m).unwrap();
                 dir.write("cgroup.kill", "1").unwrap();
-                ck_cgroup::wait::wait_empty(&dir, "", Duration::from_secs(120)).unwrap();
+                ck_cgroup::cgroup::wait::wait_empty(&dir, "", Duration::from_secs(120)).unwrap();
                 String::new()
             } else {
                 let method = match mode {

@@ -27,8 +27,8 @@ fn module(w: &World, id: &str) -> std::path::PathBuf {
 /// Wait up to `limit` for `populated 0` in the module's cgroup.events (inotify, no sleeps).
 fn empty_within(w: &World, id: &str, limit: Duration) -> bool {
     let dir = ck_cgroup::CgroupDir::open(&module(w, id)).expect("open the module");
-    ck_cgroup::wait::wait_empty(&dir, "", limit).expect("wait on cgroup.events")
-        == ck_cgroup::wait::Waited::Empty
+    ck_cgroup::cgroup::wait::wait_empty(&dir, "", limit).expect("wait on cgroup.events")
+        == ck_cgroup::cgroup::wait::Waited::Empty
 }
 
 #[test]

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ck_cgroup::parse::Limit;
+use ck_cgroup::cgroup::parse::Limit;
 use clap::{Parser, Subcommand, ValueEnum};
 
 const EXIT_CODES: &str = "\
@@ -317,7 +317,7 @@ pub struct BackendArgs {
         long,
         value_enum,
         default_value = "cgroupfs",
-        env = ck_cgroup::scopes::ENV_BACKEND,
+        env = ck_cgroup::backend::systemd::ENV_BACKEND,
         value_name = "BACKEND"
     )]
     pub backend: Backend,
@@ -347,14 +347,14 @@ pub enum ManagerArg {
 
 impl BackendArgs {
     /// The manager to ask, when the backend is systemd.
-    pub fn systemd(&self) -> Option<ck_cgroup::systemd::Bus> {
+    pub fn systemd(&self) -> Option<ck_cgroup::backend::systemd::manager::Bus> {
         (self.backend == Backend::Systemd).then(|| bus(self.manager))
     }
 }
 
 /// `--manager`, or the default: the system manager for root, the user's own for everyone else.
-pub fn bus(manager: Option<ManagerArg>) -> ck_cgroup::systemd::Bus {
-    use ck_cgroup::systemd::Bus;
+pub fn bus(manager: Option<ManagerArg>) -> ck_cgroup::backend::systemd::manager::Bus {
+    use ck_cgroup::backend::systemd::manager::Bus;
     match manager {
         Some(ManagerArg::System) => Bus::System,
         Some(ManagerArg::User) => Bus::User,

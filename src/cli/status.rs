@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use ck_cgroup::parse::Limit;
+use ck_cgroup::cgroup::parse::Limit;
 use ck_cgroup::telemetry::{Figure, ModuleStatus, PROC_RSS_SOURCE};
 
 /// `1.5G`, `12.0M`, `512K`, `100B`; `-` for unknown.

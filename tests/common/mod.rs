@@ -169,7 +169,7 @@ pub fn alive(pid: u32) -> bool {
 /// The cgroup-v2 path of `pid`, as /proc/<pid>/cgroup says.
 pub fn cgroup_of(pid: u32) -> String {
     let s = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
-    ck_cgroup::parse::proc_cgroup_v2(&s).unwrap_or_default()
+    ck_cgroup::cgroup::parse::proc_cgroup_v2(&s).unwrap_or_default()
 }
 
 /// The cgroup-v2 path (as /proc/<pid>/cgroup shows it) of a directory under the mount.

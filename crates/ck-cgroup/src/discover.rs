@@ -21,28 +21,13 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+pub use crate::cgroup::mount::cgroup2_mount;
+use crate::cgroup::mount::no_cgroup2;
+use crate::cgroup::parse;
 use crate::error::{Error, Result};
-use crate::parse;
 
 /// The environment variable that names the root.
 pub const ENV_ROOT: &str = "CK_CGROUP_ROOT";
-
-/// The cgroup2 mount point, from `/proc/self/mountinfo` (the first cgroup2 mount).
-pub fn cgroup2_mount() -> Result<PathBuf> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| Error::failed(format!("failed to read /proc/self/mountinfo: {e}")))?;
-    parse::cgroup2_mounts(&text)
-        .into_iter()
-        .next()
-        .map(|m| m.mount_point)
-        .ok_or_else(no_cgroup2)
-}
-
-fn no_cgroup2() -> Error {
-    Error::bad_input("no cgroup2 filesystem is mounted (a cgroup-v1-only host)").with_hint(
-        "boot with systemd.unified_cgroup_hierarchy=1, or mount cgroup2 (mount -t cgroup2 none /sys/fs/cgroup/unified)",
-    )
-}
 
 /// Apply the rule to the texts of `/proc/self/cgroup` and `/proc/self/mountinfo`.
 pub fn service_root_from(proc_cgroup: &str, mountinfo: &str) -> Result<PathBuf> {
@@ -62,9 +47,9 @@ pub fn service_root_from(proc_cgroup: &str, mountinfo: &str) -> Result<PathBuf> 
             .with_hint("pass the service root with --root or CK_CGROUP_ROOT")
         })?;
     let mut parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
-    if let Some(i) = parts.iter().position(|p| *p == crate::module::MODULES_DIR) {
+    if let Some(i) = parts.iter().position(|p| *p == crate::layout::MODULES_DIR) {
         parts.truncate(i);
-        if parts.last() == Some(&crate::module::DAEMON_LEAF) {
+        if parts.last() == Some(&crate::layout::DAEMON_LEAF) {
             parts.pop();
         }
     } else if matches!(parts.last(), Some(&"daemon") | Some(&".control")) {

@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::backend::systemd::manager::{self as systemd, Bus, Unavailable};
+use crate::cgroup::parse;
 use crate::discover;
-use crate::module::{MODULES_DIR, Root, WANTED_CONTROLLERS};
-use crate::parse;
-use crate::systemd::{self, Bus, Unavailable};
+use crate::layout::{MODULES_DIR, WANTED_CONTROLLERS};
+use crate::module::Root;
 
 /// How a check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -333,7 +334,7 @@ fn scope_checks(bus: Bus, v1: bool, checks: &mut Vec<Check>) {
             "the {} manager answers on {}; modules are scopes in {}",
             if bus == Bus::User { "user" } else { "system" },
             m.via(),
-            systemd::MODULES_SLICE
+            crate::layout::MODULES_SLICE
         ),
         None,
     ));

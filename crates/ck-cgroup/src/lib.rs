@@ -15,27 +15,24 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod backend;
+pub mod cgroup;
 pub mod discover;
 pub mod doctor;
 pub mod error;
 pub mod id;
+pub mod layout;
 pub mod limits;
 pub mod module;
-pub mod parse;
 pub mod policy;
-pub mod root;
 pub mod sandbox;
-pub mod scopes;
 pub mod spawn;
 pub mod stop;
-pub mod systemd;
 pub mod telemetry;
-mod tree;
-pub mod wait;
-pub mod watch;
 
+pub use cgroup::CgroupDir;
 pub use error::{Class, Error, Result};
 pub use id::{DirName, ModuleId};
-pub use module::{Layout, ModuleRef, Root};
-pub use root::CgroupDir;
+pub use layout::{Layout, ModuleRef};
+pub use module::Root;
 pub use sandbox::Sandbox;

@@ -27,12 +27,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::cgroup::parse::{self, Limit};
+use crate::cgroup::wait::join;
 use crate::error::{Error, Result};
 use crate::id::ModuleId;
+use crate::layout::Layout;
 use crate::limits::{Limits, parse_count, parse_size};
-use crate::module::{Layout, Root};
-use crate::parse::{self, Limit};
-use crate::wait::join;
+use crate::module::Root;
 
 /// Where the policy is read from when `--policy` and `CK_CGROUP_POLICY` are not given.
 pub const DEFAULT_PATH: &str = "/etc/ck-cgroup/policy.toml";

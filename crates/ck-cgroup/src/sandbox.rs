@@ -18,11 +18,11 @@ use rustix::fs::FlockOperation;
 use rustix::io::Errno;
 use serde::Serialize;
 
+use crate::cgroup::root::CgroupDir;
+use crate::cgroup::wait::{Waited, wait_empty};
 use crate::discover::cgroup2_mount;
 use crate::error::{Error, Result};
-use crate::module::{Root, remove_tree};
-use crate::root::CgroupDir;
-use crate::wait::{Waited, wait_empty};
+use crate::module::Root;
 
 /// Prefix of every sandbox directory name.
 pub const PREFIX: &str = "ck-sandbox-";
@@ -100,8 +100,8 @@ impl Sandbox {
     /// isolated root is [`ROOT_DIR`]; a command meant to run in the sandbox goes to
     /// [`CMD_LEAF`] ([`Sandbox::cmd_procs`]). Teardown empties and removes `root/` and `cmd/`;
     /// when this process exits, the scope is empty and systemd removes it.
-    pub fn create_in_scope(bus: crate::systemd::Bus) -> Result<Sandbox> {
-        use crate::systemd::{Manager, ScopeSpec};
+    pub fn create_in_scope(bus: crate::backend::systemd::manager::Bus) -> Result<Sandbox> {
+        use crate::backend::systemd::manager::{Manager, ScopeSpec};
         let unit = format!("{}.scope", unique_name());
         let me = std::process::id();
         let spec = ScopeSpec {
@@ -113,8 +113,8 @@ impl Sandbox {
             part_of: None,
             limits: crate::limits::Limits::default(),
         };
-        Manager::connect(bus)?.start_scope(&spec, crate::scopes::START_TIMEOUT)?;
-        let cg = crate::scopes::placed_in(&unit, &format!("/{unit}"))?;
+        Manager::connect(bus)?.start_scope(&spec, crate::backend::systemd::START_TIMEOUT)?;
+        let cg = crate::backend::systemd::placed_in(&unit, &format!("/{unit}"))?;
         let scope = CgroupDir::open(&cgroup2_mount()?.join(cg.trim_start_matches('/')))?;
         scope.mkdir(HELPER_LEAF)?;
         scope.write(&format!("{HELPER_LEAF}/cgroup.procs"), &me.to_string())?;
@@ -130,8 +130,8 @@ impl Sandbox {
         scope: Option<String>,
     ) -> Result<Sandbox> {
         let made = (|| {
-            let available = crate::parse::controllers(&outer.read("cgroup.controllers")?);
-            let enable: Vec<String> = crate::module::WANTED_CONTROLLERS
+            let available = crate::cgroup::parse::controllers(&outer.read("cgroup.controllers")?);
+            let enable: Vec<String> = crate::layout::WANTED_CONTROLLERS
                 .iter()
                 .filter(|c| available.iter().any(|a| a == *c))
                 .map(|c| format!("+{c}"))
@@ -370,7 +370,7 @@ pub fn sweep(parent: &Path) -> Result<SweepReport> {
             report.kept.push(path);
             continue;
         }
-        let killed = crate::module::procs(&sb, "").ok().map(|p| p.len());
+        let killed = crate::cgroup::tree::members(&sb, "").ok().map(|p| p.len());
         match empty_and_remove(&dir, &name, &sb) {
             Ok(()) => report.removed.push(Swept {
                 sandbox: path,
@@ -403,7 +403,7 @@ fn empty_and_remove(parent: &CgroupDir, name: &str, dir: &CgroupDir) -> Result<(
             // Before 5.14: SIGKILL each member until none is left (the wait below bounds it).
             Err(Errno::NOENT) => {
                 for _ in 0..100 {
-                    let pids = crate::module::procs(dir, "")?;
+                    let pids = crate::cgroup::tree::members(dir, "")?;
                     if pids.is_empty() {
                         break;
                     }
@@ -430,7 +430,7 @@ fn empty_and_remove(parent: &CgroupDir, name: &str, dir: &CgroupDir) -> Result<(
             )));
         }
         for sub in dir.subdirs("")? {
-            remove_tree(dir, &sub)?;
+            crate::cgroup::tree::remove_tree(dir, &sub)?;
         }
         parent
             .rmdir_raw(name)

@@ -16,10 +16,11 @@ use std::time::{Duration, Instant};
 
 use zbus::{OwnedObjectPath, OwnedVariant, Variant};
 
+use crate::cgroup::parse::Limit;
 use crate::error::{Error, Result};
 use crate::id::ModuleId;
+use crate::layout::{scope_unit, slice_unit};
 use crate::limits::Limits;
-use crate::parse::Limit;
 
 const DEST: &str = "org.freedesktop.systemd1";
 const PATH: &str = "/org/freedesktop/systemd1";
@@ -121,38 +122,6 @@ pub fn unit_facts(bus: Bus, unit: Option<&str>, pid: u32) -> Result<UnitFacts, U
             unit: unit_name,
         })
     })
-}
-
-/// The slice that holds every module scope of the systemd backend (`units/module.slice`).
-pub const MODULES_SLICE: &str = "module.slice";
-
-/// Escape `s` for use in a unit name, as `systemd-escape` does: `[A-Za-z0-9:_.]` stay (a leading
-/// `.` does not), `/` becomes `-`, every other byte `\xNN`. A module id's `-` becomes `\x2d`,
-/// so that `module-<id>.slice` stays a direct child of `module.slice` (a `-` in a slice name
-/// means nesting; systemd.slice(5)).
-pub fn unit_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for (i, b) in s.bytes().enumerate() {
-        match b {
-            b'/' => out.push('-'),
-            b'.' if i == 0 => out.push_str("\\x2e"),
-            b if b.is_ascii_alphanumeric() || matches!(b, b':' | b'_' | b'.') => {
-                out.push(b as char)
-            }
-            b => out.push_str(&format!("\\x{b:02x}")),
-        }
-    }
-    out
-}
-
-/// The scope of module `id`: `subc-module-<id>.scope`.
-pub fn scope_unit(id: &ModuleId) -> String {
-    format!("subc-module-{}.scope", unit_escape(id.as_str()))
-}
-
-/// The slice of module `id`: `module-<id>.slice`, a child of [`MODULES_SLICE`].
-pub fn slice_unit(id: &ModuleId) -> String {
-    format!("module-{}.slice", unit_escape(id.as_str()))
 }
 
 /// `TimeoutStopSec=` of a module's scope (10 s), in microseconds.

@@ -20,20 +20,23 @@ use std::time::Duration;
 
 use rustix::process::Signal;
 
+use crate::cgroup::parse;
+use crate::cgroup::root::CgroupDir;
+use crate::cgroup::tree::members;
 use crate::discover::cgroup2_mount;
 use crate::error::{Error, Result};
 use crate::id::{DirName, ModuleId};
+use crate::layout::Layout;
 use crate::limits::Limits;
-use crate::module::{
-    Layout, ModuleEntry, PruneEntry, Removed, StopReport, procs, prune_entries, still_populated,
-};
-use crate::parse;
-use crate::root::CgroupDir;
+use crate::module::{ModuleEntry, PruneEntry, Removed, StopReport, prune_entries, still_populated};
 use crate::stop::{KillMethod, StopOptions, stop_tree_by};
-use crate::systemd::{Bus, MODULES_SLICE, Manager, ScopeSpec, scope_unit, slice_unit};
+pub mod manager;
+
+use crate::layout::{MODULES_SLICE, module_of_scope, scope_unit, slice_unit};
 use crate::telemetry::{ModuleStatus, module_status_with};
+use manager::{Bus, Manager, ScopeSpec};
 #[cfg(test)]
-use {crate::parse::Limit, zbus::Variant};
+use {crate::cgroup::parse::Limit, zbus::Variant};
 
 /// The environment variable that selects the backend for every command that has one
 /// (`cgroupfs` or `systemd`).
@@ -41,44 +44,6 @@ pub const ENV_BACKEND: &str = "CK_CGROUP_BACKEND";
 
 /// How long `exec` waits for systemd to start a module's scope.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The module id of a scope's directory name `subc-module-<escaped id>.scope`; `None` for any
-/// other name, including another spelling of an id's escape (`a\x32b` for `a2b`): only the
-/// name [`crate::systemd::scope_unit`] gives an id is that module's scope, the one `kill <id>`
-/// stops (found by the `unit_names` fuzz check).
-pub fn module_of_scope(name: &str) -> Option<String> {
-    let esc = name.strip_prefix("subc-module-")?.strip_suffix(".scope")?;
-    let id = ModuleId::new(&unit_unescape(esc)?).ok()?;
-    (crate::systemd::unit_escape(id.as_str()) == esc).then(|| id.as_str().to_string())
-}
-
-/// Undo [`crate::systemd::unit_escape`]: `\xNN` becomes the byte, `-` becomes `/`.
-fn unit_unescape(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'\\' => {
-                let hex = s.get(i + 2..i + 4)?;
-                if b.get(i + 1) != Some(&b'x') {
-                    return None;
-                }
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 4;
-            }
-            b'-' => {
-                out.push(b'/');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
-}
 
 /// The module named on the command line: its id, or its scope's name as `list` shows it.
 pub fn module_id(name: &str) -> Result<ModuleId> {
@@ -183,7 +148,7 @@ fn entries(dir: &CgroupDir, count_procs: bool) -> Result<Vec<ModuleEntry>> {
                 populated: events.as_ref().and_then(|e| e.populated),
                 frozen: events.as_ref().and_then(|e| e.frozen),
                 procs: if count_procs {
-                    procs(dir, &rel).ok().map(|p| p.len())
+                    members(dir, &rel).ok().map(|p| p.len())
                 } else {
                     None
                 },
@@ -325,7 +290,7 @@ fn stop_with(m: &Manager, id: &ModuleId, name: &str, opts: &StopOptions) -> Resu
     };
     let dir = CgroupDir::open(&parent)?;
     let me = std::process::id();
-    if procs(&dir, &rel)?.contains(&me) {
+    if members(&dir, &rel)?.contains(&me) {
         return Err(Error::bad_input(format!(
             "refusing to kill {}: it holds this process ({me})",
             path.display()
@@ -340,7 +305,7 @@ fn stop_with(m: &Manager, id: &ModuleId, name: &str, opts: &StopOptions) -> Resu
         &rel,
         opts,
         |sig| {
-            let before = procs(&dir, &rel)?;
+            let before = members(&dir, &rel)?;
             m.kill_unit(&unit, sig.as_raw())?;
             Ok(before)
         },
@@ -372,7 +337,7 @@ fn stop_with(m: &Manager, id: &ModuleId, name: &str, opts: &StopOptions) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::systemd::unit_escape;
+    use crate::layout::unit_escape;
 
     #[test]
     fn names_round_trip() {

@@ -18,7 +18,7 @@
 //! before it kills; the graceful signal of a grace period, which a frozen process could not
 //! act on, is sent only after every frozen cgroup of the subtree was thawed. The member lists
 //! read `cgroup.threads` where `cgroup.procs` is `EOPNOTSUPP` (a threaded sub-cgroup) and walk
-//! sub-cgroups of any depth through directory fds (`crate::tree`). Where a write is `EACCES` or
+//! sub-cgroups of any depth through directory fds (`crate::cgroup::tree`). Where a write is `EACCES` or
 //! `EPERM`, the modes this process's uid owns are restored and the write is tried once more.
 //!
 //! Kernel reference: <https://docs.kernel.org/admin-guide/cgroup-v2.html> ("Core Interface Files").
@@ -30,10 +30,10 @@ use rustix::io::Errno;
 use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
 use serde::Serialize;
 
+use crate::cgroup::root::CgroupDir;
+use crate::cgroup::tree::members;
+use crate::cgroup::wait::{Waited, join, wait_events};
 use crate::error::{Error, Result};
-use crate::module::procs;
-use crate::root::CgroupDir;
-use crate::wait::{Waited, join, wait_events};
 
 /// The kill method asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -146,8 +146,8 @@ pub fn stop_tree(dir: &CgroupDir, rel: &str, opts: &StopOptions) -> Result<TreeS
         |sig| {
             // A frozen process cannot act on the graceful signal: thaw first. Best effort: what
             // stays frozen is killed all the same.
-            let mut t = crate::tree::Thawer::default();
-            let _ = crate::tree::walk(dir, rel, &mut t);
+            let mut t = crate::cgroup::tree::Thawer::default();
+            let _ = crate::cgroup::tree::walk(dir, rel, &mut t);
             thawed = t.thawed;
             signal_members(dir, rel, sig)
         },
@@ -162,7 +162,7 @@ pub fn stop_tree(dir: &CgroupDir, rel: &str, opts: &StopOptions) -> Result<TreeS
 /// which sends SIGKILL and sets `method` (and `fell_through`); then a wait for `populated 0`
 /// until the deadline. [`stop_tree`] signals through pidfds and kills by `cgroup.kill`, the
 /// freezer or pidfds; the systemd backend through systemd's `KillUnit`
-/// ([`crate::scopes::stop`]).
+/// ([`crate::backend::systemd::stop`]).
 pub(crate) fn stop_tree_by(
     dir: &CgroupDir,
     rel: &str,
@@ -183,7 +183,7 @@ pub(crate) fn stop_tree_by(
         ))
         .with_hint("run `ck-cgroup kill` from outside the module, e.g. from the daemon")
     };
-    let before = match procs(dir, rel) {
+    let before = match members(dir, rel) {
         Ok(p) if p.contains(&me) => return Err(refuse()),
         Ok(p) => Some(p),
         // Unlisted (never the case for a subtree a module can make, whose modes this uid
@@ -205,13 +205,13 @@ pub(crate) fn stop_tree_by(
             out.waited_ms = ms(start);
             return Ok(out);
         }
-        out.left_after_grace = procs(dir, rel).ok().map(|p| p.len());
+        out.left_after_grace = members(dir, rel).ok().map(|p| p.len());
     }
     // The kill never waits on the list: a subtree that cannot be listed is killed all the same.
     out.killed = if opts.grace.is_zero() {
         before.map_or(0, |p| p.len())
     } else {
-        procs(dir, rel).map_or(0, |p| p.len())
+        members(dir, rel).map_or(0, |p| p.len())
     };
     let deadline = Instant::now() + opts.timeout;
     kill(deadline, &mut out)?;
@@ -224,8 +224,9 @@ pub(crate) fn stop_tree_by(
 /// Whether the calling process is in `rel` or below, from `/proc/self/cgroup` and the cgroup2
 /// mount; `None` when that cannot be told.
 fn holds_caller(dir: &CgroupDir, rel: &str) -> Option<bool> {
-    let mine = crate::parse::proc_cgroup_v2(&std::fs::read_to_string("/proc/self/cgroup").ok()?)?;
-    let mount = crate::discover::cgroup2_mount().ok()?;
+    let mine =
+        crate::cgroup::parse::proc_cgroup_v2(&std::fs::read_to_string("/proc/self/cgroup").ok()?)?;
+    let mount = crate::cgroup::mount::cgroup2_mount().ok()?;
     let target = dir.display_path(rel);
     let target = format!("/{}", target.strip_prefix(&mount).ok()?.display());
     let target = target.trim_end_matches('/');
@@ -379,7 +380,7 @@ fn write_control(dir: &CgroupDir, rel: &str, file: &str, data: &str, absent: &st
             }
             Err(Errno::ACCESS) | Err(Errno::PERM) if !restored => {
                 restored = true;
-                let _ = crate::tree::restore_modes(dir, rel);
+                let _ = crate::cgroup::tree::restore_modes(dir, rel);
             }
             Err(e) => {
                 return Wrote::Failed(Error::io(
@@ -476,7 +477,7 @@ fn freeze_kill(dir: &CgroupDir, rel: &str, deadline: Instant) -> Result<Ran> {
             })? == Waited::Empty;
             if frozen {
                 // Frozen: no member can fork or exit-and-be-reaped, so one list is stable.
-                for pid in procs(dir, rel)? {
+                for pid in members(dir, rel)? {
                     if let Some(p) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
                         let _ = rustix::process::kill_process(p, Signal::KILL);
                     }
@@ -524,7 +525,7 @@ const PIDFD_BATCH: usize = 256;
 /// again, and opened in the next batch): a module of thousands of processes is signalled
 /// whole under a service's default `RLIMIT_NOFILE` of 1024, or `prlimit --nofile=64`.
 pub fn signal_members(dir: &CgroupDir, rel: &str, sig: Signal) -> Result<Vec<u32>> {
-    let pids = procs(dir, rel)?;
+    let pids = members(dir, rel)?;
     let mut sent = Vec::new();
     let mut next = 0;
     while next < pids.len() {
@@ -549,7 +550,7 @@ pub fn signal_members(dir: &CgroupDir, rel: &str, sig: Signal) -> Result<Vec<u32
             i += 1;
         }
         next = i;
-        let still: HashSet<u32> = procs(dir, rel)?.into_iter().collect();
+        let still: HashSet<u32> = members(dir, rel)?.into_iter().collect();
         for (_, pid, fd) in fds {
             if still.contains(&pid) && pidfd_send_signal(&fd, sig).is_ok() {
                 sent.push(pid);

@@ -6,13 +6,17 @@
 //! source says so. Kernel reference: <https://docs.kernel.org/admin-guide/cgroup-v2.html>
 //! ("Memory Interface Files", "PID Interface Files", "CPU Interface Files", "PSI").
 
+pub mod watch;
+
 use serde::Serialize;
 
+use crate::cgroup::parse::{self, Limit};
+use crate::cgroup::root::CgroupDir;
+use crate::cgroup::tree::members;
+use crate::cgroup::wait::join;
 use crate::error::Result;
-use crate::module::{Layout, ModuleEntry, Root, procs};
-use crate::parse::{self, Limit};
-use crate::root::CgroupDir;
-use crate::wait::join;
+use crate::layout::Layout;
+use crate::module::{ModuleEntry, Root};
 
 /// A value and the file (or computation) it came from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -131,7 +135,7 @@ impl Root {
                 .map(|t| parse::controllers(&t))
                 .unwrap_or_default()
         };
-        let ck = enabled(crate::module::MODULES_DIR);
+        let ck = enabled(crate::layout::MODULES_DIR);
         let daemon = enabled("daemon/subc-modules");
         let on = |m: &ModuleEntry| match m.layout {
             Layout::Ck => Some(ck.as_slice()),
@@ -186,7 +190,7 @@ pub(crate) fn module_status_with(
             _ => read(dir, rel, file),
         }
     };
-    let pids = procs(dir, rel).ok();
+    let pids = members(dir, rel).ok();
 
     let (memory_current, memory_swap_current) = memory_now(
         f("memory.current"),
@@ -280,7 +284,7 @@ pub fn memory_current(dir: &CgroupDir, rel: &str) -> Figure<u64> {
     let cur = read(dir, rel, "memory.current");
     let swap = read(dir, rel, "memory.swap.current");
     let pids = if cur.is_none() && swap.is_none() {
-        procs(dir, rel).ok()
+        members(dir, rel).ok()
     } else {
         None
     };

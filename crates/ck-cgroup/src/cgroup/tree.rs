@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
+use crate::cgroup::root::{CgroupDir, open_beneath_at, read_fd};
 use crate::error::{Error, Result};
-use crate::root::{CgroupDir, open_beneath_at, read_fd};
 
 /// At most this many directory fds are held besides checkpoints.
 const HOLD: usize = 16;
@@ -121,7 +121,7 @@ pub(crate) fn read_at(at: BorrowedFd<'_>, name: &str) -> std::result::Result<Str
 pub(crate) fn child_dirs(fd: BorrowedFd<'_>) -> std::result::Result<Vec<String>, Errno> {
     // cgroup.stat's nr_descendants 0 (a leaf, the usual module) needs no listing.
     if let Ok(stat) = read_at(fd, "cgroup.stat")
-        && crate::parse::flat_keyed(&stat).get("nr_descendants") == Some(&0)
+        && crate::cgroup::parse::flat_keyed(&stat).get("nr_descendants") == Some(&0)
     {
         return Ok(Vec::new());
     }
@@ -394,13 +394,15 @@ impl Members {
 impl Visitor for Members {
     fn enter(&mut self, at: &Cursor<'_>) -> Result<()> {
         match read_at(at.fd(), "cgroup.procs") {
-            Ok(t) => crate::parse::pids(&t).into_iter().for_each(|p| self.add(p)),
+            Ok(t) => crate::cgroup::parse::pids(&t)
+                .into_iter()
+                .for_each(|p| self.add(p)),
             // Removed while we walk: empty.
             Err(Errno::NOENT) | Err(Errno::NODEV) => {}
             Err(Errno::OPNOTSUPP) if !cfg!(ck_mutation = "no-threads-fallback") => {
                 match read_at(at.fd(), "cgroup.threads") {
                     Ok(t) => {
-                        for tid in crate::parse::pids(&t) {
+                        for tid in crate::cgroup::parse::pids(&t) {
                             // A thread that exited meanwhile is gone with its process or alone.
                             if let Some(tgid) = tgid_of(tid) {
                                 self.add(tgid);
@@ -419,7 +421,9 @@ impl Visitor for Members {
 
 /// The process (thread group) of thread `tid`, from `/proc/<tid>/status`.
 fn tgid_of(tid: u32) -> Option<u32> {
-    crate::parse::proc_status_tgid(&std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?)
+    crate::cgroup::parse::proc_status_tgid(
+        &std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?,
+    )
 }
 
 /// The pids in `rel` beneath `base` and every cgroup below it (see [`Members`]).
@@ -432,7 +436,7 @@ pub(crate) fn members(base: &CgroupDir, rel: &str) -> Result<Vec<u32>> {
 /// Whether the cgroup `name` in the directory `at` is populated (`None`: could not be read).
 fn populated_at(at: BorrowedFd<'_>, name: &str) -> Option<bool> {
     let fd = open_child(at, name).ok()?;
-    crate::parse::events(&read_at(fd.as_fd(), "cgroup.events").ok()?).populated
+    crate::cgroup::parse::events(&read_at(fd.as_fd(), "cgroup.events").ok()?).populated
 }
 
 /// `rmdir` of the cgroup `name` in the directory `at`. `EBUSY` of a cgroup that holds no
@@ -608,6 +612,25 @@ pub(crate) fn restore_modes(base: &CgroupDir, rel: &str) -> Vec<String> {
     };
     let _ = walk(base, rel, &mut r);
     r.restored
+}
+
+/// Remove `rel` under `dir` and every cgroup below it, deepest first, at any depth, each
+/// directory relative to its parent's fd; `EBUSY` of a cgroup that holds no process is retried
+/// for a bounded time. A cgroup that is already gone is fine.
+pub(crate) fn remove_tree(dir: &CgroupDir, rel: &str) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        walk(dir, rel, &mut Remover { deadline })?;
+        match dir.rmdir_raw(rel) {
+            Ok(()) | Err(Errno::NOENT) => return Ok(()),
+            Err(Errno::BUSY)
+                if Instant::now() < deadline && members(dir, rel).is_ok_and(|p| p.is_empty()) =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(Error::io("rmdir", dir.display_path(rel), e)),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -21,76 +21,16 @@ use rustix::io::Errno;
 use rustix::process::Signal;
 use serde::Serialize;
 
+mod limits;
+
+use crate::cgroup::parse;
+use crate::cgroup::root::CgroupDir;
+use crate::cgroup::tree::members;
+use crate::cgroup::wait::join;
 use crate::error::{Error, Result};
-use crate::id::{DirName, ModuleId, decode_daemon_name};
-use crate::parse;
-use crate::root::CgroupDir;
+use crate::id::{DirName, ModuleId};
+use crate::layout::{DAEMON_LEAF, Layout, MODULES_DIR, ModuleRef, WANTED_CONTROLLERS};
 use crate::stop::{StopOptions, TreeStop, stop_tree};
-use crate::wait::join;
-
-/// The daemon's leaf, as `DelegateSubgroup=daemon` names it.
-pub const DAEMON_LEAF: &str = "daemon";
-/// The directory that holds one leaf per module.
-pub const MODULES_DIR: &str = "subc-modules";
-/// The controllers the helper uses; `init` reports those the root cannot enable.
-pub const WANTED_CONTROLLERS: [&str; 4] = ["memory", "pids", "cpu", "io"];
-
-/// Which placement made a module's cgroup.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Layout {
-    /// Ours: `subc-modules/<id>` beside the daemon's leaf.
-    Ck,
-    /// The daemon's built-in placement: `daemon/subc-modules/m-<escaped>_<n>`.
-    Daemon,
-    /// The systemd backend: a transient scope
-    /// `module.slice/module-<id>.slice/subc-module-<id>.scope` ([`crate::scopes`]).
-    Systemd,
-}
-
-impl Layout {
-    fn dir(self) -> &'static str {
-        match self {
-            Layout::Ck => MODULES_DIR,
-            Layout::Daemon => "daemon/subc-modules",
-            // Not under a service root; see crate::scopes.
-            Layout::Systemd => crate::systemd::MODULES_SLICE,
-        }
-    }
-}
-
-/// An existing module's cgroup, found on disk.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ModuleRef {
-    /// Which placement made it.
-    pub layout: Layout,
-    /// Its directory name as found.
-    pub name: DirName,
-}
-
-impl ModuleRef {
-    /// Our module `subc-modules/<id>`.
-    pub fn ck(id: &ModuleId) -> ModuleRef {
-        ModuleRef {
-            layout: Layout::Ck,
-            name: DirName::from(id.clone()),
-        }
-    }
-
-    /// Its path relative to the root.
-    pub fn rel(&self) -> String {
-        format!("{}/{}", self.layout.dir(), self.name)
-    }
-
-    /// The module name: the id for ours, the decoded id for the daemon's (where it decodes).
-    pub fn module_name(&self) -> Option<String> {
-        match self.layout {
-            Layout::Ck => Some(self.name.to_string()),
-            Layout::Daemon => decode_daemon_name(self.name.as_str()).map(|d| d.module),
-            Layout::Systemd => crate::scopes::module_of_scope(self.name.as_str()),
-        }
-    }
-}
 
 /// A service root: a cgroup2 directory below the hierarchy's root.
 #[derive(Debug)]
@@ -563,7 +503,7 @@ impl Root {
     /// The pids in `rel` and every cgroup below it (`cgroup.procs` of each; of a threaded
     /// cgroup, the processes of the threads in its `cgroup.threads`), at any depth.
     pub fn procs(&self, rel: &str) -> Result<Vec<u32>> {
-        procs(&self.dir, rel)
+        members(&self.dir, rel)
     }
 
     /// A spawn into a frozen module would hang: the new process stops before its first
@@ -635,13 +575,13 @@ impl Root {
         };
         let rel = m.rel();
         let path = self.dir.display_path(&rel);
-        crate::tree::restore_modes(&self.dir, &rel);
+        crate::cgroup::tree::restore_modes(&self.dir, &rel);
         let mdir = match self.dir.open_dir(&rel) {
             Ok(d) => d,
             Err(Errno::NOENT) => return Ok(Removal::Gone),
             Err(e) => return Err(Error::io("open", &path, e)),
         };
-        let procs = procs(&mdir, "")?;
+        let procs = members(&mdir, "")?;
         if !procs.is_empty() {
             return Ok(Removal::Populated(procs.len(), path));
         }
@@ -650,7 +590,7 @@ impl Root {
             Ok(Gone::Yes) => Ok(Removal::Gone),
             Err(e) if e.errno() == Some(Errno::BUSY) => {
                 // Filled since it was read: not empty (any more).
-                let n = crate::tree::members(&mdir, "").map_or(0, |p| p.len());
+                let n = crate::cgroup::tree::members(&mdir, "").map_or(0, |p| p.len());
                 if n > 0 {
                     Ok(Removal::Populated(n, path))
                 } else {
@@ -668,7 +608,7 @@ impl Root {
         if cfg!(ck_mutation = "no-rmdir") {
             return Ok(());
         }
-        remove_tree(&self.dir, rel)
+        crate::cgroup::tree::remove_tree(&self.dir, rel)
     }
 
     /// Remove module `m`, open as `mdir`: its sub-cgroups (relative to `mdir`), then its
@@ -689,16 +629,24 @@ impl Root {
             .map_err(|e| Error::io("open", self.dir.display_path(parent_rel), e))?;
         let name = m.name.as_str();
         loop {
-            crate::tree::walk_module(mdir, "", &mut crate::tree::Remover { deadline })?;
+            crate::cgroup::tree::walk_module(
+                mdir,
+                "",
+                &mut crate::cgroup::tree::Remover { deadline },
+            )?;
             if !same_dir(&parent, name, mdir) {
                 return Ok(Gone::Yes);
             }
-            match crate::tree::rmdir_at(std::os::unix::io::AsFd::as_fd(&parent), name, deadline) {
+            match crate::cgroup::tree::rmdir_at(
+                std::os::unix::io::AsFd::as_fd(&parent),
+                name,
+                deadline,
+            ) {
                 Ok(()) => return Ok(Gone::No),
                 // A child cgroup made meanwhile (before the kill): walk again.
                 Err(Errno::BUSY)
                     if Instant::now() < deadline
-                        && crate::tree::members(mdir, "").is_ok_and(|p| p.is_empty()) =>
+                        && crate::cgroup::tree::members(mdir, "").is_ok_and(|p| p.is_empty()) =>
                 {
                     continue;
                 }
@@ -712,7 +660,7 @@ impl Root {
     fn restore_layout_modes(&self) -> Vec<String> {
         let mut out = Vec::new();
         for layout in [Layout::Ck, Layout::Daemon] {
-            crate::tree::restore_path_modes(&self.dir, layout.dir(), &mut out);
+            crate::cgroup::tree::restore_path_modes(&self.dir, layout.dir(), &mut out);
         }
         out
     }
@@ -754,7 +702,7 @@ impl Root {
         };
         let rel = m.rel();
         let path = self.dir.display_path(&rel);
-        restored.extend(crate::tree::restore_modes(&self.dir, &rel));
+        restored.extend(crate::cgroup::tree::restore_modes(&self.dir, &rel));
         let mdir = match self.dir.open_dir(&rel) {
             Ok(d) => d,
             Err(Errno::NOENT) => return Ok(report),
@@ -843,7 +791,7 @@ impl Root {
                 for name in self.dir.subdirs(layout.dir())? {
                     if let Ok(name) = DirName::new(&name) {
                         let m = ModuleRef { layout, name };
-                        crate::tree::restore_modes(&self.dir, &m.rel());
+                        crate::cgroup::tree::restore_modes(&self.dir, &m.rel());
                     }
                 }
             }
@@ -1075,7 +1023,7 @@ fn stop_entry(e: &mut PruneEntry, stop: &impl Fn(&str) -> Result<StopReport>) {
 /// processes found in it.
 pub(crate) fn still_populated(dir: &CgroupDir, rel: &str, waited_ms: f64) -> String {
     let path = dir.display_path(rel);
-    match procs(dir, rel) {
+    match members(dir, rel) {
         Ok(p) => {
             let states: Vec<Option<char>> = p
                 .iter()
@@ -1158,31 +1106,6 @@ pub fn signal_name(sig: Signal) -> String {
         _ => return format!("signal {n}"),
     };
     format!("SIG{name}")
-}
-
-/// The pids in `rel` and every cgroup below it, at any depth, threaded cgroups included
-/// ([`crate::tree::members`]). A `rel` that does not exist (any more) holds none.
-pub(crate) fn procs(dir: &CgroupDir, rel: &str) -> Result<Vec<u32>> {
-    crate::tree::members(dir, rel)
-}
-
-/// Remove `rel` under `dir` and every cgroup below it, deepest first, at any depth, each
-/// directory relative to its parent's fd; `EBUSY` of a cgroup that holds no process is retried
-/// for a bounded time. A cgroup that is already gone is fine.
-pub(crate) fn remove_tree(dir: &CgroupDir, rel: &str) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(1);
-    loop {
-        crate::tree::walk(dir, rel, &mut crate::tree::Remover { deadline })?;
-        match dir.rmdir_raw(rel) {
-            Ok(()) | Err(Errno::NOENT) => return Ok(()),
-            Err(Errno::BUSY)
-                if Instant::now() < deadline && procs(dir, rel).is_ok_and(|p| p.is_empty()) =>
-            {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Err(e) => return Err(Error::io("rmdir", dir.display_path(rel), e)),
-        }
-    }
 }
 
 impl Root {

@@ -11,9 +11,9 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::fs::OFlags;
 use rustix::io::Errno;
 
+use crate::cgroup::parse;
+use crate::cgroup::root::{CgroupDir, read_fd};
 use crate::error::{Error, Result};
-use crate::parse;
-use crate::root::{CgroupDir, read_fd};
 
 /// How a wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -24,12 +24,13 @@ use rustix::fs::{OFlags, inotify};
 use rustix::io::Errno;
 use serde::Serialize;
 
+use crate::cgroup::parse;
+use crate::cgroup::wait::join;
 use crate::error::{Error, Result};
 use crate::id::DirName;
-use crate::module::{Layout, ModuleEntry, ModuleRef, Root};
-use crate::parse;
+use crate::layout::{Layout, ModuleRef};
+use crate::module::{ModuleEntry, Root};
 use crate::telemetry::memory_current;
-use crate::wait::join;
 
 /// One event line.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -1,0 +1,18 @@
+//! The cgroup layer: an open cgroup2 directory and what the kernel's files say, with no notion of
+//! modules, services or backends. Everything above reaches the cgroup tree through here.
+//!
+//! - [`root`]: [`CgroupDir`], an open cgroup2 directory; every access beneath it goes through
+//!   `openat2(RESOLVE_BENEATH)`.
+//! - [`parse`]: the kernel's files (`cgroup.events`, `memory.stat`, `/proc/self/mountinfo`, …)
+//!   to types; no I/O.
+//! - [`tree`]: walks of a subtree by directory fds (members, thaw, modes, depth-first removal).
+//! - [`wait`]: waits on `cgroup.events` (`populated 0`, `frozen 1`), never sleeps.
+//! - [`mount`]: where cgroup2 is mounted.
+
+pub mod mount;
+pub mod parse;
+pub mod root;
+pub(crate) mod tree;
+pub mod wait;
+
+pub use root::CgroupDir;
