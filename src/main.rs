@@ -615,7 +615,7 @@ fn run_resident(
 
 fn sandbox(
     parent: Option<PathBuf>,
-    scope: Option<ck_cgroup::backend::systemd::manager::Bus>,
+    scope: Option<ck_cgroup::backend::Bus>,
     keep: bool,
     cmd: &[String],
     out: &Output,

@@ -347,14 +347,14 @@ pub enum ManagerArg {
 
 impl BackendArgs {
     /// The manager to ask, when the backend is systemd.
-    pub fn systemd(&self) -> Option<ck_cgroup::backend::systemd::manager::Bus> {
+    pub fn systemd(&self) -> Option<ck_cgroup::backend::Bus> {
         (self.backend == Backend::Systemd).then(|| bus(self.manager))
     }
 }
 
 /// `--manager`, or the default: the system manager for root, the user's own for everyone else.
-pub fn bus(manager: Option<ManagerArg>) -> ck_cgroup::backend::systemd::manager::Bus {
-    use ck_cgroup::backend::systemd::manager::Bus;
+pub fn bus(manager: Option<ManagerArg>) -> ck_cgroup::backend::Bus {
+    use ck_cgroup::backend::Bus;
     match manager {
         Some(ManagerArg::System) => Bus::System,
         Some(ManagerArg::User) => Bus::User,

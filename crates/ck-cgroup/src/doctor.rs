@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::backend::systemd::manager::{self as systemd, Bus, Unavailable};
+use crate::backend::Bus;
+use crate::backend::systemd::manager::{self as systemd, Unavailable};
 use crate::cgroup::parse;
 use crate::discover;
 use crate::layout::{MODULES_DIR, WANTED_CONTROLLERS};

@@ -100,7 +100,8 @@ impl Sandbox {
     /// isolated root is [`ROOT_DIR`]; a command meant to run in the sandbox goes to
     /// [`CMD_LEAF`] ([`Sandbox::cmd_procs`]). Teardown empties and removes `root/` and `cmd/`;
     /// when this process exits, the scope is empty and systemd removes it.
-    pub fn create_in_scope(bus: crate::backend::systemd::manager::Bus) -> Result<Sandbox> {
+    #[cfg(feature = "systemd")]
+    pub fn create_in_scope(bus: crate::backend::Bus) -> Result<Sandbox> {
         use crate::backend::systemd::manager::{Manager, ScopeSpec};
         let unit = format!("{}.scope", unique_name());
         let me = std::process::id();

@@ -4,3 +4,12 @@
 
 #[cfg(feature = "systemd")]
 pub mod systemd;
+
+/// Which manager to ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bus {
+    /// The system manager, on the system bus.
+    System,
+    /// The caller's user manager, on the session bus.
+    User,
+}

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use zbus::{OwnedObjectPath, OwnedVariant, Variant};
 
 use crate::cgroup::parse::Limit;
+use crate::backend::Bus;
 use crate::error::{Error, Result};
 use crate::id::ModuleId;
 use crate::layout::{scope_unit, slice_unit};
@@ -25,15 +26,6 @@ use crate::limits::Limits;
 const DEST: &str = "org.freedesktop.systemd1";
 const PATH: &str = "/org/freedesktop/systemd1";
 const MANAGER: &str = "org.freedesktop.systemd1.Manager";
-
-/// Which manager to ask.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Bus {
-    /// The system manager, on the system bus.
-    System,
-    /// The caller's user manager, on the session bus.
-    User,
-}
 
 /// What systemd says about the unit that runs the service.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]

@@ -34,7 +34,8 @@ pub mod manager;
 
 use crate::layout::{MODULES_SLICE, module_of_scope, scope_unit, slice_unit};
 use crate::telemetry::{ModuleStatus, module_status_with};
-use manager::{Bus, Manager, ScopeSpec};
+use crate::backend::Bus;
+use manager::{Manager, ScopeSpec};
 #[cfg(test)]
 use {crate::cgroup::parse::Limit, zbus::Variant};
 
