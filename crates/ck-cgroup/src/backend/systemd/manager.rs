@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use zbus::{OwnedObjectPath, OwnedVariant, Variant};
 
-use crate::cgroup::parse::Limit;
 use crate::backend::Bus;
+use crate::cgroup::parse::Limit;
 use crate::error::{Error, Result};
 use crate::id::ModuleId;
 use crate::layout::{scope_unit, slice_unit};

@@ -32,9 +32,9 @@ use crate::module::{ModuleEntry, PruneEntry, Removed, StopReport, prune_entries,
 use crate::stop::{KillMethod, StopOptions, stop_tree_by};
 pub mod manager;
 
+use crate::backend::Bus;
 use crate::layout::{MODULES_SLICE, module_of_scope, scope_unit, slice_unit};
 use crate::telemetry::{ModuleStatus, module_status_with};
-use crate::backend::Bus;
 use manager::{Manager, ScopeSpec};
 #[cfg(test)]
 use {crate::cgroup::parse::Limit, zbus::Variant};

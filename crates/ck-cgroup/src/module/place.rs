@@ -1,0 +1,311 @@
+//! Finding, listing and entering modules; `place` (moving existing processes) and `spawn` (starting a program inside a module with no window between spawn and placement).
+
+use super::*;
+
+/// Check that `pid` may be placed in a module; return a pidfd on it, held until the move.
+///
+/// Refused (bad input, one line naming the problem and the fix): no such process, PID 1, this
+/// process, a thread id that is not its thread group's leader (`Tgid:` in `/proc/<pid>/status`;
+/// writing it to `cgroup.procs` would move its whole process), a kernel thread (`PF_KTHREAD` in
+/// `/proc/<pid>/stat`), a zombie. The pidfd is opened first and checked to be running after
+/// `/proc` was read, so what was read is about the process the pidfd names.
+pub(crate) fn placeable(pid: u32) -> Result<OwnedFd> {
+    use rustix::process::{Pid, PidfdFlags, pidfd_open};
+    let refuse = |why: String| Error::bad_input(format!("refusing to place pid {pid}: {why}"));
+    let none = || {
+        Error::bad_input(format!(
+            "no process with pid {pid}: pass the pids of running processes"
+        ))
+    };
+    if pid == std::process::id() {
+        return Err(refuse(
+            "it is this ck-cgroup process; place the module's own processes, or start one in the module with `ck-cgroup exec`".into(),
+        ));
+    }
+    if pid == 1 {
+        return Err(refuse(
+            "it is PID 1, the init of this PID namespace, which must stay where it is; place the module's own processes".into(),
+        ));
+    }
+    let Some(p) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+        return Err(none());
+    };
+    let pidfd = match pidfd_open(p, PidfdFlags::empty()) {
+        Ok(fd) => Some(fd),
+        Err(Errno::SRCH) => return Err(none()),
+        // A thread id that is not its group's leader (EINVAL before Linux 6.9, ENOENT since):
+        // found by its Tgid below.
+        Err(Errno::INVAL) | Err(Errno::NOENT) => None,
+        Err(e) => return Err(Error::io("pidfd_open", format!("/proc/{pid}"), e)),
+    };
+    let read = |file: &str| std::fs::read_to_string(format!("/proc/{pid}/{file}")).ok();
+    let (Some(status), Some(stat)) = (read("status"), read("stat")) else {
+        return Err(none());
+    };
+    match parse::proc_status_tgid(&status) {
+        Some(tgid) if tgid != pid => {
+            return Err(refuse(format!(
+                "it is a thread of process {tgid}, not a process; place {tgid} (its threads move with it)"
+            )));
+        }
+        Some(_) => {}
+        None => return Err(none()),
+    }
+    let Some(st) = parse::proc_stat(&stat) else {
+        return Err(none());
+    };
+    let comm = stat
+        .split_once('(')
+        .and_then(|(_, r)| r.rsplit_once(')'))
+        .map_or("?", |(c, _)| c);
+    if st.kernel_thread() {
+        return Err(refuse(format!(
+            "it is a kernel thread ({comm}), which cannot be moved into a module; place user processes only"
+        )));
+    }
+    if st.exited() {
+        return Err(refuse(format!(
+            "it is a zombie ({comm} has exited and waits for its parent {} to reap it); there is nothing left to move",
+            st.ppid
+        )));
+    }
+    match pidfd {
+        Some(fd) if running(&fd) => Ok(fd),
+        Some(_) => Err(none()),
+        // pidfd_open refused a leader: it exited in between (or an older kernel's EINVAL).
+        None => Err(none()),
+    }
+}
+
+/// The pidfd's process has not exited (a pidfd polls readable once it has).
+pub(super) fn running(pidfd: &OwnedFd) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    matches!(poll(&mut fds, Some(&now)), Ok(0))
+}
+
+pub(super) fn exited_meanwhile(pid: u32) -> Error {
+    Error::failed(format!(
+        "pid {pid} exited while it was being placed: it is not in the module (run the command again with the pids that still run)"
+    ))
+}
+
+impl Root {
+    /// Find an existing module by id or by directory name as `list` shows it: ours
+    /// (`subc-modules/<name>`) first, then the daemon's (`daemon/subc-modules/<name>`).
+    pub fn find(&self, name: &str) -> Result<Option<ModuleRef>> {
+        let name = DirName::new(name)?;
+        for layout in [Layout::Ck, Layout::Daemon] {
+            let m = ModuleRef {
+                layout,
+                name: name.clone(),
+            };
+            if self.dir.is_dir(&m.rel())? {
+                return Ok(Some(m));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Move existing processes into the module (made if needed). Every pid is checked before
+    /// anything is made or moved (`placeable`): it must name a running process that is not
+    /// PID 1, not this process, not a kernel thread, not a zombie, and not a thread that is not
+    /// its process's leader; any other is refused as bad input (exit 2), nothing made, nothing
+    /// moved. A pidfd is held for each from its check on, and the pid is moved only while the
+    /// pidfd's process still runs; after the move it is checked again, so a pid that exited and
+    /// was reused in between is reported, not counted as placed. The moves are then all or
+    /// nothing as far as the kernel allows: a move that fails (exit 1) names the pids moved
+    /// before it, and a module made now that received none is removed again.
+    pub fn place(&self, id: &ModuleId, pids: &[u32]) -> Result<PlaceReport> {
+        let mut checked: Vec<(u32, OwnedFd)> = Vec::with_capacity(pids.len());
+        for &pid in pids {
+            if !checked.iter().any(|(p, _)| *p == pid) {
+                checked.push((pid, placeable(pid)?));
+            }
+        }
+        let created = self.create(id)?;
+        let module = ModuleRef::ck(id).rel();
+        let rel = join(&module, "cgroup.procs");
+        let mut placed = Vec::with_capacity(checked.len());
+        for (pid, pidfd) in &checked {
+            let moved = if running(pidfd) {
+                self.move_pid(&rel, *pid).and_then(|()| {
+                    if running(pidfd) {
+                        Ok(())
+                    } else {
+                        Err(exited_meanwhile(*pid))
+                    }
+                })
+            } else {
+                Err(exited_meanwhile(*pid))
+            };
+            if let Err(e) = moved {
+                if placed.is_empty() {
+                    if created.created {
+                        // Nothing moved: leave nothing made.
+                        let _ = self.dir.rmdir_raw(&module);
+                    }
+                    return Err(e);
+                }
+                let done: Vec<String> = placed.iter().map(u32::to_string).collect();
+                return Err(Error::failed(format!(
+                    "{e}; already placed in {}: {}",
+                    created.path.display(),
+                    done.join(" ")
+                )));
+            }
+            placed.push(*pid);
+        }
+        Ok(PlaceReport {
+            module: id.clone(),
+            path: created.path,
+            placed,
+        })
+    }
+
+    pub(super) fn move_pid(&self, procs_rel: &str, pid: u32) -> Result<()> {
+        if cfg!(ck_mutation = "no-placement") {
+            return Ok(());
+        }
+        self.dir.write(procs_rel, &pid.to_string())
+    }
+
+    /// Move the calling process into the module (made if needed): what `exec` does before
+    /// `execve(2)`, so the module's process is the pid the daemon spawned.
+    pub fn enter(&self, id: &ModuleId) -> Result<PathBuf> {
+        let rel = ModuleRef::ck(id).rel();
+        self.refuse_frozen(id, &rel)?;
+        let procs = join(&rel, "cgroup.procs");
+        match self.move_pid(&procs, 0) {
+            Err(e) if e.errno() == Some(Errno::NOENT) => {
+                self.create(id)?;
+                self.move_pid(&procs, 0)?;
+            }
+            other => other?,
+        }
+        Ok(self.dir.display_path(&rel))
+    }
+
+    /// Every module, ours and the daemon's, with its populated state and process count.
+    pub fn list(&self) -> Result<Vec<ModuleEntry>> {
+        self.entries(true)
+    }
+
+    /// The modules; `procs` is counted only when `count_procs` (status counts them itself).
+    pub(crate) fn entries(&self, count_procs: bool) -> Result<Vec<ModuleEntry>> {
+        let mut out = Vec::new();
+        for layout in [Layout::Ck, Layout::Daemon] {
+            for name in self.dir.subdirs(layout.dir())? {
+                let Ok(name) = DirName::new(&name) else {
+                    continue;
+                };
+                let m = ModuleRef { layout, name };
+                let rel = m.rel();
+                let events = self.events(&rel).ok();
+                out.push(ModuleEntry {
+                    module: m.module_name(),
+                    populated: events.as_ref().and_then(|e| e.populated),
+                    frozen: events.as_ref().and_then(|e| e.frozen),
+                    procs: if count_procs {
+                        self.procs(&rel).ok().map(|p| p.len())
+                    } else {
+                        None
+                    },
+                    path: rel,
+                    layout,
+                    name: m.name,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// `cgroup.events` of `rel`.
+    pub fn events(&self, rel: &str) -> Result<parse::Events> {
+        Ok(parse::events(&self.dir.read(&join(rel, "cgroup.events"))?))
+    }
+
+    /// The pids in `rel` and every cgroup below it (`cgroup.procs` of each; of a threaded
+    /// cgroup, the processes of the threads in its `cgroup.threads`), at any depth.
+    pub fn procs(&self, rel: &str) -> Result<Vec<u32>> {
+        members(&self.dir, rel)
+    }
+
+    /// A spawn into a frozen module would hang: the new process stops before its first
+    /// instruction (a task that enters a frozen cgroup is frozen), and whoever waits for it
+    /// waits forever. So it is refused (bad input, exit 2) with the two fixes. A module that
+    /// does not exist is not frozen.
+    pub(super) fn refuse_frozen(&self, id: &ModuleId, rel: &str) -> Result<()> {
+        if cfg!(ck_mutation = "spawn-into-frozen") {
+            return Ok(());
+        }
+        let frozen = self
+            .dir
+            .read_raw(&join(rel, "cgroup.events"))
+            .map(|t| parse::events(&t).frozen == Some(true))
+            .unwrap_or(false)
+            || self
+                .dir
+                .read_raw(&join(rel, "cgroup.freeze"))
+                .map(|t| t.trim() == "1")
+                .unwrap_or(false);
+        if !frozen {
+            return Ok(());
+        }
+        let path = self.dir.display_path(rel);
+        Err(Error::bad_input(format!(
+            "module {id} is frozen ({}: cgroup.freeze 1 or cgroup.events frozen 1): a process started in it would stop before its first instruction",
+            path.display()
+        ))
+        .with_hint(format!(
+            "thaw it with `echo 0 > {}/cgroup.freeze`, or stop it with `ck-cgroup kill {id}`",
+            path.display()
+        )))
+    }
+
+    /// Start `cmd` inside the module (made if needed) with no window between spawn and
+    /// placement: `clone3(CLONE_INTO_CGROUP)`, or on kernels before 5.7 a pre-exec write of `0`
+    /// to the module's `cgroup.procs`. [`crate::spawn::ModuleChild::placement`] says which ran.
+    /// By default the program starts in a cgroup namespace rooted at the module
+    /// ([`crate::spawn::ModuleCommand::cgroup_namespace`]); when none can be made nothing is
+    /// started and the error says so ([`Error::is_no_cgroup_namespace`]).
+    pub fn spawn(
+        &self,
+        id: &ModuleId,
+        cmd: &crate::spawn::ModuleCommand,
+    ) -> Result<crate::spawn::ModuleChild> {
+        let rel = ModuleRef::ck(id).rel();
+        self.refuse_frozen(id, &rel)?;
+        let dir = match self.dir.open_beneath(
+            &rel,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => {
+                self.create(id)?;
+                self.dir
+                    .open_beneath(
+                        &rel,
+                        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+                    )
+                    .map_err(|e| Error::io("open", self.dir.display_path(&rel), e))?
+            }
+            Err(e) => return Err(Error::io("open", self.dir.display_path(&rel), e)),
+        };
+        crate::spawn::spawn_into(std::os::unix::io::AsFd::as_fd(&dir), cmd).map_err(|e| {
+            if let Some(errno) = crate::spawn::cgroup_namespace_refused(&e) {
+                return Error::no_cgroup_namespace(self.dir.display_path(&rel), errno);
+            }
+            let errno = Errno::from_io_error(&e).unwrap_or(Errno::IO);
+            Error::io(
+                format_args!("spawn {:?} into", cmd.program()),
+                self.dir.display_path(&rel),
+                errno,
+            )
+        })
+    }
+}

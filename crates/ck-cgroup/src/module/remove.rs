@@ -1,0 +1,154 @@
+//! `remove`: an empty module's directory and every sub-cgroup below it, deepest first.
+
+use super::*;
+
+/// What [`Root::remove_module`] found or did.
+pub(super) enum Removal {
+    Gone,
+    Removed(PathBuf),
+    Populated(usize, PathBuf),
+}
+
+/// Whether a module disappeared under a removal.
+pub(super) enum Gone {
+    Yes,
+    No,
+}
+
+/// The entry `name` in the directory `parent` is the directory `dir` (same device and inode).
+pub(super) fn same_dir(parent: &OwnedFd, name: &str, dir: &CgroupDir) -> bool {
+    let Ok(there) = rustix::fs::statat(parent, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) else {
+        return false;
+    };
+    rustix::fs::fstat(dir.fd())
+        .is_ok_and(|st| st.st_ino == there.st_ino && st.st_dev == there.st_dev)
+}
+
+impl Root {
+    /// Remove an empty module. A populated one is refused with the number of its processes.
+    /// The modes of its directories and control files are restored first where this process's
+    /// uid owns them; sub-cgroups it made are removed at any depth, threaded ones too.
+    pub fn remove(&self, name: &str) -> Result<RemoveReport> {
+        match self.remove_module(name)? {
+            Removal::Gone => Ok(RemoveReport {
+                module: name.to_string(),
+                path: None,
+                removed: false,
+                already_gone: true,
+            }),
+            Removal::Removed(path) => Ok(RemoveReport {
+                module: name.to_string(),
+                path: Some(path),
+                removed: true,
+                already_gone: false,
+            }),
+            Removal::Populated(n, path) => Err(Error::failed(format!(
+                "module {name} is not empty: {n} process{} in {}",
+                if n == 1 { "" } else { "es" },
+                path.display()
+            ))
+            .with_hint(format!(
+                "stop them with `ck-cgroup kill {name}`, which also removes the module"
+            ))),
+        }
+    }
+
+    /// [`Root::remove`]'s work: gone, removed, or populated (with how many processes).
+    pub(super) fn remove_module(&self, name: &str) -> Result<Removal> {
+        let name = DirName::new(name)?;
+        self.restore_layout_modes();
+        let Some(m) = self.find(name.as_str())? else {
+            return Ok(Removal::Gone);
+        };
+        let rel = m.rel();
+        let path = self.dir.display_path(&rel);
+        crate::cgroup::tree::restore_modes(&self.dir, &rel);
+        let mdir = match self.dir.open_dir(&rel) {
+            Ok(d) => d,
+            Err(Errno::NOENT) => return Ok(Removal::Gone),
+            Err(e) => return Err(Error::io("open", &path, e)),
+        };
+        let procs = members(&mdir, "")?;
+        if !procs.is_empty() {
+            return Ok(Removal::Populated(procs.len(), path));
+        }
+        match self.remove_dir(&m, &mdir) {
+            Ok(Gone::No) => Ok(Removal::Removed(path)),
+            Ok(Gone::Yes) => Ok(Removal::Gone),
+            Err(e) if e.errno() == Some(Errno::BUSY) => {
+                // Filled since it was read: not empty (any more).
+                let n = crate::cgroup::tree::members(&mdir, "").map_or(0, |p| p.len());
+                if n > 0 {
+                    Ok(Removal::Populated(n, path))
+                } else {
+                    Err(e)
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Remove `rel` and its sub-cgroups, deepest first, at any depth (each directory relative
+    /// to its parent's fd). `EBUSY` (a cgroup whose last process is still exiting) is retried
+    /// for up to one second; then the real errno is reported.
+    pub fn remove_tree(&self, rel: &str) -> Result<()> {
+        if cfg!(ck_mutation = "no-rmdir") {
+            return Ok(());
+        }
+        crate::cgroup::tree::remove_tree(&self.dir, rel)
+    }
+
+    /// Remove module `m`, open as `mdir`: its sub-cgroups (relative to `mdir`), then its
+    /// directory by name in its layout's directory, only while that name still is `mdir` (a
+    /// module of the same name made after ours was removed is not ours to remove).
+    pub(super) fn remove_dir(&self, m: &ModuleRef, mdir: &CgroupDir) -> Result<Gone> {
+        if cfg!(ck_mutation = "no-rmdir") {
+            return Ok(Gone::No);
+        }
+        let deadline = Instant::now() + Duration::from_secs(1);
+        let parent_rel = m.layout.dir();
+        let parent = self
+            .dir
+            .open_beneath(
+                parent_rel,
+                rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY,
+            )
+            .map_err(|e| Error::io("open", self.dir.display_path(parent_rel), e))?;
+        let name = m.name.as_str();
+        loop {
+            crate::cgroup::tree::walk_module(
+                mdir,
+                "",
+                &mut crate::cgroup::tree::Remover { deadline },
+            )?;
+            if !same_dir(&parent, name, mdir) {
+                return Ok(Gone::Yes);
+            }
+            match crate::cgroup::tree::rmdir_at(
+                std::os::unix::io::AsFd::as_fd(&parent),
+                name,
+                deadline,
+            ) {
+                Ok(()) => return Ok(Gone::No),
+                // A child cgroup made meanwhile (before the kill): walk again.
+                Err(Errno::BUSY)
+                    if Instant::now() < deadline
+                        && crate::cgroup::tree::members(mdir, "").is_ok_and(|p| p.is_empty()) =>
+                {
+                    continue;
+                }
+                Err(e) => return Err(Error::io("rmdir", mdir.path(), e)),
+            }
+        }
+    }
+
+    /// Restore the modes of the directories that hold modules (a module sharing this process's
+    /// uid may have taken them away); what was restored.
+    pub(super) fn restore_layout_modes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for layout in [Layout::Ck, Layout::Daemon] {
+            crate::cgroup::tree::restore_path_modes(&self.dir, layout.dir(), &mut out);
+        }
+        out
+    }
+}

@@ -1,0 +1,165 @@
+//! What the service root's operations report (the JSON the CLI prints).
+
+use super::*;
+
+/// What `init` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct InitReport {
+    /// The root.
+    pub root: PathBuf,
+    /// Directories made now (`daemon`, `subc-modules`); empty when they existed.
+    pub created: Vec<String>,
+    /// Pids moved from the root into `daemon/`.
+    pub moved: Vec<u32>,
+    /// The root's `cgroup.controllers`.
+    pub available: Vec<String>,
+    /// `subc-modules/cgroup.subtree_control` after init: what each module gets.
+    pub enabled: Vec<String>,
+    /// Controllers the helper uses that the root does not have.
+    pub missing: Vec<String>,
+}
+
+/// What `create` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct CreateReport {
+    /// The module.
+    pub module: ModuleId,
+    /// Its cgroup directory.
+    pub path: PathBuf,
+    /// Made now (false: it existed).
+    pub created: bool,
+}
+
+/// What `place` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlaceReport {
+    /// The module.
+    pub module: ModuleId,
+    /// Its cgroup directory.
+    pub path: PathBuf,
+    /// The pids moved in.
+    pub placed: Vec<u32>,
+}
+
+/// One module in `list`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModuleEntry {
+    /// Directory name as found (what `kill` and `remove` take).
+    pub name: DirName,
+    /// The module id; for the daemon's layout decoded from the name, `null` where it does not decode.
+    pub module: Option<String>,
+    /// Which placement made it.
+    pub layout: Layout,
+    /// Path relative to the root.
+    pub path: String,
+    /// `cgroup.events` `populated`; `null` when it could not be read.
+    pub populated: Option<bool>,
+    /// `cgroup.events` `frozen`: the module is frozen (by itself, or by a freeze-kill that did
+    /// not finish), its own or an ancestor's `cgroup.freeze`; `null` when it could not be read.
+    pub frozen: Option<bool>,
+    /// Processes in the module and its sub-cgroups; `null` when it could not be read.
+    pub procs: Option<usize>,
+}
+
+/// What `remove` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct RemoveReport {
+    /// The name asked for.
+    pub module: String,
+    /// Its path, when found.
+    pub path: Option<PathBuf>,
+    /// Removed now.
+    pub removed: bool,
+    /// It did not exist.
+    pub already_gone: bool,
+}
+
+/// What `kill` (a stop of one module) did.
+#[derive(Debug, Clone, Serialize)]
+pub struct StopReport {
+    /// The name asked for.
+    pub module: String,
+    /// Which placement made it; `null` when it was already gone.
+    pub layout: Option<Layout>,
+    /// Its path, when found.
+    pub path: Option<PathBuf>,
+    /// It did not exist: nothing to do.
+    pub already_gone: bool,
+    /// The graceful signal (`SIGTERM`); `null` without a grace period.
+    pub signal: Option<String>,
+    /// The grace period in milliseconds.
+    pub grace_ms: f64,
+    /// The stop of the tree.
+    #[serde(flatten)]
+    pub tree: TreeStop,
+    /// The directory was removed.
+    pub removed: bool,
+    /// Modes restored before acting (`<path> <old>-><new>`, octal, relative to the root): a
+    /// module that shares this process's uid had taken away what the stop needs.
+    pub restored: Vec<String>,
+    /// Why the tree is not empty or the directory not removed; `null` on success.
+    pub error: Option<String>,
+}
+
+impl StopReport {
+    /// The report of a stop of `name` that found nothing: already gone.
+    pub(crate) fn gone(name: &str, opts: &StopOptions) -> StopReport {
+        StopReport {
+            module: name.to_string(),
+            layout: None,
+            path: None,
+            already_gone: true,
+            signal: (!opts.grace.is_zero()).then(|| signal_name(opts.signal)),
+            grace_ms: opts.grace.as_secs_f64() * 1e3,
+            tree: TreeStop {
+                empty: true,
+                ..TreeStop::default()
+            },
+            removed: false,
+            restored: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// Done: the tree is empty and its directory removed, or it was already gone.
+    pub fn ok(&self) -> bool {
+        self.already_gone || (self.tree.empty && self.removed)
+    }
+}
+
+/// One module in `prune`.
+#[derive(Debug, Clone, Serialize)]
+pub struct PruneEntry {
+    /// Directory name as found.
+    pub name: DirName,
+    /// Which placement made it.
+    pub layout: Layout,
+    /// Processes in it when pruning began; `null` when they could not be read.
+    pub procs: Option<usize>,
+    /// What was done (or, with `--dry-run`, would be done).
+    pub action: PruneAction,
+    /// The stop, for a module that was killed.
+    pub stop: Option<StopReport>,
+    /// Why the action failed; `null` on success.
+    pub error: Option<String>,
+}
+
+/// What `prune` did with one module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PruneAction {
+    /// Named with `--keep`: left alone.
+    Kept,
+    /// Empty, removed.
+    Removed,
+    /// Populated, killed and removed (`--kill`).
+    Killed,
+    /// Populated and `--kill` not given: left alone.
+    SkippedPopulated,
+    /// `--dry-run`: would be removed.
+    WouldRemove,
+    /// `--dry-run --kill`: would be killed and removed.
+    WouldKill,
+    /// The action failed (see `error`).
+    Failed,
+}

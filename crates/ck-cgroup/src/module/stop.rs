@@ -1,0 +1,360 @@
+//! `kill`, `stop` and `prune`: a module's whole tree stopped ([`crate::stop`]) and its directory removed, and what is left described.
+
+use super::remove::{Gone, Removal, same_dir};
+use super::*;
+
+/// What `prune`'s removal of a module it listed as empty did.
+pub(crate) enum Removed {
+    /// Removed, or gone already.
+    Done,
+    /// Not removed: it holds processes now (filled after the listing).
+    Populated,
+}
+
+/// A stop whose module disappeared before this stop removed it (another stop did): already
+/// gone, which is success.
+pub(super) fn gone_meanwhile(mut report: StopReport) -> StopReport {
+    report.already_gone = true;
+    report.tree.empty = true;
+    report.removed = false;
+    report.error = None;
+    report
+}
+
+pub(super) fn ms_since(start: Instant) -> f64 {
+    (start.elapsed().as_secs_f64() * 1e6).round() / 1e3
+}
+
+/// `prune`'s decisions over `modules`, the same for every layout: `--keep` ones are kept;
+/// populated ones are stopped with `stop` under `kill` and skipped otherwise; empty ones are
+/// removed with `remove`; `dry_run` only says what would be done.
+pub(crate) fn prune_entries(
+    modules: Vec<ModuleEntry>,
+    dry_run: bool,
+    kill: bool,
+    keep: &[String],
+    stop: impl Fn(&str) -> Result<StopReport>,
+    remove: impl Fn(&str) -> Result<Removed>,
+) -> Vec<PruneEntry> {
+    let mut out = Vec::new();
+    for m in modules {
+        let mut e = PruneEntry {
+            name: m.name.clone(),
+            layout: m.layout,
+            procs: m.procs,
+            action: PruneAction::Kept,
+            stop: None,
+            error: None,
+        };
+        let populated = m.procs != Some(0) || m.populated != Some(false);
+        if keep
+            .iter()
+            .any(|k| k == m.name.as_str() || Some(k) == m.module.as_ref())
+        {
+            e.action = PruneAction::Kept;
+        } else if populated && !kill {
+            e.action = PruneAction::SkippedPopulated;
+        } else if dry_run {
+            e.action = if populated {
+                PruneAction::WouldKill
+            } else {
+                PruneAction::WouldRemove
+            };
+        } else if populated {
+            stop_entry(&mut e, &stop);
+        } else {
+            match remove(m.name.as_str()) {
+                Ok(Removed::Done) => e.action = PruneAction::Removed,
+                // Filled after the listing: a live module now, stopped only under --kill.
+                Ok(Removed::Populated) if kill => stop_entry(&mut e, &stop),
+                Ok(Removed::Populated) => e.action = PruneAction::SkippedPopulated,
+                Err(err) => {
+                    e.action = PruneAction::Failed;
+                    e.error = Some(err.to_string());
+                }
+            }
+        }
+        out.push(e);
+    }
+    out
+}
+
+pub(super) fn stop_entry(e: &mut PruneEntry, stop: &impl Fn(&str) -> Result<StopReport>) {
+    match stop(e.name.as_str()) {
+        Ok(r) => {
+            e.action = if r.ok() {
+                PruneAction::Killed
+            } else {
+                PruneAction::Failed
+            };
+            e.error = r.error.clone();
+            e.stop = Some(r);
+        }
+        Err(err) => {
+            e.action = PruneAction::Failed;
+            e.error = Some(err.to_string());
+        }
+    }
+}
+
+/// Why a stop did not end: `rel` still holds processes after `waited_ms`. Each process's state
+/// is read (`/proc/<pid>/stat`) before any is named: uninterruptible sleep is blamed only for
+/// processes found in it.
+pub(crate) fn still_populated(dir: &CgroupDir, rel: &str, waited_ms: f64) -> String {
+    let path = dir.display_path(rel);
+    match members(dir, rel) {
+        Ok(p) => {
+            let states: Vec<Option<char>> = p
+                .iter()
+                .map(|pid| {
+                    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                        .ok()
+                        .and_then(|t| parse::proc_stat(&t))
+                        .map(|s| s.state)
+                })
+                .collect();
+            format!(
+                "{} still holds {} after {waited_ms} ms",
+                path.display(),
+                describe_left(&states)
+            )
+        }
+        Err(e) => format!(
+            "{} still holds processes after {waited_ms} ms (which could not be read: {e})",
+            path.display()
+        ),
+    }
+}
+
+/// `3 processes: 2 in state D (uninterruptible sleep: ...), 1 in state R (running)`, from the
+/// states read (`None`: gone or unreadable by the time it was read).
+pub(crate) fn describe_left(states: &[Option<char>]) -> String {
+    let n = states.len();
+    if n == 0 {
+        return "no process any more (it emptied as the timeout passed: run the command again)"
+            .into();
+    }
+    let mut counts: Vec<(Option<char>, usize)> = Vec::new();
+    for s in states {
+        match counts.iter_mut().find(|(c, _)| c == s) {
+            Some((_, k)) => *k += 1,
+            None => counts.push((*s, 1)),
+        }
+    }
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(s, k)| match s {
+            Some(c) => format!("{k} in state {c} ({})", state_name(*c)),
+            None => format!("{k} gone or unreadable when read"),
+        })
+        .collect();
+    format!(
+        "{n} process{}: {}",
+        if n == 1 { "" } else { "es" },
+        parts.join(", ")
+    )
+}
+
+pub(super) fn state_name(c: char) -> &'static str {
+    match c {
+        'D' => "uninterruptible sleep: it dies only when its I/O ends",
+        'R' => "running",
+        'S' => "sleeping",
+        'T' => "stopped",
+        't' => "stopped by a tracer",
+        'Z' => "zombie: exited, not yet reaped",
+        'X' | 'x' => "dead",
+        'I' => "idle",
+        'P' => "parked",
+        'W' => "waking",
+        _ => "as /proc/<pid>/stat says",
+    }
+}
+
+/// `SIGTERM` for [`Signal::TERM`].
+pub fn signal_name(sig: Signal) -> String {
+    let n = sig.as_raw();
+    let name = match sig {
+        Signal::TERM => "TERM",
+        Signal::INT => "INT",
+        Signal::HUP => "HUP",
+        Signal::QUIT => "QUIT",
+        Signal::USR1 => "USR1",
+        Signal::USR2 => "USR2",
+        Signal::KILL => "KILL",
+        _ => return format!("signal {n}"),
+    };
+    format!("SIG{name}")
+}
+
+impl Root {
+    /// SIGKILL the module's whole subtree (the first kill method the kernel supports), wait until
+    /// it is empty (at most `timeout`), and remove its directory. See [`Root::stop`].
+    pub fn kill(&self, name: &str, timeout: Duration) -> Result<StopReport> {
+        self.stop(
+            name,
+            &StopOptions {
+                timeout,
+                ..StopOptions::default()
+            },
+        )
+    }
+
+    /// Stop the module's whole tree ([`stop_tree`]: graceful signal and grace on the whole
+    /// subtree, then SIGKILL by the method), then remove its directory depth first.
+    ///
+    /// Before anything, the modes of the directories on the way to the module, of its
+    /// directory, its sub-cgroups and their control files are restored where this process's uid
+    /// owns them (a module sharing that uid can `chmod 000` them). The module is then opened
+    /// once, and every step goes through that handle, relative to it: another module of the
+    /// same name made meanwhile is never touched. A process that enters the module after the
+    /// kill (an `exec` racing it) keeps `rmdir` busy: it is killed again, until the timeout.
+    ///
+    /// A module that does not exist, or that disappears while it is being stopped (another
+    /// stop removed it), is reported as already gone. A module whose subtree holds the calling
+    /// process is refused (exit 2). Check [`StopReport::ok`]: a tree that is not empty or a
+    /// directory that could not be removed is reported, not raised.
+    pub fn stop(&self, name: &str, opts: &StopOptions) -> Result<StopReport> {
+        let start = Instant::now();
+        let _boost = crate::stop::Boost::new();
+        let mut report = StopReport::gone(name, opts);
+        let dname = DirName::new(name)?;
+        let mut restored = self.restore_layout_modes();
+        let Some(m) = self.find(dname.as_str())? else {
+            return Ok(report);
+        };
+        let rel = m.rel();
+        let path = self.dir.display_path(&rel);
+        restored.extend(crate::cgroup::tree::restore_modes(&self.dir, &rel));
+        let mdir = match self.dir.open_dir(&rel) {
+            Ok(d) => d,
+            Err(Errno::NOENT) => return Ok(report),
+            Err(e) => return Err(Error::io("open", &path, e)),
+        };
+        report.already_gone = false;
+        report.layout = Some(m.layout);
+        report.path = Some(path.clone());
+        report.restored = restored;
+        report.tree = stop_tree(&mdir, "", opts)?;
+        let deadline = start + opts.grace + opts.timeout;
+        loop {
+            if !report.tree.empty {
+                if self.vanished(&m, &mdir) {
+                    return Ok(gone_meanwhile(report));
+                }
+                report.error = Some(still_populated(&mdir, "", report.tree.waited_ms));
+                return Ok(report);
+            }
+            match self.remove_dir(&m, &mdir) {
+                Ok(Gone::No) => {
+                    report.removed = !cfg!(ck_mutation = "no-rmdir");
+                    return Ok(report);
+                }
+                Ok(Gone::Yes) => return Ok(gone_meanwhile(report)),
+                // Populated again: a process entered after the kill. Kill again.
+                Err(e)
+                    if e.errno() == Some(Errno::BUSY)
+                        && Instant::now() < deadline
+                        && !cfg!(ck_mutation = "no-rekill") =>
+                {
+                    let again = stop_tree(
+                        &mdir,
+                        "",
+                        &StopOptions {
+                            grace: Duration::ZERO,
+                            timeout: deadline.saturating_duration_since(Instant::now()),
+                            ..*opts
+                        },
+                    )?;
+                    report.tree.killed += again.killed;
+                    report.tree.empty = again.empty;
+                    report.tree.waited_ms = ms_since(start);
+                    for f in again.fell_through {
+                        if !report.tree.fell_through.contains(&f) {
+                            report.tree.fell_through.push(f);
+                        }
+                    }
+                }
+                Err(e) => {
+                    report.error = Some(e.to_string());
+                    return Ok(report);
+                }
+            }
+        }
+    }
+
+    /// Module `m` (open as `mdir`) is no longer in its place: removed by someone else.
+    pub(super) fn vanished(&self, m: &ModuleRef, mdir: &CgroupDir) -> bool {
+        match self.dir.open_beneath(
+            m.layout.dir(),
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY,
+        ) {
+            Ok(parent) => !same_dir(&parent, m.name.as_str(), mdir),
+            Err(_) => true,
+        }
+    }
+
+    /// Remove every empty module that is not in `keep`; with `kill`, also stop and remove the
+    /// populated ones (the orphans of a daemon that died). With `dry_run`, change nothing and say
+    /// what would be done. Both layouts, ours and the daemon's, are pruned. Unless `dry_run`,
+    /// the modes of the modules' directories and control files are restored first where this
+    /// process's uid owns them, so that what a module did to them neither hides it from the
+    /// listing nor defeats the stop. A module filled after the listing (a spawn racing the
+    /// prune) is stopped under `kill`, left alone otherwise; one removed meanwhile is gone.
+    pub fn prune(
+        &self,
+        dry_run: bool,
+        kill: bool,
+        keep: &[String],
+        opts: &StopOptions,
+    ) -> Result<Vec<PruneEntry>> {
+        if !dry_run {
+            self.restore_layout_modes();
+            for layout in [Layout::Ck, Layout::Daemon] {
+                for name in self.dir.subdirs(layout.dir())? {
+                    if let Ok(name) = DirName::new(&name) {
+                        let m = ModuleRef { layout, name };
+                        crate::cgroup::tree::restore_modes(&self.dir, &m.rel());
+                    }
+                }
+            }
+        }
+        Ok(prune_entries(
+            self.list()?,
+            dry_run,
+            kill,
+            keep,
+            |name| self.stop(name, opts),
+            |name| match self.remove_module(name)? {
+                Removal::Gone | Removal::Removed(_) => Ok(Removed::Done),
+                Removal::Populated(..) => Ok(Removed::Populated),
+            },
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe_left;
+
+    #[test]
+    pub(super) fn what_is_left_is_described_by_the_states_read_and_d_only_when_read() {
+        let s = describe_left(&[Some('S'), Some('R'), Some('S')]);
+        assert_eq!(
+            s,
+            "3 processes: 2 in state S (sleeping), 1 in state R (running)"
+        );
+        assert!(!s.contains('D'));
+        let d = describe_left(&[Some('D'), None]);
+        assert!(
+            d.starts_with("2 processes: 1 in state D (uninterruptible sleep"),
+            "{d}"
+        );
+        assert!(d.contains("1 gone or unreadable when read"), "{d}");
+        assert_eq!(
+            describe_left(&[Some('t')]),
+            "1 process: 1 in state t (stopped by a tracer)"
+        );
+        assert!(describe_left(&[]).starts_with("no process any more"));
+    }
+}
