@@ -23,17 +23,22 @@
 //!
 //! Kernel reference: <https://docs.kernel.org/admin-guide/cgroup-v2.html> ("Core Interface Files").
 
-use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use rustix::io::Errno;
-use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
+use rustix::process::Signal;
 use serde::Serialize;
 
 use crate::cgroup::root::CgroupDir;
 use crate::cgroup::tree::members;
-use crate::cgroup::wait::{Waited, join, wait_events};
+use crate::cgroup::wait::{Waited, wait_events};
 use crate::error::{Error, Result};
+
+mod cgroup_kill;
+mod control;
+mod freeze;
+mod signal;
+
+pub use signal::signal_members;
 
 /// The kill method asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -195,10 +200,8 @@ pub(crate) fn stop_tree_by(
         },
     };
     if !opts.grace.is_zero() {
-        let signalled = signal(opts.signal)?;
-        let first = signalled.iter().copied().min();
-        out.signalled = signalled.len();
-        let waited = grace_wait(dir, rel, opts.grace, first)?;
+        out.signalled = signal(opts.signal)?.len();
+        let waited = grace_wait(dir, rel, opts.grace)?;
         if waited == Waited::Empty {
             out.left_after_grace = Some(0);
             out.empty = true;
@@ -273,18 +276,16 @@ fn kill_by_method(
     deadline: Instant,
     out: &mut TreeStop,
 ) -> Result<()> {
-    let order: &[KillMethod] = match method {
-        Method::Auto => &[
-            KillMethod::CgroupKill,
-            KillMethod::Freeze,
-            KillMethod::Signal,
-        ],
-        Method::CgroupKill => &[KillMethod::CgroupKill],
-        Method::Freeze => &[KillMethod::Freeze],
-        Method::Signal => &[KillMethod::Signal],
+    use Mechanism::{CgroupKill, Freeze, Signal};
+    let order: &[Mechanism] = match method {
+        Method::Auto => &[CgroupKill, Freeze, Signal],
+        Method::CgroupKill => &[CgroupKill],
+        Method::Freeze => &[Freeze],
+        Method::Signal => &[Signal],
     };
-    for &m in order {
-        match run_method(dir, rel, m, deadline)? {
+    for &mech in order {
+        let m = mech.reported();
+        match mech.run(dir, rel, deadline)? {
             Ran::Done => {
                 out.method = Some(m);
                 break;
@@ -313,11 +314,13 @@ fn ms(start: Instant) -> f64 {
 }
 
 /// The grace: wait on the whole subtree (`populated 0`), never on one process.
-fn grace_wait(dir: &CgroupDir, rel: &str, grace: Duration, first: Option<u32>) -> Result<Waited> {
-    if cfg!(ck_mutation = "grace-first-pid") {
+fn grace_wait(dir: &CgroupDir, rel: &str, grace: Duration) -> Result<Waited> {
+    #[cfg(ck_mutation = "grace-first-pid")]
+    {
         // Mutation: wait on the first process only, as a supervisor that knows one child does.
-        if let Some(p) = first.and_then(|p| Pid::from_raw(p as i32))
-            && let Ok(fd) = pidfd_open(p, PidfdFlags::empty())
+        if let Some(p) = members(dir, rel).ok().and_then(|p| p.into_iter().min())
+            && let Some(p) = rustix::process::Pid::from_raw(p as i32)
+            && let Ok(fd) = rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty())
         {
             let ms = i32::try_from(grace.as_millis()).unwrap_or(i32::MAX);
             let mut fds = [rustix::event::PollFd::new(
@@ -330,232 +333,55 @@ fn grace_wait(dir: &CgroupDir, rel: &str, grace: Duration, first: Option<u32>) -
             };
             let _ = rustix::event::poll(&mut fds, Some(&ts));
         }
-        let e = wait_events(dir, rel, Duration::ZERO, |e| e.populated == Some(false))?;
-        return Ok(e);
+        return wait_events(dir, rel, Duration::ZERO, |e| e.populated == Some(false));
     }
-    if cfg!(ck_mutation = "grace-sleep") {
+    #[cfg(ck_mutation = "grace-sleep")]
+    {
         // Mutation: sleep the whole grace instead of waking when the tree is empty.
         std::thread::sleep(grace);
     }
+    #[allow(unreachable_code)]
     wait_events(dir, rel, grace, |e| e.populated == Some(false))
 }
 
+/// The SIGKILL mechanisms on a cgroupfs tree, one file each; [`KillMethod`] is what a report
+/// names (it also names systemd's `KillUnit`, which the systemd backend runs).
+#[derive(Debug, Clone, Copy)]
+enum Mechanism {
+    /// `cgroup_kill.rs`.
+    CgroupKill,
+    /// `freeze.rs`.
+    Freeze,
+    /// `signal.rs`.
+    Signal,
+}
+
+impl Mechanism {
+    fn reported(self) -> KillMethod {
+        match self {
+            Mechanism::CgroupKill => KillMethod::CgroupKill,
+            Mechanism::Freeze => KillMethod::Freeze,
+            Mechanism::Signal => KillMethod::Signal,
+        }
+    }
+
+    fn run(self, dir: &CgroupDir, rel: &str, deadline: Instant) -> Result<Ran> {
+        if cfg!(ck_mutation = "no-kill") {
+            return Ok(Ran::Done);
+        }
+        match self {
+            Mechanism::CgroupKill => cgroup_kill::kill(dir, rel, deadline),
+            Mechanism::Freeze => freeze::kill(dir, rel, deadline),
+            Mechanism::Signal => signal::kill(dir, rel, deadline),
+        }
+    }
+}
+
+/// How one mechanism ended.
 enum Ran {
     Done,
     /// The kernel or the cgroup has no such thing (a missing file, `EOPNOTSUPP`).
     Unsupported(String),
     /// It failed with this error (the errno as the kernel gave it).
     Failed(Error),
-}
-
-/// How a write of a control file of the module ended.
-enum Wrote {
-    Ok,
-    /// The module is gone (removed meanwhile): nothing left to kill.
-    Gone,
-    Unsupported(String),
-    Failed(Error),
-}
-
-/// Write `data` to `file` of the module. `EINTR` is retried; `EACCES`/`EPERM` once more after
-/// the modes this uid owns were restored. `ENOENT` is the module gone, or else the file absent
-/// (`absent` says what that means).
-fn write_control(dir: &CgroupDir, rel: &str, file: &str, data: &str, absent: &str) -> Wrote {
-    let path = join(rel, file);
-    let mut restored = false;
-    loop {
-        match dir.write_raw(&path, data) {
-            Ok(()) => return Wrote::Ok,
-            Err(Errno::NOENT) | Err(Errno::NODEV) => {
-                return if dir.is_dir(rel).unwrap_or(false) {
-                    Wrote::Unsupported(absent.to_string())
-                } else {
-                    Wrote::Gone
-                };
-            }
-            Err(Errno::OPNOTSUPP) => {
-                return Wrote::Unsupported(format!(
-                    "writing {file}: EOPNOTSUPP (Operation not supported)"
-                ));
-            }
-            Err(Errno::ACCESS) | Err(Errno::PERM) if !restored => {
-                restored = true;
-                let _ = crate::cgroup::tree::restore_modes(dir, rel);
-            }
-            Err(e) => {
-                return Wrote::Failed(Error::io(
-                    format_args!("write {data:?} to"),
-                    dir.display_path(&path),
-                    e,
-                ));
-            }
-        }
-    }
-}
-
-/// Wait at most `slice` (and never past `deadline`) for `populated 0`.
-fn wait_empty_for(
-    dir: &CgroupDir,
-    rel: &str,
-    slice: Duration,
-    deadline: Instant,
-) -> Result<Waited> {
-    let left = deadline
-        .saturating_duration_since(Instant::now())
-        .min(slice);
-    wait_events(dir, rel, left, |e| e.populated == Some(false))
-}
-
-fn run_method(dir: &CgroupDir, rel: &str, m: KillMethod, deadline: Instant) -> Result<Ran> {
-    if cfg!(ck_mutation = "no-kill") {
-        return Ok(Ran::Done);
-    }
-    match m {
-        KillMethod::CgroupKill => {
-            let absent = "cgroup.kill is absent (kernel before 5.14)";
-            match write_control(dir, rel, "cgroup.kill", "1", absent) {
-                Wrote::Ok => {}
-                Wrote::Gone => return Ok(Ran::Done),
-                Wrote::Unsupported(r) => return Ok(Ran::Unsupported(r)),
-                Wrote::Failed(e) => return Ok(Ran::Failed(e)),
-            }
-            // cgroup.kill takes what is in the subtree when it is written, and what those fork
-            // meanwhile; a process moved in afterwards (an exec racing this kill) is not taken.
-            // So while the subtree stays populated, write it again.
-            let mut slice = Duration::from_millis(20);
-            loop {
-                if wait_empty_for(dir, rel, slice, deadline)? == Waited::Empty
-                    || Instant::now() >= deadline
-                {
-                    return Ok(Ran::Done);
-                }
-                if !cfg!(ck_mutation = "no-rekill")
-                    && let Wrote::Gone = write_control(dir, rel, "cgroup.kill", "1", absent)
-                {
-                    return Ok(Ran::Done);
-                }
-                slice = (slice * 2).min(Duration::from_millis(500));
-            }
-        }
-        KillMethod::Freeze => freeze_kill(dir, rel, deadline),
-        KillMethod::Systemd => Ok(Ran::Unsupported(
-            "systemd's KillUnit runs only with --backend systemd".into(),
-        )),
-        KillMethod::Signal => loop {
-            match signal_members(dir, rel, Signal::KILL) {
-                Ok(_) => {}
-                Err(e) => return Ok(Ran::Failed(e)),
-            }
-            let w = wait_empty_for(dir, rel, Duration::from_millis(20), deadline)?;
-            if w == Waited::Empty || Instant::now() >= deadline {
-                return Ok(Ran::Done);
-            }
-        },
-    }
-}
-
-fn freeze_kill(dir: &CgroupDir, rel: &str, deadline: Instant) -> Result<Ran> {
-    let absent = "cgroup.freeze is absent (kernel before 5.2)";
-    match write_control(dir, rel, "cgroup.freeze", "1", absent) {
-        Wrote::Ok => {}
-        Wrote::Gone => return Ok(Ran::Done),
-        Wrote::Unsupported(r) => return Ok(Ran::Unsupported(r)),
-        Wrote::Failed(e) => return Ok(Ran::Failed(e)),
-    }
-    let file = join(rel, "cgroup.freeze");
-    let result = (|| -> Result<()> {
-        loop {
-            // At most 100 ms: the kernel's test_cgfreezer_ptraced notes that a member in
-            // ptrace-stop may not count as frozen (on 6.18 it does; older kernels differ), and
-            // a task that never freezes must not hold the kill until the timeout. A member that
-            // is not frozen yet is killed all the same (through its pidfd).
-            let left = deadline
-                .saturating_duration_since(Instant::now())
-                .min(Duration::from_millis(100));
-            let frozen = wait_events(dir, rel, left, |e| {
-                e.frozen == Some(true) || e.populated == Some(false)
-            })? == Waited::Empty;
-            if frozen {
-                // Frozen: no member can fork or exit-and-be-reaped, so one list is stable.
-                for pid in members(dir, rel)? {
-                    if let Some(p) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
-                        let _ = rustix::process::kill_process(p, Signal::KILL);
-                    }
-                }
-            } else {
-                // Not (yet) frozen: through pidfds, as a member may exit and its pid be reused.
-                signal_members(dir, rel, Signal::KILL)?;
-            }
-            match dir.write_raw(&file, "0") {
-                Ok(()) => {}
-                Err(Errno::NOENT) | Err(Errno::NODEV) => return Ok(()),
-                Err(e) => return Err(Error::io("write \"0\" to", dir.display_path(&file), e)),
-            }
-            let w = wait_empty_for(dir, rel, Duration::from_millis(100), deadline)?;
-            if w == Waited::Empty || Instant::now() >= deadline {
-                return Ok(());
-            }
-            match dir.write_raw(&file, "1") {
-                Ok(()) => {}
-                Err(Errno::NOENT) | Err(Errno::NODEV) => return Ok(()),
-                Err(e) => return Err(Error::io("write \"1\" to", dir.display_path(&file), e)),
-            }
-        }
-    })();
-    // Never leave the module frozen.
-    let thaw = match dir.write_raw(&file, "0") {
-        Ok(()) | Err(Errno::NOENT) | Err(Errno::NODEV) => Ok(()),
-        Err(e) => Err(Error::io("write \"0\" to", dir.display_path(&file), e)),
-    };
-    match result.and(thaw) {
-        Ok(()) => Ok(Ran::Done),
-        Err(e) => Ok(Ran::Failed(e)),
-    }
-}
-
-/// At most this many pidfds are held at once by [`signal_members`].
-const PIDFD_BATCH: usize = 256;
-
-/// Send `sig` to every process in the subtree through a pidfd, so a reused pid is never
-/// signalled: each pid is opened, then the member list is read again, and only pids still listed
-/// (so the pidfd names the member) are signalled. Returns the pids signalled.
-///
-/// The pidfds are held in batches of at most 256 (`PIDFD_BATCH`), fewer when the descriptor limit is
-/// reached (`EMFILE`, `ENFILE`: half of those held are let go, so the member list can be read
-/// again, and opened in the next batch): a module of thousands of processes is signalled
-/// whole under a service's default `RLIMIT_NOFILE` of 1024, or `prlimit --nofile=64`.
-pub fn signal_members(dir: &CgroupDir, rel: &str, sig: Signal) -> Result<Vec<u32>> {
-    let pids = members(dir, rel)?;
-    let mut sent = Vec::new();
-    let mut next = 0;
-    while next < pids.len() {
-        // (index in pids, pid, pidfd)
-        let mut fds = Vec::new();
-        let mut i = next;
-        while i < pids.len() && fds.len() < PIDFD_BATCH {
-            let pid = pids[i];
-            if let Some(p) = Pid::from_raw(pid as i32) {
-                match pidfd_open(p, PidfdFlags::empty()) {
-                    Ok(fd) => fds.push((i, pid, fd)),
-                    Err(Errno::MFILE) | Err(Errno::NFILE) if !fds.is_empty() => {
-                        // At least one is kept: each batch signals someone, so this ends.
-                        fds.truncate((fds.len() / 2).max(1));
-                        i = fds.last().map_or(next, |(j, _, _)| j + 1);
-                        break;
-                    }
-                    // Exited meanwhile, or no descriptor even for one: not signalled here.
-                    Err(_) => {}
-                }
-            }
-            i += 1;
-        }
-        next = i;
-        let still: HashSet<u32> = members(dir, rel)?.into_iter().collect();
-        for (_, pid, fd) in fds {
-            if still.contains(&pid) && pidfd_send_signal(&fd, sig).is_ok() {
-                sent.push(pid);
-            }
-        }
-    }
-    Ok(sent)
 }

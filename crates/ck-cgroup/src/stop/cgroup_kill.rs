@@ -1,0 +1,40 @@
+//! SIGKILL by `cgroup.kill` (kernel 5.14): `1` written to the module's top takes its whole
+//! subtree, threaded sub-cgroups and frozen, stopped, traced and vfork-blocked members included,
+//! atomically (what they fork meanwhile is killed too). systemd's `cg_kill_kernel_sigkill`.
+
+use std::time::{Duration, Instant};
+
+use super::Ran;
+use super::control::{Wrote, wait_empty_for, write_control};
+use crate::cgroup::root::CgroupDir;
+use crate::cgroup::wait::Waited;
+use crate::error::Result;
+
+/// Write `cgroup.kill`, and again, at growing intervals, while the subtree stays populated
+/// until `deadline`: a process moved in after the write (an exec racing the kill) is not taken
+/// by it.
+pub(super) fn kill(dir: &CgroupDir, rel: &str, deadline: Instant) -> Result<Ran> {
+    let absent = "cgroup.kill is absent (kernel before 5.14)";
+    match write_control(dir, rel, "cgroup.kill", "1", absent) {
+        Wrote::Ok => {}
+        Wrote::Gone => return Ok(Ran::Done),
+        Wrote::Unsupported(r) => return Ok(Ran::Unsupported(r)),
+        Wrote::Failed(e) => return Ok(Ran::Failed(e)),
+    }
+    // cgroup.kill takes what is in the subtree when it is written, and what those fork
+    // meanwhile; a process moved in afterwards (an exec racing this kill) is not taken.
+    // So while the subtree stays populated, write it again.
+    let mut slice = Duration::from_millis(20);
+    loop {
+        if wait_empty_for(dir, rel, slice, deadline)? == Waited::Empty || Instant::now() >= deadline
+        {
+            return Ok(Ran::Done);
+        }
+        if !cfg!(ck_mutation = "no-rekill")
+            && let Wrote::Gone = write_control(dir, rel, "cgroup.kill", "1", absent)
+        {
+            return Ok(Ran::Done);
+        }
+        slice = (slice * 2).min(Duration::from_millis(500));
+    }
+}
