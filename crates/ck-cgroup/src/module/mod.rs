@@ -30,6 +30,7 @@ mod stop;
 
 pub use report::*;
 pub use stop::signal_name;
+#[cfg(feature = "systemd")]
 pub(crate) use stop::{Removed, prune_entries, still_populated};
 
 use crate::cgroup::parse;

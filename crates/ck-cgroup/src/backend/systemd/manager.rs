@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use zbus::{OwnedObjectPath, OwnedVariant, Variant};
 
-use crate::backend::Bus;
+use crate::backend::{Bus, Unavailable, UnitFacts};
 use crate::cgroup::parse::Limit;
 use crate::error::{Error, Result};
 use crate::id::ModuleId;
@@ -26,46 +26,6 @@ use crate::limits::Limits;
 const DEST: &str = "org.freedesktop.systemd1";
 const PATH: &str = "/org/freedesktop/systemd1";
 const MANAGER: &str = "org.freedesktop.systemd1.Manager";
-
-/// What systemd says about the unit that runs the service.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct UnitFacts {
-    /// systemd's version (`Version`, e.g. `252.38-1~deb12u1`), and its leading number.
-    pub version: String,
-    /// The unit's name.
-    pub unit: String,
-    /// `Delegate`.
-    pub delegate: Option<bool>,
-    /// `DelegateControllers`.
-    pub delegate_controllers: Option<Vec<String>>,
-    /// `OOMPolicy`.
-    pub oom_policy: Option<String>,
-    /// `KillMode`.
-    pub kill_mode: Option<String>,
-    /// `TimeoutStopUSec`.
-    pub timeout_stop_usec: Option<u64>,
-    /// `ControlGroup`.
-    pub control_group: Option<String>,
-}
-
-impl UnitFacts {
-    /// The major version number (`252`).
-    pub fn major(&self) -> Option<u32> {
-        self.version
-            .split(|c: char| !c.is_ascii_digit())
-            .next()
-            .and_then(|v| v.parse().ok())
-    }
-}
-
-/// Why systemd could not be asked.
-#[derive(Debug)]
-pub enum Unavailable {
-    /// No bus socket: systemd is not on the bus (a container, a host without systemd).
-    NoBus(String),
-    /// The bus answered with an error.
-    Failed(String),
-}
 
 /// Ask the manager on `bus` for the unit named `unit`, or for the unit of `pid`. A property that
 /// cannot be read is `None` (the version and the unit's name: empty).

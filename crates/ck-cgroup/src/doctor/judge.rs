@@ -1,0 +1,515 @@
+//! The checks, judged from [`Facts`] alone: pure functions, one per check, no I/O.
+
+use super::gather::{
+    Bus, Facts, Failure, MODULES_SLICE, RootFacts, ScopeFacts, ServiceRoot, Unavailable, UnitFacts,
+    WANTED_CONTROLLERS, parse,
+};
+use super::{Check, Outcome};
+
+fn check(name: &str, outcome: Outcome, detail: String, fix: Option<String>) -> Check {
+    Check {
+        name: name.to_string(),
+        outcome,
+        detail,
+        fix,
+    }
+}
+
+/// Every check, in the order `doctor` prints them.
+pub fn judge(f: &Facts) -> Vec<Check> {
+    let mountinfo = f.mountinfo.as_deref().unwrap_or_default();
+    let v1 = hybrid(mountinfo);
+    let mut checks = vec![cgroup2_mounted(mountinfo)];
+    checks.extend(nsdelegate_check(mountinfo));
+    if let Some(s) = &f.scopes {
+        checks.push(systemd_backend(s));
+        checks.extend(scope_controllers(s, v1));
+    }
+    if let Some(r) = &f.root {
+        checks.push(service_root(r));
+        if let ServiceRoot::Opened(r) = r {
+            checks.push(controllers_delegated(r, v1));
+            checks.push(controllers_enabled(r));
+            checks.push(cgroup_kill(r));
+            checks.push(cgroup_freeze(r));
+            checks.push(memory_peak(r));
+        }
+    }
+    checks.push(clone_into_cgroup(&f.kernel_release));
+    match &f.unit {
+        Err(u) => checks.push(systemd_unavailable(u)),
+        Ok(u) => checks.extend(unit_checks(u, f.scopes.is_some())),
+    }
+    checks
+}
+
+/// cgroup v1 hierarchies are mounted too.
+fn hybrid(mountinfo: &str) -> bool {
+    parse::mountinfo(mountinfo)
+        .iter()
+        .any(|m| m.fs_type == "cgroup")
+}
+
+/// `cgroup2 mounted`: the first cgroup2 mount, and whether v1 hierarchies are mounted beside it.
+/// An unreadable mountinfo (`""` here) has no cgroup2 mount.
+fn cgroup2_mounted(mountinfo: &str) -> Check {
+    let name = "cgroup2 mounted";
+    match parse::cgroup2_mounts(mountinfo).first() {
+        Some(m) => check(
+            name,
+            Outcome::Ok,
+            format!(
+                "at {} ({})",
+                m.mount_point.display(),
+                if hybrid(mountinfo) {
+                    "hybrid: cgroup v1 hierarchies are mounted too and may hold controllers"
+                } else {
+                    "unified"
+                }
+            ),
+            None,
+        ),
+        None => check(
+            name,
+            Outcome::Fail,
+            "no cgroup2 filesystem in /proc/self/mountinfo".into(),
+            Some("boot with systemd.unified_cgroup_hierarchy=1 (or mount -t cgroup2 none /sys/fs/cgroup/unified)".into()),
+        ),
+    }
+}
+
+/// `cgroup2 nsdelegate`: whether the hierarchy is mounted with `nsdelegate`, without which the
+/// cgroup namespace that `exec`, `run` and `Root::spawn` give a module only changes what the
+/// module sees (it may still move itself out of its module and write its own limits where its
+/// uid may write). A warning when off, with the fix; `None` without cgroup2 (its own check fails).
+pub fn nsdelegate_check(mountinfo: &str) -> Option<Check> {
+    let on = parse::cgroup2_nsdelegate(mountinfo)?;
+    Some(if on {
+        check(
+            "cgroup2 nsdelegate",
+            Outcome::Ok,
+            "cgroup2 is mounted with nsdelegate: a module in its cgroup namespace can neither leave its module nor write its own limits".into(),
+            None,
+        )
+    } else {
+        check(
+            "cgroup2 nsdelegate",
+            Outcome::Warn,
+            "cgroup2 is mounted without nsdelegate: a module's cgroup namespace only changes what it sees; it can still move itself out of its module and write its own limits where its uid may write".into(),
+            Some("mount cgroup2 with nsdelegate: `mount -o remount,nsdelegate <cgroup2 mount point>` (from the initial namespaces), or fstab's option; systemd mounts it so when it is PID 1".into()),
+        )
+    })
+}
+
+/// `systemd backend`: the manager answers, or why not.
+fn systemd_backend(s: &ScopeFacts) -> Check {
+    match &s.manager {
+        Err(e) => check(
+            "systemd backend",
+            Outcome::Fail,
+            e.error.clone(),
+            e.hint.clone(),
+        ),
+        Ok(m) => check(
+            "systemd backend",
+            Outcome::Ok,
+            format!(
+                "the {} manager answers on {}; modules are scopes in {MODULES_SLICE}",
+                if s.bus == Bus::User { "user" } else { "system" },
+                m.via,
+            ),
+            None,
+        ),
+    }
+}
+
+/// `controllers for module scopes`: those the manager can give module scopes. A user manager gets
+/// no io from systemd 252 (user@.service delegates cpu memory pids): without memory or pids the
+/// backend fails, without the others it only warns. `None` when the manager did not answer.
+fn scope_controllers(s: &ScopeFacts, v1: bool) -> Option<Check> {
+    let m = s.manager.as_ref().ok()?;
+    Some(controllers_check(
+        "controllers for module scopes",
+        m.controllers.as_deref().unwrap_or_default(),
+        |missing| {
+            if missing.iter().any(|c| *c == "memory" || *c == "pids") {
+                Outcome::Fail
+            } else {
+                Outcome::Warn
+            }
+        },
+        if v1 {
+            "this hybrid host keeps those controllers in cgroup v1: boot with systemd.unified_cgroup_hierarchy=1"
+        } else {
+            "limits on those controllers are unavailable to the modules (for a user manager: systemctl edit user@.service, [Service] Delegate=cpu cpuset io memory pids)"
+        },
+    ))
+}
+
+/// `service root`: found, a cgroup2 directory, writable by this user.
+fn service_root(r: &ServiceRoot) -> Check {
+    let failed = |e: &Failure, hint: Option<&str>| {
+        check(
+            "service root",
+            Outcome::Fail,
+            e.error.clone(),
+            e.hint.as_deref().or(hint).map(str::to_string),
+        )
+    };
+    match r {
+        ServiceRoot::Undiscovered(e) => failed(e, Some("pass --root with the service's cgroup")),
+        ServiceRoot::Unopenable(e) => failed(e, None),
+        ServiceRoot::Opened(r) => check(
+            "service root",
+            if r.writable { Outcome::Ok } else { Outcome::Fail },
+            format!(
+                "{} is a cgroup2 directory{}",
+                r.path.display(),
+                if r.writable { ", writable by this user" } else { ", NOT writable by this user" }
+            ),
+            (!r.writable).then(|| {
+                "delegate the service's cgroup to its user: Delegate=memory pids cpu io in the unit (systemctl edit ck-subc.service)".to_string()
+            }),
+        ),
+    }
+}
+
+/// `controllers delegated`: the root's `cgroup.controllers` has every controller the helper uses.
+fn controllers_delegated(r: &RootFacts, v1: bool) -> Check {
+    controllers_check(
+        "controllers delegated",
+        r.controllers.as_deref().unwrap_or_default(),
+        |_| Outcome::Fail,
+        if v1 {
+            "this hybrid host keeps those controllers in cgroup v1: boot with systemd.unified_cgroup_hierarchy=1 (and cgroup_no_v1=all), then add Delegate=memory pids cpu io"
+        } else {
+            "add a drop-in (systemctl edit ck-subc.service):\n[Service]\nDelegate=memory pids cpu io"
+        },
+    )
+}
+
+/// The controllers the helper uses, against those `available`: ok when none is missing, else
+/// `outcome(missing)` with `fix`.
+fn controllers_check(
+    name: &str,
+    available: &[String],
+    outcome: impl Fn(&[&str]) -> Outcome,
+    fix: &str,
+) -> Check {
+    let missing: Vec<&str> = WANTED_CONTROLLERS
+        .iter()
+        .copied()
+        .filter(|c| !available.iter().any(|a| a == c))
+        .collect();
+    if missing.is_empty() {
+        return check(
+            name,
+            Outcome::Ok,
+            format!("{} available", WANTED_CONTROLLERS.join(" ")),
+            None,
+        );
+    }
+    check(
+        name,
+        outcome(&missing),
+        format!(
+            "missing from cgroup.controllers: {} (available: {})",
+            missing.join(" "),
+            if available.is_empty() {
+                "none".to_string()
+            } else {
+                available.join(" ")
+            }
+        ),
+        Some(fix.to_string()),
+    )
+}
+
+/// `controllers enabled for the modules`: `subc-modules/` exists and every wanted controller the
+/// root has is in its `cgroup.subtree_control`; a warning (`init` fixes it) otherwise.
+fn controllers_enabled(r: &RootFacts) -> Check {
+    let available = r.controllers.as_deref().unwrap_or_default();
+    let enabled = r.enabled.as_deref().unwrap_or_default();
+    let not_enabled: Vec<&str> = WANTED_CONTROLLERS
+        .iter()
+        .copied()
+        .filter(|c| available.iter().any(|a| a == c) && !enabled.iter().any(|e| e == c))
+        .collect();
+    let layout = r.layout.unwrap_or(false);
+    let ok = not_enabled.is_empty() && layout;
+    check(
+        "controllers enabled for the modules",
+        if ok { Outcome::Ok } else { Outcome::Warn },
+        if !layout {
+            "subc-modules/ does not exist yet".into()
+        } else if not_enabled.is_empty() {
+            format!(
+                "subc-modules/cgroup.subtree_control: {}",
+                if enabled.is_empty() {
+                    "-".into()
+                } else {
+                    enabled.join(" ")
+                }
+            )
+        } else {
+            format!("available but not enabled: {}", not_enabled.join(" "))
+        },
+        (!ok).then(|| "run `ck-cgroup init` (the daemon does, before its first spawn)".to_string()),
+    )
+}
+
+/// `kernel: <file>`: a cgroup file that a kill method needs, with the version that brought it.
+fn kernel_file(file: &str, there: bool, version: &str, what: &str, fallback: &str) -> Check {
+    check(
+        &format!("kernel: {file}"),
+        if there { Outcome::Ok } else { Outcome::Warn },
+        if there {
+            format!("present ({what})")
+        } else {
+            format!("absent (kernel before {version}): {fallback}")
+        },
+        (!there).then(|| format!("a kernel {version} or newer")),
+    )
+}
+
+/// `kernel: cgroup.kill`.
+fn cgroup_kill(r: &RootFacts) -> Check {
+    kernel_file(
+        "cgroup.kill",
+        r.cgroup_kill,
+        "5.14",
+        "kill --method cgroup-kill",
+        "kill falls through to the freezer",
+    )
+}
+
+/// `kernel: cgroup.freeze`.
+fn cgroup_freeze(r: &RootFacts) -> Check {
+    kernel_file(
+        "cgroup.freeze",
+        r.cgroup_freeze,
+        "5.2",
+        "kill --method freeze",
+        "kill falls through to per-process SIGKILL",
+    )
+}
+
+/// `kernel: memory.peak`: a warning without a fix when absent (`status` shows the peak unknown).
+fn memory_peak(r: &RootFacts) -> Check {
+    let memory = r
+        .controllers
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c == "memory");
+    check(
+        "kernel: memory.peak",
+        if r.memory_peak {
+            Outcome::Ok
+        } else {
+            Outcome::Warn
+        },
+        if r.memory_peak {
+            "present".into()
+        } else if !memory {
+            "not checked: no memory controller".into()
+        } else {
+            "absent (kernel before 5.19): status shows the peak as unknown".into()
+        },
+        None,
+    )
+}
+
+fn kernel_at_least(release: &str, major: u32, minor: u32) -> bool {
+    let mut it = release
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|p| p.parse::<u32>().ok());
+    let (a, b) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
+    (a, b) >= (major, minor)
+}
+
+/// `kernel: CLONE_INTO_CGROUP`: 5.7 or newer, else a warning (spawn has a fall-back).
+fn clone_into_cgroup(release: &str) -> Check {
+    let clone3 = kernel_at_least(release, 5, 7);
+    check(
+        "kernel: CLONE_INTO_CGROUP",
+        if clone3 { Outcome::Ok } else { Outcome::Warn },
+        format!(
+            "kernel {release}: {}",
+            if clone3 {
+                "spawn places the child with clone3"
+            } else {
+                "before 5.7: spawn falls back to a pre-exec write to cgroup.procs"
+            }
+        ),
+        None,
+    )
+}
+
+/// `systemd`: why the unit's settings were not checked, as a warning.
+fn systemd_unavailable(u: &Unavailable) -> Check {
+    match u {
+        Unavailable::NoBus(e) => check(
+            "systemd",
+            Outcome::Warn,
+            format!("systemd is not on the bus ({e}); the unit's settings were not checked"),
+            None,
+        ),
+        Unavailable::Failed(e) => check(
+            "systemd",
+            Outcome::Warn,
+            format!("systemd did not answer: {e}"),
+            Some("name the unit with --unit ck-subc.service".into()),
+        ),
+        Unavailable::NotBuilt => check(
+            "systemd",
+            Outcome::Warn,
+            "this build of the ck-cgroup library has no systemd support; the unit's settings were not checked".into(),
+            Some("build the ck-cgroup crate with its `systemd` feature (the ck-cgroup binary has it)".into()),
+        ),
+    }
+}
+
+/// The checks of the unit's settings; `scopes`: the systemd backend, where `Delegate=` does not
+/// matter.
+fn unit_checks(f: &UnitFacts, scopes: bool) -> Vec<Check> {
+    vec![
+        systemd_unit(f),
+        if scopes {
+            delegate_for_scopes(f)
+        } else {
+            delegate(f)
+        },
+        setting(f, "OOMPolicy=", f.oom_policy.as_deref(), "continue"),
+        setting(f, "KillMode=", f.kill_mode.as_deref(), "mixed"),
+        timeout_stop(f),
+        delegate_subgroup(f),
+    ]
+}
+
+/// The fix for a unit setting: a drop-in with `line`.
+fn edit(f: &UnitFacts, line: &str) -> String {
+    format!(
+        "add a drop-in (systemctl edit {}):\n[Service]\n{line}",
+        f.unit
+    )
+}
+
+/// `systemd unit`: which unit, which systemd, which cgroup; always ok.
+fn systemd_unit(f: &UnitFacts) -> Check {
+    check(
+        "systemd unit",
+        Outcome::Ok,
+        format!(
+            "{} (systemd {}), cgroup {}",
+            f.unit,
+            f.version,
+            f.control_group.as_deref().unwrap_or("-")
+        ),
+        None,
+    )
+}
+
+/// `Delegate=` with the systemd backend: ok whatever it is.
+fn delegate_for_scopes(f: &UnitFacts) -> Check {
+    check(
+        "Delegate=",
+        Outcome::Ok,
+        format!(
+            "{}: not needed, the modules are systemd's scopes (--backend systemd)",
+            match f.delegate {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "unknown",
+            }
+        ),
+        None,
+    )
+}
+
+/// `Delegate=`: yes, with every controller the helper uses. Where it is `no` the fix also names
+/// the way out for a service that must stay undelegated: the systemd backend.
+fn delegate(f: &UnitFacts) -> Check {
+    let ctl = f.delegate_controllers.as_deref().unwrap_or_default();
+    let ok = f.delegate == Some(true)
+        && WANTED_CONTROLLERS
+            .iter()
+            .all(|c| ctl.iter().any(|x| x == c));
+    check(
+        "Delegate=",
+        if ok { Outcome::Ok } else { Outcome::Fail },
+        match f.delegate {
+            Some(true) => format!(
+                "yes, controllers: {}",
+                if ctl.is_empty() {
+                    "-".into()
+                } else {
+                    ctl.join(" ")
+                }
+            ),
+            Some(false) => {
+                "no: the service's cgroup is systemd's; modules cannot get cgroups of their own"
+                    .into()
+            }
+            None => "unknown".into(),
+        },
+        (!ok).then(|| {
+            let fix = edit(f, "Delegate=memory pids cpu io");
+            if f.delegate == Some(false) {
+                // The incident's host: delegation may be forbidden by local policy.
+                format!(
+                    "{fix}\n(where the service must stay undelegated: run its modules as systemd scopes, `ck-cgroup exec --backend systemd`, e.g. Environment=CK_CGROUP_BACKEND=systemd in the same drop-in instead)"
+                )
+            } else {
+                fix
+            }
+        }),
+    )
+}
+
+/// A string setting (`OOMPolicy=`, `KillMode=`) that must be `wanted`.
+fn setting(f: &UnitFacts, name: &str, value: Option<&str>, wanted: &str) -> Check {
+    let ok = value == Some(wanted);
+    check(
+        name,
+        if ok { Outcome::Ok } else { Outcome::Fail },
+        value.unwrap_or("unknown").to_string(),
+        (!ok).then(|| edit(f, &format!("{name}{wanted}"))),
+    )
+}
+
+/// `TimeoutStopSec=`: 35 s, as the packaged unit sets it.
+fn timeout_stop(f: &UnitFacts) -> Check {
+    let ok = f.timeout_stop_usec == Some(35_000_000);
+    check(
+        "TimeoutStopSec=",
+        if ok { Outcome::Ok } else { Outcome::Fail },
+        f.timeout_stop_usec
+            .map_or("unknown".into(), |u| format!("{} s", u as f64 / 1e6)),
+        (!ok).then(|| edit(f, "TimeoutStopSec=35")),
+    )
+}
+
+/// `DelegateSubgroup=`: informational; systemd 254 has it, older ones need `init` first.
+fn delegate_subgroup(f: &UnitFacts) -> Check {
+    let sub = f.major().is_some_and(|v| v >= 254);
+    check(
+        "DelegateSubgroup=",
+        Outcome::Ok,
+        if sub {
+            format!(
+                "systemd {} has it: DelegateSubgroup=daemon puts the daemon in its leaf",
+                f.version
+            )
+        } else {
+            format!(
+                "systemd {} is older than 254: the daemon runs `ck-cgroup init` before its first spawn",
+                f.version
+            )
+        },
+        None,
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,534 @@
+//! The checks of [`super`], each judged on facts built by hand (and fixture text where `doctor`
+//! reads a file): its pass, and its failure or warning with the fix.
+
+use std::path::Path;
+
+use super::*;
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures")
+            .join(name),
+    )
+    .unwrap()
+}
+
+fn strings(s: &str) -> Option<Vec<String>> {
+    Some(s.split_whitespace().map(str::to_string).collect())
+}
+
+/// A delegated root on a kernel with every file, `subc-modules/` made by `init`.
+fn root() -> RootFacts {
+    RootFacts {
+        path: "/sys/fs/cgroup/system.slice/ck-subc.service".into(),
+        writable: true,
+        controllers: Some(parse::controllers(&fixture("cgroup.controllers"))),
+        enabled: strings("memory pids cpu io"),
+        layout: Some(true),
+        cgroup_kill: true,
+        cgroup_freeze: true,
+        memory_peak: true,
+    }
+}
+
+/// The packaged unit, on systemd 254.
+fn unit() -> UnitFacts {
+    UnitFacts {
+        version: "254.5-1".into(),
+        unit: "ck-subc.service".into(),
+        delegate: Some(true),
+        delegate_controllers: strings("cpu io memory pids"),
+        oom_policy: Some("continue".into()),
+        kill_mode: Some("mixed".into()),
+        timeout_stop_usec: Some(35_000_000),
+        control_group: Some("/system.slice/ck-subc.service".into()),
+    }
+}
+
+/// A ready host: unified cgroup2 with nsdelegate, the root above, the unit above.
+fn facts() -> Facts {
+    Facts {
+        mountinfo: Some(fixture("mountinfo.unified")),
+        kernel_release: "6.1.0-26-amd64".into(),
+        scopes: None,
+        root: Some(ServiceRoot::Opened(root())),
+        unit: Ok(unit()),
+    }
+}
+
+fn scopes(bus: Bus, controllers: &str) -> ScopeFacts {
+    ScopeFacts {
+        bus,
+        manager: Ok(super::super::gather::ManagerFacts {
+            via: "the system bus".into(),
+            controllers: strings(controllers),
+        }),
+    }
+}
+
+fn failure(error: &str, hint: Option<&str>) -> Failure {
+    Failure {
+        error: error.into(),
+        hint: hint.map(str::to_string),
+    }
+}
+
+/// A check in one string: `<outcome>: <detail>`, then `\nfix: <fix>` where it has one.
+fn seen(c: &Check) -> String {
+    let outcome = format!("{:?}", c.outcome).to_lowercase();
+    let fix = c
+        .fix
+        .as_ref()
+        .map_or(String::new(), |f| format!("\nfix: {f}"));
+    format!("{outcome}: {}{fix}", c.detail)
+}
+
+fn names(checks: &[Check]) -> Vec<&str> {
+    checks.iter().map(|c| c.name.as_str()).collect()
+}
+
+#[test]
+fn a_ready_host_passes_every_check_in_order() {
+    let checks = judge(&facts());
+    assert_eq!(
+        names(&checks),
+        [
+            "cgroup2 mounted",
+            "cgroup2 nsdelegate",
+            "service root",
+            "controllers delegated",
+            "controllers enabled for the modules",
+            "kernel: cgroup.kill",
+            "kernel: cgroup.freeze",
+            "kernel: memory.peak",
+            "kernel: CLONE_INTO_CGROUP",
+            "systemd unit",
+            "Delegate=",
+            "OOMPolicy=",
+            "KillMode=",
+            "TimeoutStopSec=",
+            "DelegateSubgroup=",
+        ]
+    );
+    for c in &checks {
+        assert_eq!((c.outcome, c.fix.as_deref()), (Outcome::Ok, None), "{c:?}");
+    }
+    assert!(super::super::Report::new(checks).ready);
+}
+
+#[test]
+fn cgroup2_mounted_names_the_mount_and_whether_v1_is_beside_it() {
+    let unified = fixture("mountinfo.unified");
+    let c = cgroup2_mounted(&unified);
+    assert_eq!(seen(&c), "ok: at /sys/fs/cgroup (unified)");
+    let c = cgroup2_mounted(&fixture("mountinfo.hybrid"));
+    assert_eq!(
+        seen(&c),
+        "ok: at /sys/fs/cgroup/unified (hybrid: cgroup v1 hierarchies are mounted too and may hold controllers)"
+    );
+    let v1_only: String = fixture("mountinfo.hybrid")
+        .lines()
+        .filter(|l| !l.contains(" - cgroup2 "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    for c in [cgroup2_mounted(&v1_only), cgroup2_mounted("")] {
+        assert_eq!(
+            seen(&c),
+            "fail: no cgroup2 filesystem in /proc/self/mountinfo\nfix: boot with systemd.unified_cgroup_hierarchy=1 (or mount -t cgroup2 none /sys/fs/cgroup/unified)"
+        );
+    }
+    // An unreadable mountinfo is judged as one without cgroup2: it fails, and nsdelegate is not
+    // judged at all.
+    let checks = judge(&Facts {
+        mountinfo: None,
+        ..facts()
+    });
+    assert_eq!(checks[0].outcome, Outcome::Fail);
+    assert!(!names(&checks).contains(&"cgroup2 nsdelegate"));
+}
+
+#[test]
+fn nsdelegate_is_one_line_warning_with_the_fix_when_off() {
+    let on = nsdelegate_check(&fixture("mountinfo.unified")).unwrap();
+    assert_eq!(
+        (on.name.as_str(), on.outcome, on.fix.is_none()),
+        ("cgroup2 nsdelegate", Outcome::Ok, true)
+    );
+    let off = nsdelegate_check(&fixture("mountinfo.hybrid")).unwrap();
+    assert_eq!(off.outcome, Outcome::Warn, "{}", off.detail);
+    assert!(
+        off.fix
+            .as_deref()
+            .unwrap_or("")
+            .contains("remount,nsdelegate")
+    );
+    assert!(nsdelegate_check("").is_none());
+}
+
+#[test]
+fn kernel_versions() {
+    assert!(kernel_at_least("6.1.0-26-amd64", 5, 7));
+    assert!(kernel_at_least("5.7.0", 5, 7));
+    assert!(!kernel_at_least("5.4.0-150-generic", 5, 7));
+    assert!(kernel_at_least("6.18.44-fc-v769", 5, 14));
+}
+
+#[test]
+fn delegate_no_fails_with_both_ways_out_but_is_fine_for_the_systemd_backend() {
+    // The incident's unit: systemd 252, nothing as packaged.
+    let f = UnitFacts {
+        version: "252.38-1~deb12u1".into(),
+        delegate: Some(false),
+        delegate_controllers: strings(""),
+        oom_policy: Some("stop".into()),
+        kill_mode: Some("control-group".into()),
+        timeout_stop_usec: Some(90_000_000),
+        ..unit()
+    };
+    let failed = |c: &[Check]| -> Vec<String> {
+        let fail = c.iter().filter(|c| c.outcome == Outcome::Fail);
+        fail.map(|c| format!("{} {}", c.name, c.detail)).collect()
+    };
+    let c = unit_checks(&f, false);
+    assert_eq!(
+        failed(&c),
+        [
+            "Delegate= no: the service's cgroup is systemd's; modules cannot get cgroups of their own",
+            "OOMPolicy= stop",
+            "KillMode= control-group",
+            "TimeoutStopSec= 90 s"
+        ]
+    );
+    let fix = c[1].fix.as_deref().unwrap();
+    assert!(fix.starts_with("add a drop-in (systemctl edit ck-subc.service):\n[Service]\nDelegate=memory pids cpu io\n(where"));
+    assert!(fix.contains("`ck-cgroup exec --backend systemd`"), "{fix}");
+    assert!(
+        c[5].detail
+            .contains("is older than 254: the daemon runs `ck-cgroup init`")
+    );
+    // With the systemd backend, Delegate=no is fine; the rest still fails.
+    let c = unit_checks(&f, true);
+    assert_eq!(failed(&c)[..], failed(&unit_checks(&f, false))[1..]);
+    assert_eq!(
+        seen(&c[1]),
+        "ok: no: not needed, the modules are systemd's scopes (--backend systemd)"
+    );
+}
+
+#[test]
+fn the_systemd_backend_answers_or_fails_with_the_errors_hint() {
+    let s = scopes(Bus::System, "cpu io memory pids");
+    assert_eq!(
+        seen(&systemd_backend(&s)),
+        "ok: the system manager answers on the system bus; modules are scopes in module.slice"
+    );
+    let user = ScopeFacts {
+        bus: Bus::User,
+        ..scopes(Bus::User, "")
+    };
+    assert!(
+        systemd_backend(&user)
+            .detail
+            .starts_with("the user manager")
+    );
+    let down = ScopeFacts {
+        bus: Bus::System,
+        manager: Err(failure(
+            "cannot reach the system manager",
+            Some("use cgroupfs"),
+        )),
+    };
+    assert_eq!(
+        seen(&systemd_backend(&down)),
+        "fail: cannot reach the system manager\nfix: use cgroupfs"
+    );
+    // Without a manager, nothing about its controllers; with the backend, no root checks.
+    assert!(scope_controllers(&down, false).is_none());
+    let checks = judge(&Facts {
+        scopes: Some(down),
+        root: None,
+        ..facts()
+    });
+    assert_eq!(
+        names(&checks)[..4],
+        [
+            "cgroup2 mounted",
+            "cgroup2 nsdelegate",
+            "systemd backend",
+            "kernel: CLONE_INTO_CGROUP"
+        ]
+    );
+}
+
+#[test]
+fn scope_controllers_fail_without_memory_or_pids_and_warn_without_the_others() {
+    let ok = scope_controllers(&scopes(Bus::System, "cpu io memory pids"), false).unwrap();
+    assert_eq!(seen(&ok), "ok: memory pids cpu io available");
+    let user = scope_controllers(&scopes(Bus::User, "cpu memory pids"), false).unwrap();
+    assert_eq!(user.name, "controllers for module scopes");
+    assert_eq!(
+        seen(&user),
+        "warn: missing from cgroup.controllers: io (available: cpu memory pids)\nfix: limits on those controllers are unavailable to the modules (for a user manager: systemctl edit user@.service, [Service] Delegate=cpu cpuset io memory pids)"
+    );
+    let no_memory = scope_controllers(&scopes(Bus::System, "cpu io pids"), true).unwrap();
+    assert_eq!(no_memory.outcome, Outcome::Fail);
+    assert!(
+        no_memory
+            .fix
+            .unwrap()
+            .contains("keeps those controllers in cgroup v1")
+    );
+    // Unreadable: nothing is available, said as such.
+    let mut unread = scopes(Bus::System, "");
+    if let Ok(m) = &mut unread.manager {
+        m.controllers = None;
+    }
+    let c = scope_controllers(&unread, false).unwrap();
+    assert_eq!(
+        (c.outcome, c.detail.as_str()),
+        (
+            Outcome::Fail,
+            "missing from cgroup.controllers: memory pids cpu io (available: none)"
+        )
+    );
+}
+
+#[test]
+fn the_service_root_fails_with_the_fix_when_not_found_opened_or_writable() {
+    let ok = service_root(&ServiceRoot::Opened(root()));
+    assert_eq!(
+        seen(&ok),
+        "ok: /sys/fs/cgroup/system.slice/ck-subc.service is a cgroup2 directory, writable by this user"
+    );
+    let ro = service_root(&ServiceRoot::Opened(RootFacts {
+        writable: false,
+        ..root()
+    }));
+    assert_eq!(
+        seen(&ro),
+        "fail: /sys/fs/cgroup/system.slice/ck-subc.service is a cgroup2 directory, NOT writable by this user\nfix: delegate the service's cgroup to its user: Delegate=memory pids cpu io in the unit (systemctl edit ck-subc.service)"
+    );
+    let lost = service_root(&ServiceRoot::Undiscovered(failure("no root", None)));
+    assert_eq!(
+        seen(&lost),
+        "fail: no root\nfix: pass --root with the service's cgroup"
+    );
+    let hinted = service_root(&ServiceRoot::Undiscovered(failure(
+        "at the root",
+        Some("use sandbox"),
+    )));
+    assert_eq!(hinted.fix.as_deref(), Some("use sandbox"));
+    let tmp = service_root(&ServiceRoot::Unopenable(failure(
+        "/tmp is not on a cgroup2 filesystem",
+        Some("pass a directory under the cgroup2 mount"),
+    )));
+    assert_eq!(
+        seen(&tmp),
+        "fail: /tmp is not on a cgroup2 filesystem\nfix: pass a directory under the cgroup2 mount"
+    );
+    // An unusable root is one line: none of the checks of its files.
+    let checks = judge(&Facts {
+        root: Some(ServiceRoot::Unopenable(failure("gone", None))),
+        ..facts()
+    });
+    assert!(!names(&checks).contains(&"controllers delegated"));
+    assert!(!super::super::Report::new(checks).ready);
+}
+
+#[test]
+fn controllers_delegated_fails_with_the_drop_in_or_the_hybrid_fix() {
+    assert_eq!(
+        seen(&controllers_delegated(&root(), false)),
+        "ok: memory pids cpu io available"
+    );
+    let few = RootFacts {
+        controllers: strings("cpuset cpu memory pids"),
+        ..root()
+    };
+    assert_eq!(
+        seen(&controllers_delegated(&few, false)),
+        "fail: missing from cgroup.controllers: io (available: cpuset cpu memory pids)\nfix: add a drop-in (systemctl edit ck-subc.service):\n[Service]\nDelegate=memory pids cpu io"
+    );
+    let none = RootFacts {
+        controllers: None,
+        ..root()
+    };
+    assert_eq!(
+        seen(&controllers_delegated(&none, true)),
+        "fail: missing from cgroup.controllers: memory pids cpu io (available: none)\nfix: this hybrid host keeps those controllers in cgroup v1: boot with systemd.unified_cgroup_hierarchy=1 (and cgroup_no_v1=all), then add Delegate=memory pids cpu io"
+    );
+}
+
+#[test]
+fn controllers_enabled_warns_until_init_made_the_layout_and_enabled_them() {
+    let init = "\nfix: run `ck-cgroup init` (the daemon does, before its first spawn)";
+    assert_eq!(
+        seen(&controllers_enabled(&root())),
+        "ok: subc-modules/cgroup.subtree_control: memory pids cpu io"
+    );
+    // Nothing available, nothing enabled: nothing to do.
+    let bare = RootFacts {
+        controllers: strings(""),
+        enabled: strings(""),
+        ..root()
+    };
+    assert_eq!(
+        seen(&controllers_enabled(&bare)),
+        "ok: subc-modules/cgroup.subtree_control: -"
+    );
+    let half = RootFacts {
+        enabled: strings("memory pids"),
+        ..root()
+    };
+    assert_eq!(
+        seen(&controllers_enabled(&half)),
+        format!("warn: available but not enabled: cpu io{init}")
+    );
+    for layout in [Some(false), None] {
+        let fresh = RootFacts { layout, ..root() };
+        assert_eq!(
+            seen(&controllers_enabled(&fresh)),
+            format!("warn: subc-modules/ does not exist yet{init}")
+        );
+    }
+}
+
+#[test]
+fn kernel_files_warn_with_the_version_that_brought_them() {
+    assert_eq!(
+        seen(&cgroup_kill(&root())),
+        "ok: present (kill --method cgroup-kill)"
+    );
+    assert_eq!(
+        seen(&cgroup_freeze(&root())),
+        "ok: present (kill --method freeze)"
+    );
+    let old = RootFacts {
+        cgroup_kill: false,
+        cgroup_freeze: false,
+        memory_peak: false,
+        ..root()
+    };
+    let kill = cgroup_kill(&old);
+    assert_eq!(kill.name, "kernel: cgroup.kill");
+    assert_eq!(
+        seen(&kill),
+        "warn: absent (kernel before 5.14): kill falls through to the freezer\nfix: a kernel 5.14 or newer"
+    );
+    assert_eq!(
+        seen(&cgroup_freeze(&old)),
+        "warn: absent (kernel before 5.2): kill falls through to per-process SIGKILL\nfix: a kernel 5.2 or newer"
+    );
+    assert_eq!(seen(&memory_peak(&root())), "ok: present");
+    assert_eq!(
+        seen(&memory_peak(&old)),
+        "warn: absent (kernel before 5.19): status shows the peak as unknown"
+    );
+    let no_memory = RootFacts {
+        controllers: strings("cpu io pids"),
+        ..old
+    };
+    assert_eq!(
+        seen(&memory_peak(&no_memory)),
+        "warn: not checked: no memory controller"
+    );
+}
+
+#[test]
+fn clone_into_cgroup_warns_before_5_7() {
+    assert_eq!(
+        seen(&clone_into_cgroup("6.1.0-26-amd64")),
+        "ok: kernel 6.1.0-26-amd64: spawn places the child with clone3"
+    );
+    assert_eq!(
+        seen(&clone_into_cgroup("5.4.0-150-generic")),
+        "warn: kernel 5.4.0-150-generic: before 5.7: spawn falls back to a pre-exec write to cgroup.procs"
+    );
+}
+
+#[test]
+fn without_systemd_the_unit_is_one_visible_warning() {
+    let checks = judge(&Facts {
+        unit: Err(Unavailable::NoBus("no socket".into())),
+        ..facts()
+    });
+    let last = checks.last().unwrap();
+    assert_eq!(last.name, "systemd");
+    assert_eq!(
+        seen(last),
+        "warn: systemd is not on the bus (no socket); the unit's settings were not checked"
+    );
+    assert!(!names(&checks).contains(&"OOMPolicy="));
+    assert_eq!(
+        seen(&systemd_unavailable(&Unavailable::Failed(
+            "no unit x is loaded".into()
+        ))),
+        "warn: systemd did not answer: no unit x is loaded\nfix: name the unit with --unit ck-subc.service"
+    );
+}
+
+#[test]
+fn each_unit_setting_passes_as_packaged_and_fails_with_its_drop_in() {
+    let c = unit_checks(&unit(), false);
+    assert_eq!(
+        seen(&c[0]),
+        "ok: ck-subc.service (systemd 254.5-1), cgroup /system.slice/ck-subc.service"
+    );
+    assert_eq!(seen(&c[1]), "ok: yes, controllers: cpu io memory pids");
+    assert_eq!(seen(&c[2]), "ok: continue");
+    assert_eq!(seen(&c[3]), "ok: mixed");
+    assert_eq!(seen(&c[4]), "ok: 35 s");
+    assert_eq!(
+        seen(&c[5]),
+        "ok: systemd 254.5-1 has it: DelegateSubgroup=daemon puts the daemon in its leaf"
+    );
+    let drop_in =
+        |line: &str| format!("add a drop-in (systemctl edit ck-subc.service):\n[Service]\n{line}");
+    let unknown = UnitFacts {
+        delegate: None,
+        delegate_controllers: None,
+        oom_policy: None,
+        kill_mode: None,
+        timeout_stop_usec: None,
+        control_group: None,
+        ..unit()
+    };
+    let c = unit_checks(&unknown, false);
+    assert!(c[0].detail.ends_with("cgroup -"), "{}", c[0].detail);
+    let want = [
+        ("Delegate=", drop_in("Delegate=memory pids cpu io")),
+        ("OOMPolicy=", drop_in("OOMPolicy=continue")),
+        ("KillMode=", drop_in("KillMode=mixed")),
+        ("TimeoutStopSec=", drop_in("TimeoutStopSec=35")),
+    ];
+    for (c, (name, fix)) in c[1..5].iter().zip(want) {
+        assert_eq!(c.name, name);
+        assert_eq!(seen(c), format!("fail: unknown\nfix: {fix}"));
+    }
+    // Delegated, but not every controller: the fix is the drop-in alone.
+    let short = UnitFacts {
+        delegate_controllers: strings("memory pids"),
+        ..unit()
+    };
+    let d = delegate(&short);
+    assert_eq!(
+        seen(&d),
+        format!(
+            "fail: yes, controllers: memory pids\nfix: {}",
+            drop_in("Delegate=memory pids cpu io")
+        )
+    );
+    assert_eq!(
+        delegate(&UnitFacts {
+            delegate_controllers: strings(""),
+            ..unit()
+        })
+        .detail,
+        "yes, controllers: -"
+    );
+    assert_eq!(
+        delegate_for_scopes(&unknown).detail,
+        "unknown: not needed, the modules are systemd's scopes (--backend systemd)"
+    );
+}
