@@ -317,7 +317,7 @@ pub struct BackendArgs {
         long,
         value_enum,
         default_value = "cgroupfs",
-        env = ck_cgroup::backend::systemd::ENV_BACKEND,
+        env = super::backend::ENV_BACKEND,
         value_name = "BACKEND"
     )]
     pub backend: Backend,
@@ -343,24 +343,6 @@ pub enum ManagerArg {
     System,
     /// The caller's user manager (systemd --user).
     User,
-}
-
-impl BackendArgs {
-    /// The manager to ask, when the backend is systemd.
-    pub fn systemd(&self) -> Option<ck_cgroup::backend::Bus> {
-        (self.backend == Backend::Systemd).then(|| bus(self.manager))
-    }
-}
-
-/// `--manager`, or the default: the system manager for root, the user's own for everyone else.
-pub fn bus(manager: Option<ManagerArg>) -> ck_cgroup::backend::Bus {
-    use ck_cgroup::backend::Bus;
-    match manager {
-        Some(ManagerArg::System) => Bus::System,
-        Some(ManagerArg::User) => Bus::User,
-        None if rustix::process::geteuid().is_root() => Bus::System,
-        None => Bus::User,
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,7 +1,11 @@
-//! The binary's own modules: the clap definition, the renderers, durations and CMD's lookup.
+//! The binary's own modules: the clap definition, the backend choice, one function per command,
+//! the exit codes, the renderers, durations and CMD's lookup.
 
 pub mod args;
+pub mod backend;
+pub mod commands;
 pub mod duration;
+pub mod exit;
 pub mod generate;
 pub mod output;
 pub mod program;

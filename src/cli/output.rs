@@ -243,12 +243,9 @@ impl Output {
         })
     }
 
-    pub fn list(&self, root: &Path, modules: &[ModuleEntry]) -> io::Result<()> {
-        self.list_scopes(Some(root), modules)
-    }
-
-    /// `list`; for the systemd backend `root` is module.slice's cgroup (`null`: not loaded).
-    pub fn list_scopes(&self, root: Option<&Path>, modules: &[ModuleEntry]) -> io::Result<()> {
+    /// `list`: `root` is the service's root, or for the systemd backend module.slice's cgroup
+    /// (`null`: not loaded).
+    pub fn list(&self, root: Option<&Path>, modules: &[ModuleEntry]) -> io::Result<()> {
         #[derive(Serialize)]
         struct List<'a> {
             root: Option<&'a Path>,

@@ -10,6 +10,8 @@ use std::path::PathBuf;
 use rustix::fs::{Access, AtFlags, CWD, FileType, accessat, stat};
 use rustix::io::Errno;
 
+use super::exit::{CmdEnd, cmd_status};
+
 /// Why CMD cannot run, with the exit code the shell uses for it: 127 not found, 126 found but
 /// not executable.
 #[derive(Debug)]
@@ -33,11 +35,11 @@ fn resolve_in(prog: &str, path: Option<OsString>) -> Result<PathBuf, NotRunnable
     let fail = |errno: Errno| {
         let e = io::Error::from(errno);
         NotRunnable {
-            code: if errno == Errno::NOENT || errno == Errno::NOTDIR {
-                127
+            code: cmd_status(if errno == Errno::NOENT || errno == Errno::NOTDIR {
+                CmdEnd::NotFound
             } else {
-                126
-            },
+                CmdEnd::NotExecutable
+            }) as u8,
             message: format!("failed to execute {prog:?}: {e}"),
         }
     };
@@ -46,7 +48,7 @@ fn resolve_in(prog: &str, path: Option<OsString>) -> Result<PathBuf, NotRunnable
     }
     if prog.contains('\0') {
         return Err(NotRunnable {
-            code: 127,
+            code: cmd_status(CmdEnd::NotFound) as u8,
             message: format!("failed to execute {prog:?}: it contains a NUL byte"),
         });
     }

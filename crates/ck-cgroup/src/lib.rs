@@ -6,9 +6,21 @@
 //! by parent pid, and it is killed and removed as a set ([`Root::kill`]). A [`Sandbox`] is an
 //! isolated root for tests: a fresh cgroup that is emptied and removed when it is dropped.
 //!
-//! Layers, each calling only downwards:
-//! [`parse`] (kernel files to types) ← [`root`] (an open cgroup2 directory; every access beneath
-//! it through `openat2`) ← [`module`] (operations on a service root) ← the `ck-cgroup` binary.
+//! Layers, as folders, each importing only from the layers below it (no import cycle):
+//!
+//! ```text
+//! doctor/, sandbox            checks of a host; isolated roots for tests
+//! backend/                    Backend: cgroupfs (a Root) or systemd scopes (feature "systemd")
+//! policy, telemetry/, discover  limits from a file; status and watch; finding the service root
+//! module/                     Root: a service root's operations (init, create, place, spawn, stop, prune)
+//! limits, stop/, spawn/, signals  the limit table; one file per kill mechanism; clone3 and the pre-exec path
+//! cgroup/                     CgroupDir (every access beneath it by openat2), parse, tree walks, waits
+//! layout, id, error           where modules live and their names; ids; errors
+//! ```
+//!
+//! A new kill mechanism is a file in [`stop`] and an arm of its private `Mechanism`; a new
+//! limit is a row of [`limits`] with its parser; a new backend operation is a method of
+//! [`backend::Backend`]. The `systemd` feature (off by default) adds the D-Bus backend and zbus.
 //!
 //! Kernel reference: <https://docs.kernel.org/admin-guide/cgroup-v2.html>.
 

@@ -1,9 +1,175 @@
-//! Backends: who makes and stops a module's cgroup. The cgroupfs backend is [`crate::module::Root`]
-//! on a delegated subtree; the systemd backend ([`systemd`], behind the `systemd` feature) makes
-//! each module a transient scope over D-Bus.
+//! Backends: who makes and stops a module's cgroup, as one type, [`Backend`]. The cgroupfs
+//! backend is [`crate::module::Root`] on a delegated subtree; the systemd backend ([`systemd`],
+//! behind the `systemd` feature) makes each module a transient scope over D-Bus. A new operation
+//! both have is one method here; an operation only cgroupfs has takes [`Cgroupfs`].
+
+use std::path::PathBuf;
+
+use crate::discover;
+use crate::error::Error;
+use crate::id::ModuleId;
+use crate::limits::{Limits, Skipped};
+use crate::module::{ModuleEntry, PruneEntry, Root, StopReport};
+use crate::stop::StopOptions;
+use crate::telemetry::ModuleStatus;
 
 #[cfg(feature = "systemd")]
 pub mod systemd;
+
+/// The variable that names the backend (`CK_CGROUP_BACKEND=systemd`), read by every command.
+pub const ENV_BACKEND: &str = "CK_CGROUP_BACKEND";
+
+/// Who makes and stops the modules, decided once: the CLI matches on nothing else. An operation
+/// only cgroupfs has takes the [`Cgroupfs`] that [`Backend::cgroupfs`] gives, refused on systemd.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    /// Module cgroups under the service's root: `--root` (or `CK_CGROUP_ROOT`), else discovered.
+    Cgroupfs(Cgroupfs),
+    /// Transient scopes, made by the manager on this bus (`--root` does not apply).
+    #[cfg(feature = "systemd")]
+    Systemd(Bus),
+}
+
+/// The service's root, not yet looked for: the explicit one (`None`: discovered).
+#[derive(Debug, Clone)]
+pub struct Cgroupfs(pub Option<PathBuf>);
+
+impl Cgroupfs {
+    /// The root: the explicit one, else discovered.
+    pub fn open(&self) -> Result<Root, Error> {
+        match &self.0 {
+            Some(p) => Root::open(p),
+            None => Root::open(&discover::discover()?),
+        }
+    }
+}
+
+impl Backend {
+    /// The variable alone, for a command without `--backend`.
+    pub fn from_env(root: Option<PathBuf>) -> Backend {
+        match std::env::var_os(ENV_BACKEND) {
+            #[cfg(feature = "systemd")]
+            Some(v) if v == "systemd" => Backend::Systemd(Bus::default_for_caller()),
+            _ => Backend::Cgroupfs(Cgroupfs(root)),
+        }
+    }
+
+    /// The service root, for an operation only cgroupfs has. On the systemd backend (a unit with
+    /// `Delegate=no`) `command` is refused, rather than write into a root that systemd owns.
+    pub fn cgroupfs(self, command: &str) -> Result<Cgroupfs, Error> {
+        let _ = command; // named in the refusal, which only the systemd backend gives
+        match self {
+            Backend::Cgroupfs(fs) => Ok(fs),
+            #[cfg(feature = "systemd")]
+            Backend::Systemd(_) => Err(Error::bad_input(format!(
+                "{command} has no systemd backend, and CK_CGROUP_BACKEND=systemd says this service's cgroup is not delegated"
+            ))
+            .with_hint(
+                "modules are scopes here: use exec, kill, prune, list, status or doctor (they take the backend from the variable); or unset CK_CGROUP_BACKEND",
+            )),
+        }
+    }
+
+    /// `init -- DAEMON`: the daemon's place before it is executed. Its own leaf of a laid-out
+    /// root; with systemd, where it is (the modules are scopes, the unit's cgroup is systemd's).
+    pub fn enter_daemon(&self) -> Result<(), Error> {
+        #[allow(irrefutable_let_patterns)]
+        let Backend::Cgroupfs(fs) = self else {
+            return Ok(());
+        };
+        let root = fs.open()?;
+        root.init()?;
+        // From the root, init has moved this process already; from elsewhere, now.
+        root.enter_daemon_leaf()
+    }
+
+    /// `exec`: move this process into module `id`, made with `limits` when it is not there.
+    /// Returns the limits skipped (`best_effort`, a controller missing).
+    pub fn enter(
+        &self,
+        id: &ModuleId,
+        limits: &Limits,
+        best_effort: bool,
+    ) -> Result<Vec<Skipped>, Error> {
+        match self {
+            // systemd makes the scope, applies the limits and moves this process; D-Bus is paid
+            // for only on this backend.
+            #[cfg(feature = "systemd")]
+            Backend::Systemd(bus) => {
+                systemd::enter(*bus, id, limits, systemd::START_TIMEOUT).map(|_| Vec::new())
+            }
+            Backend::Cgroupfs(fs) => {
+                let root = fs.open()?;
+                // The spawn path: without limits, one write to cgroup.procs (and a mkdir the
+                // first time); with limits, checked before anything is made.
+                let skipped = if limits.is_empty() {
+                    Vec::new()
+                } else {
+                    root.create_with_limits(id, limits, best_effort)?.skipped
+                };
+                root.enter(id)?;
+                Ok(skipped)
+            }
+        }
+    }
+
+    /// `kill`.
+    pub fn stop(&self, id: &str, opts: &StopOptions) -> Result<StopReport, Error> {
+        match self {
+            #[cfg(feature = "systemd")]
+            Backend::Systemd(bus) => systemd::stop(*bus, id, opts),
+            Backend::Cgroupfs(fs) => fs.open()?.stop(id, opts),
+        }
+    }
+
+    /// `prune`.
+    pub fn prune(
+        &self,
+        dry_run: bool,
+        kill: bool,
+        keep: &[String],
+        opts: &StopOptions,
+    ) -> Result<Vec<PruneEntry>, Error> {
+        match self {
+            #[cfg(feature = "systemd")]
+            Backend::Systemd(bus) => systemd::prune(*bus, dry_run, kill, keep, opts),
+            Backend::Cgroupfs(fs) => fs.open()?.prune(dry_run, kill, keep, opts),
+        }
+    }
+
+    /// `list`: the modules' directory (for systemd module.slice's cgroup, `None`: not loaded)
+    /// and the modules.
+    pub fn list(&self) -> Result<(Option<PathBuf>, Vec<ModuleEntry>), Error> {
+        match self {
+            #[cfg(feature = "systemd")]
+            Backend::Systemd(bus) => systemd::list(*bus),
+            Backend::Cgroupfs(fs) => {
+                let root = fs.open()?;
+                let r = root.list()?;
+                Ok((Some(root.path().to_path_buf()), r))
+            }
+        }
+    }
+
+    /// `status`.
+    pub fn status(&self, ids: &[String]) -> Result<Vec<ModuleStatus>, Error> {
+        match self {
+            #[cfg(feature = "systemd")]
+            Backend::Systemd(bus) => systemd::status(*bus, ids),
+            Backend::Cgroupfs(fs) => fs.open()?.status(ids),
+        }
+    }
+
+    /// The systemd manager whose scopes hold the modules; `None` on cgroupfs (what
+    /// [`crate::doctor::doctor_for`] takes as `scopes`).
+    pub fn scopes_bus(&self) -> Option<Bus> {
+        match self {
+            #[cfg(feature = "systemd")]
+            Backend::Systemd(bus) => Some(*bus),
+            Backend::Cgroupfs(_) => None,
+        }
+    }
+}
 
 /// Which manager to ask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -12,6 +178,18 @@ pub enum Bus {
     System,
     /// The caller's user manager, on the session bus.
     User,
+}
+
+impl Bus {
+    /// The manager of a caller that names none: the system manager for root, the user's own
+    /// for everyone else.
+    pub fn default_for_caller() -> Bus {
+        if rustix::process::geteuid().is_root() {
+            Bus::System
+        } else {
+            Bus::User
+        }
+    }
 }
 
 /// What systemd says about the unit that runs the service.

@@ -5,7 +5,7 @@
 //!   `openat2(RESOLVE_BENEATH)`.
 //! - [`parse`]: the kernel's files (`cgroup.events`, `memory.stat`, `/proc/self/mountinfo`, …)
 //!   to types; no I/O.
-//! - [`tree`]: walks of a subtree by directory fds (members, thaw, modes, depth-first removal).
+//! - `tree` (crate-private): walks of a subtree by directory fds (members, thaw, modes, depth-first removal).
 //! - [`wait`]: waits on `cgroup.events` (`populated 0`, `frozen 1`), never sleeps.
 //! - [`mount`]: where cgroup2 is mounted.
 

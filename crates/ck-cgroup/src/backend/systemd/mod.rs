@@ -39,10 +39,6 @@ use manager::{Manager, ScopeSpec};
 #[cfg(test)]
 use {crate::cgroup::parse::Limit, zbus::Variant};
 
-/// The environment variable that selects the backend for every command that has one
-/// (`cgroupfs` or `systemd`).
-pub const ENV_BACKEND: &str = "CK_CGROUP_BACKEND";
-
 /// How long `exec` waits for systemd to start a module's scope.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 

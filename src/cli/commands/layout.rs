@@ -1,0 +1,98 @@
+//! The commands that lay out and change a service root (cgroupfs only): `init`, `create`, `set`,
+//! `place`, `remove`, `apply`; and `init -- DAEMON`.
+
+use std::process::ExitCode;
+
+use ck_cgroup::{Error, ModuleId};
+
+use super::exec::execute;
+use super::{Ctx, module_limits};
+use crate::cli::args::LimitArgs;
+use crate::cli::backend::{Backend, Cgroupfs};
+use crate::cli::exit::{Fail, not_runnable, written};
+use crate::cli::program;
+
+/// `init`: the layout.
+pub fn cmd_init(ctx: &Ctx, fs: Cgroupfs) -> Result<ExitCode, Fail> {
+    let r = fs.open()?.init()?;
+    written(ctx.out.init(&r));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `init -- DAEMON`: DAEMON found before the layout is made, then executed in its place.
+pub fn cmd_init_daemon(backend: Backend, cmd: &[String]) -> Result<ExitCode, Fail> {
+    let Some(first) = cmd.first() else {
+        return Ok(ExitCode::from(2));
+    };
+    let prog = match program::resolve(first) {
+        Ok(path) => path,
+        Err(e) => return Ok(not_runnable(e)),
+    };
+    backend.enter_daemon()?;
+    Ok(execute(&prog, cmd))
+}
+
+/// `create`.
+pub fn cmd_create(ctx: &Ctx, fs: Cgroupfs, id: &str, flags: &LimitArgs) -> Result<ExitCode, Fail> {
+    let id = ModuleId::new(id)?;
+    let want = module_limits(ctx, &id, flags)?;
+    let root = fs.open()?;
+    let existed = root.find(id.as_str())?.is_some();
+    let l = root.create_with_limits(&id, &want, flags.best_effort)?;
+    written(ctx.out.create(&id, root.path(), !existed, &l));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `set`: the limits of a module that exists.
+pub fn cmd_set(ctx: &Ctx, fs: Cgroupfs, id: &str, flags: &LimitArgs) -> Result<ExitCode, Fail> {
+    let id = ModuleId::new(id)?;
+    let root = fs.open()?;
+    if root.find(id.as_str())?.is_none() {
+        return Err(
+            Error::failed(format!("no module {id} under {}", root.path().display()))
+                .with_hint(format!(
+                    "make it with `ck-cgroup create {id}` and the same limits"
+                ))
+                .into(),
+        );
+    }
+    let l = root.set_limits(&id, &flags.limits(), flags.best_effort)?;
+    written(ctx.out.limits(&l));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `place`.
+pub fn cmd_place(ctx: &Ctx, fs: Cgroupfs, id: &str, pids: &[u32]) -> Result<ExitCode, Fail> {
+    let id = ModuleId::new(id)?;
+    let r = fs.open()?.place(&id, pids)?;
+    written(ctx.out.place(&r));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `remove`.
+pub fn cmd_remove(ctx: &Ctx, fs: Cgroupfs, id: &str) -> Result<ExitCode, Fail> {
+    let r = fs.open()?.remove(id)?;
+    written(ctx.out.remove(&r));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `apply`: the policy's limits to every module.
+pub fn cmd_apply(
+    ctx: &Ctx,
+    fs: Cgroupfs,
+    dry_run: bool,
+    best_effort: bool,
+) -> Result<ExitCode, Fail> {
+    let policy = ctx.policy()?;
+    if policy.path.is_none() {
+        return Err(Error::bad_input(format!(
+            "no policy: {} does not exist",
+            ck_cgroup::policy::DEFAULT_PATH
+        ))
+        .with_hint("pass --policy PATH")
+        .into());
+    }
+    let r = fs.open()?.apply(&policy, best_effort, dry_run)?;
+    written(ctx.out.apply(&r, dry_run));
+    Ok(ExitCode::SUCCESS)
+}

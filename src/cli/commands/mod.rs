@@ -1,0 +1,82 @@
+//! One function per command, `cmd_<name>`, called by `main.rs::run` with the command's arguments
+//! and its backend; each checks its input, makes one library call and renders the result. What
+//! several commands share is here: the context ([`Ctx`]), the limits a module is made with
+//! ([`module_limits`], the one place flags and policy merge) and [`create_with_limits`].
+
+mod exec;
+mod layout;
+mod run;
+mod sandbox;
+mod show;
+mod stop;
+
+use std::path::PathBuf;
+
+use ck_cgroup::limits::Limits;
+use ck_cgroup::policy::{Policy, merge};
+use ck_cgroup::{Error, ModuleId, Root};
+
+use super::args::LimitArgs;
+use super::exit::note;
+use super::output::Output;
+
+pub use exec::cmd_exec;
+pub use layout::{
+    cmd_apply, cmd_create, cmd_init, cmd_init_daemon, cmd_place, cmd_remove, cmd_set,
+};
+pub use run::{Namespaces, cmd_run};
+pub use sandbox::{cmd_sandbox, cmd_sandbox_prune};
+pub use show::{cmd_doctor, cmd_list, cmd_status, cmd_watch};
+pub use stop::{cmd_kill, cmd_prune};
+
+/// The global options every command may use.
+pub struct Ctx {
+    /// `--root` (or `CK_CGROUP_ROOT`), as given.
+    pub root: Option<PathBuf>,
+    /// `--policy` (or `CK_CGROUP_POLICY`), as given.
+    pub policy: Option<PathBuf>,
+    /// `--json`.
+    pub json: bool,
+    /// The renderer (human or `--json`).
+    pub out: Output,
+}
+
+impl Ctx {
+    pub fn new(root: Option<PathBuf>, policy: Option<PathBuf>, json: bool) -> Ctx {
+        Ctx {
+            root,
+            policy,
+            json,
+            out: Output::new(json),
+        }
+    }
+
+    /// The policy file (`--policy`, else the default path when it exists).
+    fn policy(&self) -> Result<Policy, Error> {
+        Policy::load(self.policy.as_deref())
+    }
+}
+
+/// The limits module `id` is made with (`create`, `exec`, `run`): the flags, over the policy's
+/// for `id` (its module entry, over its defaults).
+fn module_limits(ctx: &Ctx, id: &ModuleId, flags: &LimitArgs) -> Result<Limits, Error> {
+    let policy = ctx.policy()?;
+    Ok(merge(&flags.limits(), &policy.for_module(id).limits))
+}
+
+/// `exec` and `run` with limits (flags and policy): the module made with them, checked before
+/// anything is made; without limits nothing here (the spawn makes the module).
+pub fn create_with_limits(
+    root: &Root,
+    id: &ModuleId,
+    l: &Limits,
+    best_effort: bool,
+) -> Result<(), Error> {
+    if !l.is_empty() {
+        let r = root.create_with_limits(id, l, best_effort)?;
+        for s in &r.skipped {
+            note(format_args!("skipped {}: {}", s.file, s.reason));
+        }
+    }
+    Ok(())
+}

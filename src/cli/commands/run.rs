@@ -1,0 +1,156 @@
+//! `run`: CMD starts inside the module (clone3, no window), by default in a PID namespace under
+//! an init that dies with this helper (kill-on-close), and gets USR1 and USR2 as the helper gets
+//! them. TERM, INT or HUP stop the whole module with that signal; when CMD exits, the rest of the
+//! module is stopped. Then the module is removed and the helper exits as CMD did.
+
+use std::process::ExitCode;
+
+use ck_cgroup::spawn::{ModuleChild, ModuleCommand, SignalRelay};
+use ck_cgroup::stop::StopOptions;
+use ck_cgroup::{Error, ModuleId, Root};
+use rustix::process::Signal;
+
+use super::{Ctx, create_with_limits, module_limits};
+use crate::cli::args::{LimitArgs, RUN_GRACE, StopArgs};
+use crate::cli::backend::Cgroupfs;
+use crate::cli::exit::{CmdEnd, Fail, cmd_exit, cmd_status, not_runnable, note, written};
+use crate::cli::program;
+
+/// The namespaces `run` asks for (each can be turned off by its flag).
+#[derive(Clone, Copy)]
+pub struct Namespaces {
+    pub pid: bool,
+    pub cgroup: bool,
+}
+
+/// `run`: the input checked and the module made (with its limits) before CMD starts.
+pub fn cmd_run(
+    ctx: &Ctx,
+    fs: Cgroupfs,
+    id: &str,
+    stop: &StopArgs,
+    flags: &LimitArgs,
+    ns: Namespaces,
+    cmd: &[String],
+) -> Result<ExitCode, Fail> {
+    let id = ModuleId::new(id)?;
+    let opts = stop.options_or_grace(RUN_GRACE);
+    let l = module_limits(ctx, &id, flags)?;
+    // CMD is found before the module is made: one that cannot run leaves nothing.
+    if let Some(Err(e)) = cmd.first().map(|p| program::resolve(p)) {
+        return Ok(not_runnable(e));
+    }
+    let root = fs.open()?;
+    let existed = root.find(id.as_str())?.is_some();
+    create_with_limits(&root, &id, &l, flags.best_effort)?;
+    resident(ctx, root, &id, existed, &opts, ns, cmd)
+}
+
+/// CMD started in module `id` and waited for, the signals relayed, the module stopped and
+/// removed; the exit code CMD's.
+fn resident(
+    ctx: &Ctx,
+    root: Root,
+    id: &ModuleId,
+    existed: bool,
+    opts: &StopOptions,
+    ns: Namespaces,
+    cmd: &[String],
+) -> Result<ExitCode, Fail> {
+    let Some((prog, args)) = cmd.split_first() else {
+        return Ok(ExitCode::from(2));
+    };
+    // Mutation control (`CK_MUTATION=run-term-to-cmd`): TERM, INT and HUP go to CMD alone.
+    const STOP: &[Signal] = if cfg!(ck_mutation = "run-term-to-cmd") {
+        &[]
+    } else {
+        &[Signal::TERM, Signal::INT, Signal::HUP]
+    };
+    let relay = SignalRelay::new(&[
+        Signal::TERM,
+        Signal::INT,
+        Signal::HUP,
+        Signal::USR1,
+        Signal::USR2,
+    ])
+    .map_err(|e| Error::failed(format!("failed to set up signal relay: {e}")))?;
+    let mut command = ModuleCommand::new(prog);
+    command
+        .args(args)
+        .parent_death_signal(Signal::KILL)
+        .pid_namespace(ns.pid)
+        .cgroup_namespace(ns.cgroup);
+    let mut child = match spawn(&root, id, &mut command, ns, prog) {
+        Ok(c) => c,
+        Err(e) => {
+            // Nothing of CMD runs: a module made for it now is removed again (it is empty).
+            if !existed {
+                let _ = root.remove(id.as_str());
+            }
+            return Err(e.into());
+        }
+    };
+    let asked = relay
+        .relay_until_exit_or(&child, STOP)
+        .map_err(|e| Error::failed(format!("failed to wait for {prog}: {e}")))?;
+    // The signals stay blocked until the helper exits: one that arrives during the stop must
+    // neither kill the helper before it has removed the module nor replace CMD's status.
+    std::mem::forget(relay);
+    let opts = StopOptions {
+        signal: asked.unwrap_or(opts.signal),
+        ..*opts
+    };
+    let report = root.stop(id.as_str(), &opts)?;
+    // stdout is CMD's: the JSON result is the last line on stderr, written when the module is
+    // empty (see `Output::result_line`).
+    written(ctx.out.run(&report));
+    if let Some(e) = &report.error {
+        return Err(Error::failed(format!("{id}: {e}")).into());
+    }
+    // The module is empty: CMD and the namespace's init are gone.
+    let status = child
+        .wait()
+        .map_err(|e| Error::failed(format!("failed to wait for {prog}: {e}")))?;
+    let _ = child.wait_init();
+    if let Some(sig) = std::os::unix::process::ExitStatusExt::signal(&status) {
+        ck_cgroup::spawn::reraise(sig);
+    }
+    Ok(cmd_exit(cmd_status(CmdEnd::Ended(status))))
+}
+
+/// The spawn, with what the host cannot give dropped and said: a PID namespace (EPERM without
+/// CAP_SYS_ADMIN), then a cgroup namespace.
+fn spawn(
+    root: &Root,
+    id: &ModuleId,
+    command: &mut ModuleCommand,
+    ns: Namespaces,
+    prog: &str,
+) -> Result<ModuleChild, Error> {
+    let spawned = match root.spawn(id, command) {
+        Err(e)
+            if ns.pid
+                && e.errno() == Some(rustix::io::Errno::PERM)
+                && !e.is_no_cgroup_namespace() =>
+        {
+            note(format_args!(
+                "run {id}: no PID namespace here (clone3 CLONE_NEWPID: EPERM, it needs CAP_SYS_ADMIN): {prog} runs without one, and a SIGKILL of this helper kills {prog} alone, not the rest of the module"
+            ));
+            command.pid_namespace(false);
+            root.spawn(id, command)
+        }
+        r => r,
+    };
+    match spawned {
+        Err(e) if e.is_no_cgroup_namespace() => {
+            note(format_args!(
+                "run {id}: no cgroup namespace here ({}): {prog} runs without one and can leave its module or write its limits where its uid may write",
+                e.errno()
+                    .map_or_else(|| e.message().to_string(), ck_cgroup::error::errno_text)
+            ));
+            command.cgroup_namespace(false);
+            root.spawn(id, command)
+        }
+        r => r,
+    }
+}

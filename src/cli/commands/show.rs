@@ -1,0 +1,83 @@
+//! The commands whose output is their result: `list`, `status`, `doctor`, `watch`. Output that
+//! cannot be written is their failure (exit 1; 0 on a closed pipe).
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use ck_cgroup::cgroup::parse::Limit;
+use ck_cgroup::telemetry::watch::WatchOptions;
+
+use super::Ctx;
+use crate::cli::args::Format;
+use crate::cli::backend::{Backend, Cgroupfs};
+use crate::cli::exit::Fail;
+
+/// `list`.
+pub fn cmd_list(ctx: &Ctx, backend: Backend) -> Result<ExitCode, Fail> {
+    let (dir, r) = backend.list()?;
+    ctx.out.list(dir.as_deref(), &r)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `status` (`--json` is `--format json`).
+pub fn cmd_status(
+    ctx: &Ctx,
+    backend: Backend,
+    ids: &[String],
+    format: Format,
+) -> Result<ExitCode, Fail> {
+    let r = backend.status(ids)?;
+    let format = if ctx.json { Format::Json } else { format };
+    ctx.out.status(&r, format)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `doctor`: exit 1 when the host or the service is not ready.
+pub fn cmd_doctor(ctx: &Ctx, backend: Backend, unit: Option<&str>) -> Result<ExitCode, Fail> {
+    let r = ck_cgroup::doctor::doctor_for(ctx.root.as_deref(), unit, backend.scopes_bus());
+    ctx.out.doctor(&r)?;
+    Ok(if r.ready {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `watch`: events as JSON Lines until the output cannot be written: a closed pipe (the reader
+/// is done) is exit 0, any other failure (a full disk) exit 1.
+pub fn cmd_watch(
+    ctx: &Ctx,
+    fs: Cgroupfs,
+    ids: Vec<String>,
+    report_above: Option<Limit>,
+) -> Result<ExitCode, Fail> {
+    let policy = ctx.policy()?;
+    let root = fs.open()?;
+    let opts = WatchOptions {
+        ids,
+        report_above: match report_above {
+            Some(Limit::Value(v)) => Some(v),
+            _ => policy.defaults.memory_report,
+        },
+        per_module: policy
+            .modules
+            .iter()
+            .filter_map(|(id, e)| e.memory_report.map(|v| (id.to_string(), v)))
+            .collect(),
+    };
+    let mut failed = None;
+    ck_cgroup::telemetry::watch::watch(&root, &opts, |e| {
+        let mut line = serde_json::to_vec(e).map_err(io::Error::other)?;
+        line.push(b'\n');
+        let mut o = io::stdout().lock();
+        let r = o.write_all(&line).and_then(|()| o.flush());
+        if let Err(e) = &r {
+            failed = Some(io::Error::new(e.kind(), e.to_string()));
+        }
+        r
+    })?;
+    match failed {
+        Some(e) => Err(e.into()),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}

@@ -1,0 +1,42 @@
+//! `kill` and `prune`: whole trees stopped and their modules removed, on either backend.
+
+use std::process::ExitCode;
+
+use ck_cgroup::Error;
+
+use super::Ctx;
+use crate::cli::args::StopArgs;
+use crate::cli::backend::Backend;
+use crate::cli::exit::{Fail, written};
+
+/// `kill`: the report printed, then exit 1 when the tree could not be stopped or removed.
+pub fn cmd_kill(ctx: &Ctx, backend: Backend, id: &str, stop: &StopArgs) -> Result<ExitCode, Fail> {
+    let r = backend.stop(id, &stop.options())?;
+    written(ctx.out.kill(&r));
+    if let Some(e) = &r.error {
+        return Err(Error::failed(e.clone()).into());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `prune`: every entry printed, then exit 1 when one could not be pruned.
+pub fn cmd_prune(
+    ctx: &Ctx,
+    backend: Backend,
+    dry_run: bool,
+    kill: bool,
+    keep: &[String],
+    stop: &StopArgs,
+) -> Result<ExitCode, Fail> {
+    let r = backend.prune(dry_run, kill, keep, &stop.options())?;
+    written(ctx.out.prune(&r, dry_run));
+    let failed = r.iter().filter(|e| e.error.is_some()).count();
+    if failed > 0 {
+        return Err(Error::failed(format!(
+            "prune: {failed} module{} could not be pruned",
+            if failed == 1 { "" } else { "s" }
+        ))
+        .into());
+    }
+    Ok(ExitCode::SUCCESS)
+}
