@@ -1,6 +1,8 @@
+# shellcheck shell=dash
 # OOM containment: a module over its memory.max is OOM-killed as a group; a sibling module and
 # the daemon's leaf keep their processes.
 set -euo pipefail
+# shellcheck source=scripts/vm/guest/lib.sh
 . /lane/lib.sh
 
 check_begin oom-containment

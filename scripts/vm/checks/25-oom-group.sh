@@ -1,7 +1,9 @@
+# shellcheck shell=dash
 # memory.oom.group is 1 on every path that makes a module (create, exec and run without limit
 # flags, place), 0 with --no-oom-group or the policy's oom_group = false, and set only when the
 # module is made: a module that exists keeps what it has.
 set -euo pipefail
+# shellcheck source=scripts/vm/guest/lib.sh
 . /lane/lib.sh
 
 group_of() { cat "$MODS/$1/memory.oom.group" 2> /dev/null || echo none; }

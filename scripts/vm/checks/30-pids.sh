@@ -1,5 +1,7 @@
+# shellcheck shell=dash
 # pids.max: a module limited to 5 tasks cannot fork a 6th, and kill still takes the whole tree.
 set -euo pipefail
+# shellcheck source=scripts/vm/guest/lib.sh
 . /lane/lib.sh
 
 check_begin pids-max
@@ -30,9 +32,10 @@ out=$("$CK" kill forky --json) || rc=$?
 echo "kill --json: $out"
 wait "$leader" 2>/dev/null || true
 expect "kill exits 0 (rc=$rc)" [ "$rc" = 0 ]
-expect "kill reports empty and removed" json_has "$out" 'empty:true'
-expect "kill reports removed" json_has "$out" 'removed:true'
+expect "kill reports empty" jq_is "$out" '.empty == true'
+expect "kill reports removed" jq_is "$out" '.removed == true'
 expect "forky's directory is gone" not_exists "$forky"
+# shellcheck disable=SC2086 # one pid a word
 expect "none of the 5 processes is alive" none_alive $pids
 check_end
 service_end

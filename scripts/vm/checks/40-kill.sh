@@ -1,6 +1,8 @@
+# shellcheck shell=dash
 # kill with each --method on a 7-process tree: the module's process, a child, a child with two
 # grandchildren, and two orphans whose parent exited (reparented to PID 1, found by membership).
 set -euo pipefail
+# shellcheck source=scripts/vm/guest/lib.sh
 . /lane/lib.sh
 
 TREE='sleep 600 &
@@ -30,11 +32,12 @@ for method in cgroup-kill freeze signal; do
   echo "kill --json: $out"
   wait "$leader" 2>/dev/null || true
   expect "kill exits 0 (rc=$rc)" [ "$rc" = 0 ]
-  expect "kill used method $method" json_has "$out" "method:\"$method\""
-  expect "kill fell through nothing" json_has "$out" 'fell_through:[]'
-  expect "kill reports empty" json_has "$out" 'empty:true'
-  expect "kill reports removed" json_has "$out" 'removed:true'
+  expect "kill used method $method" jq_is "$out" '.method == $m' --arg m "$method"
+  expect "kill fell through nothing" jq_is "$out" '.fell_through == []'
+  expect "kill reports empty" jq_is "$out" '.empty == true'
+  expect "kill reports removed" jq_is "$out" '.removed == true'
   expect "the module's directory is gone" not_exists "$dir"
+  # shellcheck disable=SC2086 # one pid a word
   expect "none of the 7 processes is alive" wait_until 5 none_alive $pids
   check_end
 done

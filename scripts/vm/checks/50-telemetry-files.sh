@@ -1,6 +1,8 @@
+# shellcheck shell=dash
 # The files the telemetry work reads exist in a module on this kernel, with the expected format:
 # memory.peak (5.19+) and the PSI files (CONFIG_PSI, not disabled by psi=0).
 set -euo pipefail
+# shellcheck source=scripts/vm/guest/lib.sh
 . /lane/lib.sh
 
 check_begin telemetry-files

@@ -1,8 +1,10 @@
+# shellcheck shell=dash
 # The telemetry commands on real controllers: a module over its memory.max is OOM-killed alone;
 # `status` shows its oom_kill and its limits with their sources; `watch` reported the rise as it
 # happened and killed nothing; `create` sets memory.oom.group 1 by default; `doctor` passes the
 # controller checks.
 set -euo pipefail
+# shellcheck source=scripts/vm/guest/lib.sh
 . /lane/lib.sh
 
 check_begin status-watch
@@ -22,7 +24,8 @@ watch_pid=$!
 w=0
 watching() {
   w=$((w + 1))
-  "$CK" create "wready$w" > /dev/null && sleep 0.1 && grep -q "\"module\":\"wready$w\"" /tmp/watch.out
+  "$CK" create "wready$w" > /dev/null && sleep 0.1 &&
+    jq_lines_any /tmp/watch.out '.module == $m' --arg m "wready$w"
 }
 expect "watch is watching (it reported the module wready appearing)" wait_until 5 watching
 "$CK" exec calm -- sleep 600 &
@@ -35,14 +38,17 @@ sleep 0.3
 
 st=$("$CK" --json status hog)
 echo "$st" | head -c 600; echo
-kills=$(echo "$st" | grep -o '"oom_kill":[0-9]*' | head -1 | cut -d: -f2)
-expect "status shows hog's oom_kill=$kills >= 1" [ "${kills:-0}" -ge 1 ]
+kills=$(jq_get "$st" '.modules[0].memory_events.value.oom_kill // 0' || echo 0)
+expect "status shows hog's oom_kill=$kills >= 1" jq_is "$st" '.modules[0].memory_events.value.oom_kill >= 1'
+expect "status is hog's ($(jq_get "$st" '[.modules[].module] | join(" ")' || true))" \
+  jq_is "$st" '[.modules[].module] == ["hog"]'
 expect "status shows memory.max 33554432 from memory.max" \
-  json_has "$st" 'memory_max:{"value":33554432,"source":"memory.max"}'
+  jq_is "$st" '.modules[0].limits.memory_max == {value: 33554432, source: "memory.max"}'
 expect "status reads memory.current from the kernel, not /proc" \
-  json_has "$st" 'source:"memory.current"'
+  jq_is "$st" '.modules[0].memory_current.source == "memory.current"'
 peak=$(cat "$hog/memory.peak")
-expect "status shows memory.peak $peak, the kernel's" json_has "$st" "memory_peak:{\"value\":$peak,\"source\":\"memory.peak\"}"
+expect "status shows memory.peak $peak, the kernel's" \
+  jq_is "$st" '.modules[0].memory_peak == {value: $p, source: "memory.peak"}' --argjson p "$peak"
 "$CK" status --format prometheus > /tmp/status.prom
 expect "prometheus has hog's oom_kill counter" \
   grep -q 'ck_cgroup_memory_events_total{name="hog",module="hog",layout="ck",event="oom_kill"} [1-9]' /tmp/status.prom
@@ -52,13 +58,17 @@ expect "prometheus has no /proc sums" sh -c '! grep -q rss_proc /tmp/status.prom
 kill "$watch_pid" 2>/dev/null || true
 wait "$watch_pid" 2>/dev/null || true
 cat /tmp/watch.out
-expect "watch reported hog's oom_kill rise" grep -q '"module":"hog".*"event":"memory_oom_kill"' /tmp/watch.out
-expect "watch reported nothing of the kind for calm" sh -c "! grep -q '\"module\":\"calm\".*\"event\":\"memory_oom' /tmp/watch.out"
+expect "watch reported hog's oom_kill rise" \
+  jq_lines_any /tmp/watch.out '.module == "hog" and .event == "memory_oom_kill"'
+expect "watch's output is JSON lines" jq -e -s 'length > 0' /tmp/watch.out
+calm_quiet() { ! jq_lines_any /tmp/watch.out '.module == "calm" and (.event | startswith("memory_oom"))'; }
+expect "watch reported nothing of the kind for calm" calm_quiet
 expect "calm's sleep survived (watch never kills)" alive "$calm_pid"
 expect "the stand-in daemon is alive in daemon/" is_member "$SVC/daemon" "$DAEMON_PID"
 
 doc=$("$CK" --json doctor || true)
-expect "doctor: controllers delegated" json_has "$doc" 'name:"controllers delegated","outcome":"ok"'
+expect "doctor: controllers delegated" \
+  jq_is "$doc" 'any(.checks[]; .name == "controllers delegated" and .outcome == "ok")'
 
 "$CK" kill calm > /dev/null || true
 wait "$calm_pid" 2>/dev/null || true

@@ -1,4 +1,6 @@
-# Helpers for the guest's check files (busybox sh). Source it: . /lane/lib.sh
+# shellcheck shell=dash
+# Helpers for the guest's check files (busybox sh in lane 1; lane 2's bash sources it too through
+# lib-systemd.sh). Source it: . /lane/lib.sh
 #
 # A check:
 #   check_begin NAME            start a named check
@@ -10,8 +12,8 @@
 
 CG=/sys/fs/cgroup
 CK=/lane/bin/ck-cgroup
-MEMHOG=/lane/bin/memhog
-FORKN=/lane/bin/forkn
+# shellcheck disable=SC2034 # for the check files that source this
+MEMHOG=/lane/bin/memhog FORKN=/lane/bin/forkn
 
 check_begin() {
   _check=$1
@@ -60,21 +62,36 @@ wait_until() {
 
 # has_words "LIST" WORD...: every WORD is one of LIST's words.
 has_words() {
-  local list=" $(echo $1) " word
+  local list word
+  # shellcheck disable=SC2086,SC2116 # $1's words, one space between them
+  list=" $(echo $1) "
   shift
   for word in "$@"; do
     case "$list" in *" $word "*) ;; *) return 1 ;; esac
   done
 }
 
-# json_array KEY JSON: the elements of a flat array of strings, one space between them.
-json_array() {
-  echo "$2" | sed -n "s/.*\"$1\":\[\([^]]*\)\].*/\1/p" | tr -d '"' | tr ',' ' '
+# JSON (`--json` output, `watch` lines) is read with jq (/lane/bin/jq in lane 1, the root's in
+# lane 2), never by matching substrings.
+# jq_get JSON FILTER [JQ_ARG...]: jq -r FILTER of the JSON text.
+jq_get() {
+  local json=$1 filter=$2
+  shift 2
+  printf '%s\n' "$json" | jq -r "$@" "$filter"
 }
-# json_has JSON 'KEY:VALUE': the JSON text holds "KEY":VALUE (VALUE as JSON: true, "freeze", 3).
-json_has() {
-  local key=${2%%:*} value=${2#*:}
-  case "$1" in *"\"$key\":$value"[,}]*) return 0 ;; *) return 1 ;; esac
+# jq_is JSON FILTER [JQ_ARG...]: FILTER (a test, such as '.empty == true') holds for the JSON
+# text: jq -e, so false, null, an error or text that is not JSON fail.
+jq_is() {
+  local json=$1 filter=$2
+  shift 2
+  printf '%s\n' "$json" | jq -e "$@" "$filter" > /dev/null
+}
+# jq_lines_any FILE FILTER [JQ_ARG...]: some line of FILE (one JSON value a line, as `watch`
+# writes) passes the test FILTER. A line cut short, or a file that is not there, fails.
+jq_lines_any() {
+  local file=$1 filter=$2
+  shift 2
+  jq -e -s "$@" "any(.[]; $filter)" "$file" > /dev/null 2>&1
 }
 
 # keyed FILE KEY: the value of KEY in a flat-keyed cgroup file (memory.events, pids.events).
