@@ -2,7 +2,8 @@
 #
 #   make demo       the main job: a real demonstration on an isolated root (needs root, cgroup2)
 #   make test       the tests, the live-service isolation check, the mutation controls, the units
-#   make check      fmt, clippy -D warnings, rustdoc -D warnings, unit verification
+#   make check      fmt, clippy -D warnings, rustdoc -D warnings, unit verification, shellcheck
+#                   over every shell script (scripts/shellcheck-all)
 #   make install    the helper, the units, man pages, completions, docs; never runs cargo when
 #                   the helper is built (CK_CGROUP_BIN=path installs another build)
 #   make uninstall  remove what install put there (same variables)
@@ -119,6 +120,7 @@ check:
 	$(CARGO) clippy --all-targets --locked -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --locked
 	scripts/verify-units
+	scripts/shellcheck-all
 
 clean:
 	$(CARGO) clean

@@ -1,8 +1,10 @@
+# shellcheck shell=bash
 # The installed unit starts the daemon: `make install` put the rendered units where systemd reads
 # them, ExecStartPre=ck-cgroup prune --kill ran and succeeded, and `ck-cgroup init` (run by the
 # daemon under the unit's hardening block) made daemon/ and subc-modules/ with the controllers.
 # Leaves ck-subc.service running for the next checks.
 set -euo pipefail
+# shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
 check_begin service-start
 unit=$(systemctl show -P FragmentPath "$UNIT")
@@ -24,7 +26,7 @@ echo "ExecStartPre: $pre"
 expect "ExecStartPre ran and exited 0 ($(echo "$pre" | grep -o 'code=[^ ;]* ; status=[^ ;]*'))" \
   grep -q 'code=exited ; status=0[ /]' <<< "$pre"
 mp=$(main_pid)
-expect "the daemon (pid $mp) is in daemon/ ($(cat /proc/$mp/cgroup))" is_member "$SVC/daemon" "$mp"
+expect "the daemon (pid $mp) is in daemon/ ($(cat "/proc/$mp/cgroup"))" is_member "$SVC/daemon" "$mp"
 expect "the service's own cgroup has no process ($(count_procs "$SVC"))" has_procs "$SVC" 0
 sc=$(cat "$SVC/subc-modules/cgroup.subtree_control")
 expect "subc-modules/ has memory pids cpu io ($sc)" has_words "$sc" memory pids cpu io

@@ -1,9 +1,11 @@
+# shellcheck shell=bash
 # Replay 1, the hoard: module a allocates past its memory.max (64M, set by the daemon through
 # `ck-cgroup exec`). Only a is OOM-killed: the service stays active, the daemon and modules b and
 # c keep their pids, `ck-cgroup status --json a` shows the OOM kill, and the journal shows no stop
 # of the service. The daemon restarts a (its main process exited), which is how the test makes it
 # run the hog: a.once holds `exec memhog 256` and the test ends a's `sleep infinity`.
 set -euo pipefail
+# shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
 check_begin hoard
 SVC=$(svc_cg)

@@ -1,9 +1,11 @@
+# shellcheck shell=bash
 # Replay 2, the orphans: module b's command starts a child that starts a grandchild and exits, so
 # the grandchild is reparented away from b's main process. Ending b's main process makes the
 # daemon restart b: it runs `ck-cgroup kill b --grace 1s` on what is left, then starts b again.
 # No process of an old b survives, and twenty restarts leave the number of processes in the
 # service and of cgroup directories as they were.
 set -euo pipefail
+# shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
 check_begin orphans
 SVC=$(svc_cg)

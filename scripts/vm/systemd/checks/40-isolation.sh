@@ -1,11 +1,14 @@
+# shellcheck shell=bash
 # Replay 3, test isolation: with ck-subc.service running, a test job runs from inside the service's
 # own daemon/ leaf (the worst place: root discovery there finds the live service) under
 # `ck-cgroup sandbox`, making, filling, limiting, OOM-killing, killing and pruning modules. The
 # service's subtree (directories and processes) is the same afterwards, and no sandbox is left.
 set -euo pipefail
+# shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
 check_begin isolation
 SVC=$(svc_cg)
+# shellcheck disable=SC2034 # read in an eval string below
 mp=$(main_pid)
 cat > /tmp/job.sh << JOB
 set -eux
@@ -37,7 +40,7 @@ after_d=$(subtree_dirs "$SVC") after_p=$(subtree_pids "$SVC")
 echo "dirs before: $before_d"; echo "dirs after:  $after_d"
 echo "pids before: $before_p"; echo "pids after:  $after_p"
 expect "the service's cgroup directories are unchanged" [ "$before_d" = "$after_d" ]
-expect "the service's processes are unchanged ($(echo $after_p | wc -w))" [ "$before_p" = "$after_p" ]
+expect "the service's processes are unchanged ($(wc -w <<< "$after_p"))" [ "$before_p" = "$after_p" ]
 expect "the daemon kept its pid and the service is active" eval '[ "$(main_pid)" = "$mp" ] && is_active'
 left=$(find "$CG" -name "ck-sandbox-*" 2> /dev/null || true)
 expect "no sandbox is left (${left:-none})" [ "$left" = "$top_before" ]

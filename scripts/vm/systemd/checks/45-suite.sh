@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Replay 3 with the project's own tests: `scripts/test --prebuilt` (what `make test` runs, without
 # cargo) with ck-subc.service running. The integration test binaries were built on the host by
 # `cargo test --no-run` (scripts/vm-test step 6b); the repository is shared read-only at the same
@@ -19,7 +20,9 @@
 # The whole suite under TCG takes longer than the lane's CHECK_TIMEOUT:
 # check-timeout: 1500
 set -euo pipefail
+# shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
+# shellcheck source=/dev/null # written by scripts/vm/systemd/build-initramfs: CHECK_TIMEOUT, REPO
 . /lane/env
 check_begin suite-isolation
 list=/lane/tests.list
@@ -32,6 +35,7 @@ fi
 is_active || systemctl start "$UNIT"
 expect "ck-subc.service runs modules a b c" wait_until 60 all_running
 SVC=$(svc_cg)
+# shellcheck disable=SC2034 # read in an eval string below
 mp=$(main_pid)
 before_d=$(subtree_dirs "$SVC") before_p=$(subtree_pids "$SVC")
 rc=0

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # ExecStartPre=ck-cgroup prune --kill: it runs in systemd's .control leaf of the service, takes
 # the service's cgroup as the root, and kills what a previous daemon left before the new daemon
 # starts.
@@ -8,6 +9,7 @@
 #                   daemon that did not stop cleanly leaves): the next start's prune kills and
 #                   removes it, before the new daemon's init
 set -euo pipefail
+# shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
 # For the two starts below, a drop-in adds a second control process after prune that logs its own
 # cgroup (the one prune ran in): systemd's .control leaf, or the service's cgroup itself.

@@ -1,7 +1,9 @@
+# shellcheck shell=bash
 # Replay 4: `systemctl stop ck-subc` leaves no process behind and the service's cgroup is gone.
 # SIGTERM goes to the daemon alone (KillMode=mixed), which drains: `ck-cgroup kill ID --grace 2s`
 # for each module (b's orphan-making command included), then exit 0.
 set -euo pipefail
+# shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
 check_begin stop
 SVC=$(svc_cg)

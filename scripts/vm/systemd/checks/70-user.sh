@@ -1,8 +1,10 @@
+# shellcheck shell=bash
 # Stretch, the user manager: the same unit as rendered for `systemctl --user` (make install's
 # /usr/lib/systemd/user/ck-subc.service), run by a lingering user's manager, whose own subtree
 # systemd delegated (user@.service). Replay 1 there: module a is OOM-killed alone, the service
 # stays active, the daemon and b, c keep their pids.
 set -euo pipefail
+# shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
 check_begin user-hoard
 t0=$(date +%s)
@@ -17,7 +19,7 @@ expect "modules a b c run in the user service" wait_until 30 uall
 ctl=$(cat "$USVC/subc-modules/cgroup.subtree_control" 2> /dev/null || true)
 expect "subc-modules/ has memory pids ($ctl; delegated to user@: $(cat "$USVC/../../cgroup.controllers" 2> /dev/null))" has_words "$ctl" memory pids
 ump=$(u systemctl --user show -P MainPID ck-subc.service)
-expect "the daemon (pid $ump, user $(stat -c %U /proc/$ump)) is in daemon/" is_member "$USVC/daemon" "$ump"
+expect "the daemon (pid $ump, user $(stat -c %U "/proc/$ump")) is in daemon/" is_member "$USVC/daemon" "$ump"
 pa=$(umod_pid a) pb=$(umod_pid b) pc=$(umod_pid c) sa=$(ustarts a)
 echo "exec $MEMHOG 256" > "$UT/a.once"
 chown lane "$UT/a.once"

@@ -1,9 +1,11 @@
+# shellcheck shell=bash
 # Replays 2 and 4 under the user manager (check 70 did replay 1 there): the same unit as a user
 # service of `lane`. The orphans: b's grandchild (ignoring SIGTERM) is reparented away; twenty
 # restarts, each with the daemon's `kill b --grace 1s` as the user, leave no old process and the
 # same processes and cgroup directories in the service. The stop: `systemctl --user stop` leaves
 # no process of the service and removes its cgroup; the daemon drained.
 set -euo pipefail
+# shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
 check_begin user-replays
 expect "the user's manager runs" user_up

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Replay 3 under the user manager: the project's integration test binaries, run as the
 # unprivileged user `lane` while the user's ck-subc.service runs, from a transient service of
 # the user's manager (as a developer's `cargo test` in a session would), inside `ck-cgroup
@@ -6,7 +7,9 @@
 # its pid, and no sandbox is left. The tests' results are reported, not judged (as in
 # 45-suite.sh); the forking-tree tests are skipped for time (TCG).
 set -euo pipefail
+# shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
+# shellcheck source=/dev/null # written by scripts/vm/systemd/build-initramfs: CHECK_TIMEOUT, REPO
 . /lane/env
 check_begin user-suite-isolation
 list=$(cat /lane/tests.list 2> /dev/null || true)
@@ -20,6 +23,7 @@ rc=0; u systemctl --user start ck-subc.service || rc=$?
 expect "systemctl --user start ck-subc exit 0 ($rc)" [ "$rc" = 0 ]
 USVC=$CG$(u systemctl --user show -P ControlGroup ck-subc.service)
 expect "modules a b c run in the user service" wait_until 30 uall
+# shellcheck disable=SC2034 # read in an eval string below
 ump=$(u systemctl --user show -P MainPID ck-subc.service)
 before_d=$(subtree_dirs "$USVC") before_p=$(subtree_pids "$USVC")
 cat > /tmp/user-suite.sh << SCRIPT
@@ -27,7 +31,7 @@ cd '$REPO'
 exec ck-cgroup sandbox -- bash -c '
   export CK_CGROUP_TEST_PARENT=\$CK_CGROUP_ROOT
   unset CK_CGROUP_ROOT
-  for bin in $(echo $list); do
+  for bin in $(tr '\n' ' ' <<< "$list"); do
     name=\$(basename "\$bin" | sed "s/-[0-9a-f]*\$//")
     rc=0
     timeout 60 env INSTA_UPDATE=no CI=1 "\$bin" --test-threads=2 --skip forking_tree_is_gone_every_time \
@@ -45,7 +49,7 @@ expect "the suite ran as lane in a sandbox scope (exit $rc)" eval '[ "$rc" = 0 ]
 after_d=$(subtree_dirs "$USVC") after_p=$(subtree_pids "$USVC")
 echo "dirs before: $before_d"; echo "dirs after:  $after_d"
 expect "the user service's cgroup directories are unchanged" [ "$before_d" = "$after_d" ]
-expect "the user service's processes are unchanged ($(echo $after_p | wc -w))" [ "$before_p" = "$after_p" ]
+expect "the user service's processes are unchanged ($(wc -w <<< "$after_p"))" [ "$before_p" = "$after_p" ]
 expect "the daemon kept its pid and the user service is active" \
   eval '[ "$(u systemctl --user show -P MainPID ck-subc.service)" = "$ump" ] && [ "$(u systemctl --user is-active ck-subc.service)" = active ]'
 left=$(find "$CG" -name 'ck-sandbox-*' 2> /dev/null | tr '\n' ' ')

@@ -1,9 +1,11 @@
+# shellcheck shell=bash
 # doctor on a host where the service is not set up for ck-cgroup tells the operator exactly what
 # to change, and its words are enough: ck-subc.service with a drop-in that undoes the package's
 # settings (Delegate=no, OOMPolicy=stop, KillMode=control-group, TimeoutStopSec=90); doctor
 # exits 1 with a failing line and a drop-in as the fix for each; the fixes' setting lines,
 # pasted as they are into one more drop-in, make doctor exit 0 after a restart.
 set -euo pipefail
+# shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
 check_begin doctor-fix
 systemctl stop "$UNIT" 2> /dev/null || true

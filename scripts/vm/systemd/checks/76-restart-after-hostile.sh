@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # restart-after-hostile: a module that leaves an empty threaded sub-cgroup and control files and
 # directories with mode 000 behind cannot stop `systemctl restart ck-subc` from succeeding.
 # Under the user manager (user `lane`, as 70-user.sh): there the daemon, its modules, the drain's
@@ -15,6 +16,7 @@
 # (scripts/vm-mutation).
 # check-timeout: 600
 set -euo pipefail
+# shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
 check_begin restart-after-hostile
 expect "the user's manager runs" user_up
@@ -23,6 +25,7 @@ expect "systemctl --user start ck-subc exit 0 ($rc)" [ "$rc" = 0 ]
 USVC=$CG$(u systemctl --user show -P ControlGroup ck-subc.service)
 expect "modules a b c run in the user service" wait_until 30 uall
 ump=$(u systemctl --user show -P MainPID ck-subc.service)
+# shellcheck disable=SC2034 # read in an eval string below
 pa=$(umod_pid a) sa=$(ustarts a)
 # The module's path is given: inside its cgroup namespace (rooted at the module) the module reads
 # 0::/ in /proc/self/cgroup.

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The systemd backend where the service is not delegated (the incident host's Delegate=no): a
 # drop-in turns delegation off and sets CK_CGROUP_BACKEND=systemd, so the stand-in daemon's
 # `ck-cgroup exec` asks systemd for a scope per module (subc-module-ID.scope in
@@ -5,6 +6,7 @@
 # Replay 1 (the hoard) and replay 2 (the orphans) then run against those scopes, and
 # `systemctl stop` leaves no scope and no process.
 set -euo pipefail
+# shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
 check_begin backend-systemd
 systemctl stop "$UNIT" 2> /dev/null || true
@@ -114,8 +116,8 @@ systemctl kill -s KILL --kill-whom=main "$UNIT"
 new_daemon() { local p; p=$(main_pid); [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != "$omp" ] && sall; }
 expect "after the daemon's SIGKILL, Restart= started a new daemon with a b c in scopes" wait_until 60 new_daemon
 sleep 0.2
-left=$(for p in $old_pids; do alive "$p" && echo "$p $(tr '\0' ' ' < /proc/$p/cmdline)"; done || true)
-expect "no process of the old modules survives ($(echo $old_pids | wc -w) checked; alive: ${left:-none})" [ -z "$left" ]
+left=$(for p in $old_pids; do alive "$p" && echo "$p $(tr '\0' ' ' < "/proc/$p/cmdline")"; done || true)
+expect "no process of the old modules survives ($(wc -w <<< "$old_pids") checked; alive: ${left:-none})" [ -z "$left" ]
 pruned=$(journal_since "$t0" | grep -c 'subc-module-.*: [0-9]* processes: killed and removed' || true)
 expect "ExecStartPre's prune killed the old scopes ($pruned lines in the journal)" [ "$pruned" -ge 3 ]
 journal_since "$t0" | grep -E 'subc-module-.*(Stopp|Deactivated|Failed)|Scheduled restart|ck-subc.service: (Main|Failed|Consumed)' | tail -n 12 || true

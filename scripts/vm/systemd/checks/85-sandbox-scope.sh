@@ -1,9 +1,11 @@
+# shellcheck shell=bash
 # `ck-cgroup sandbox` on a systemd host: the isolated root is inside a transient delegated scope
 # (ck-sandbox-*.scope, Delegate=yes) instead of a directory beside systemd's own cgroups. The
 # helper sits in helper/, CMD in cmd/, the root in root/ with the controllers the scope was
 # given. A module with a memory limit runs in it; CMD leaves an orphan behind. When CMD exits,
 # both are killed, and the scope, its unit and every directory are gone.
 set -euo pipefail
+# shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
 check_begin sandbox-scope
 out=/tmp/sandbox-scope.out

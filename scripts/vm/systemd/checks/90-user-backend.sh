@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The systemd backend and the scope sandbox under a user manager, as an unprivileged user
 # (`lane`, lingering; its session bus comes from dbus-user-session). The user's side runs as a
 # transient service of its own manager (`systemd-run --user`), as a user's daemon would: a
@@ -7,11 +8,13 @@
 # removes scope and slice; `sandbox` makes its isolated root in a delegated scope of the user
 # manager and leaves nothing behind.
 set -euo pipefail
+# shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
 check_begin user-backend
 expect "the user's manager runs" user_up
 bus_up() { [ -S "/run/user/$uid/bus" ]; }
 expect "it has a session bus (/run/user/$uid/bus)" wait_until 30 bus_up
+# shellcheck disable=SC2034 # read in an eval string below
 UM=$CG/user.slice/user-$uid.slice/user@$uid.service/module.slice
 cat > /tmp/user-backend.sh <<'SCRIPT'
 set -u

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Containment (issue 11 item 3): a hostile module tries each way out of its module. Under the
 # user manager (unprivileged, so `exec` makes the module's cgroup namespace with a user
 # namespace), module a's command is a script that moves itself to the daemon's leaf, the service
@@ -10,6 +11,7 @@
 # module and writes its limits; the same with CAP_SYS_ADMIN dropped at spawn (setpriv, the
 # documented fix) is refused.
 set -euo pipefail
+# shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
 check_begin hostile-escape
 mi=$(grep ' - cgroup2 ' /proc/self/mountinfo | head -n 1)

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The real daemon (subc-daemon 0.39.3, its placement off) under the installed unit, every module
 # through `ck-cgroup run` (lib-systemd.sh: real_daemon_up). The checks of issue 10:
 #   real-daemon-hoard        hog past its memory.max is OOM-killed alone, whole module (oom.group);
@@ -11,6 +12,7 @@
 # Mutation controls (docs/guest-lane.md): with CK_MUTATION=no-kill-on-close, helper-kill and orphans
 # fail; with CK_MUTATION=no-oom-group-default, hoard fails.
 set -euo pipefail
+# shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
 if [ ! -x "$REAL" ]; then
   why=$(cat /lane/real-daemon.why 2> /dev/null || echo "no $REAL")
@@ -67,8 +69,8 @@ kill -KILL "$helper"
 expect "nothing of deaf is left within one second of its helper's SIGKILL" wait_until 1 none_alive $old
 s1=$(date +%s.%N)
 note "deaf emptied in $(awk -v a="$s0" -v b="$s1" 'BEGIN { printf "%.2f", b - a }') s"
-# shellcheck disable=SC2086
 all_alive() { local p; for p in "$@"; do alive "$p" || return 1; done; }
+# shellcheck disable=SC2086 # one pid a word
 expect "hog and orph untouched ($others)" all_alive $others
 expect "the daemon restarted deaf (starts $sd -> $(starts deaf))" wait_until 60 restarted deaf "$sd"
 check_end

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The real daemon, continued (after 95-real-daemon.sh; lib-systemd.sh: real_daemon_up):
 #   real-daemon-crash  SIGKILL of the daemon: systemd restarts it, ExecStartPre prunes, no
 #                      process of the old modules survives, no directory count grows
@@ -8,6 +9,7 @@
 # none of ours: KillMode=mixed makes systemd SIGKILL every process of the service before Restart=,
 # and prune is the line behind it; the check shows the combination holds with the real daemon.
 set -euo pipefail
+# shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
 if [ ! -x "$REAL" ]; then
   why=$(cat /lane/real-daemon.why 2> /dev/null || echo "no $REAL")

@@ -1,10 +1,12 @@
+# shellcheck shell=bash
 # Helpers for the systemd lane's check files (bash). Source it: . /lane/lib-systemd.sh
 # It sources lane 1's /lane/lib.sh (check_begin, expect, note, check_end, wait_until, keyed,
 # alive, none_alive, ...) and points $CK at the installed helper.
+# shellcheck source=scripts/vm/guest/lib.sh
 . /lane/lib.sh
 CK=/usr/bin/ck-cgroup
-MEMHOG=/lane/bin/memhog
-FORKN=/lane/bin/forkn
+# shellcheck disable=SC2034 # for the check files that source this
+MEMHOG=/lane/bin/memhog FORKN=/lane/bin/forkn
 T=/run/ck-subc-test
 UNIT=ck-subc.service
 
@@ -78,21 +80,21 @@ ujournal_since() {
 # b's processes (the file PROCS) remembered before each; then none of them may be alive, and
 # DIR (WHERE names it) must hold as many processes and the same cgroup directories as before.
 twenty_restarts() {
-  local where=$1 dir=$2 procs=$3 restart=$4 n0 d0 n1 d1 t1 t2 i failed= survivors p
-  local -a old=()
+  local where=$1 dir=$2 procs=$3 restart=$4 n0 d0 n1 d1 t1 t2 i failed='' survivors p
+  local -a b_pids=()
   n0=$(subtree_pids "$dir" | wc -w) d0=$(subtree_dirs "$dir")
   echo "before: b = $(tr '\n' ' ' < "$procs"); $n0 processes $where; dirs: $d0"
   t1=$(date +%s.%N)
   for i in $(seq 1 20); do
     # shellcheck disable=SC2207 # pids, one word each
-    old+=($(cat "$procs"))
+    b_pids+=($(cat "$procs"))
     "$restart" || { failed=$i; break; }
   done
   t2=$(date +%s.%N)
   expect "20 restarts of b, each with its orphan (failed at: ${failed:-none})" [ -z "$failed" ]
   sleep 0.2
-  survivors=$(for p in "${old[@]}"; do alive "$p" && echo "$p $(tr '\0' ' ' < "/proc/$p/cmdline")"; done || true)
-  expect "no process of an old b survives (${#old[@]} pids checked; alive: ${survivors:-none})" [ -z "$survivors" ]
+  survivors=$(for p in "${b_pids[@]}"; do alive "$p" && echo "$p $(tr '\0' ' ' < "/proc/$p/cmdline")"; done || true)
+  expect "no process of an old b survives (${#b_pids[@]} pids checked; alive: ${survivors:-none})" [ -z "$survivors" ]
   n1=$(subtree_pids "$dir" | wc -w) d1=$(subtree_dirs "$dir")
   expect "processes $where: $n0 before, $n1 after" [ "$n0" = "$n1" ]
   expect "cgroup directories $where unchanged ($d1)" [ "$d0" = "$d1" ]
@@ -170,6 +172,7 @@ JSON
 # (the member whose innermost pid is 1).
 helper_pid() {
   local p
+  # shellcheck disable=SC2013 # pids, one a line
   for p in $(cat "$SVC/subc-modules/$1/cgroup.procs" 2> /dev/null); do
     if grep -qE '^NSpid:.*[[:space:]]1$' "/proc/$p/status" 2> /dev/null; then
       awk '/^PPid:/ { print $2 }' "/proc/$p/status"
