@@ -19,10 +19,10 @@ use rustix::io::Errno;
 use serde::Serialize;
 
 use crate::cgroup::root::CgroupDir;
-use crate::cgroup::wait::{Waited, wait_empty};
 use crate::discover::cgroup2_mount;
 use crate::error::{Error, Result};
 use crate::module::Root;
+use crate::stop::{StopOptions, stop_tree};
 
 /// Prefix of every sandbox directory name.
 pub const PREFIX: &str = "ck-sandbox-";
@@ -395,49 +395,31 @@ fn unique_name() -> String {
     )
 }
 
-/// Kill everything in `dir` (= `parent/name`), wait until it is empty, remove it deepest first.
-/// Independent of [`crate::stop`], so that the mutation controls do not switch it off.
+/// Kill everything in `dir` (= `parent/name`) by the one tree stop ([`crate::stop::stop_tree`]:
+/// `cgroup.kill` or what it falls through to, then a wait on `populated 0`), and remove it
+/// deepest first. Under a mutation control that switches the stop off, what a test's sandbox
+/// held stays behind: `scripts/mutation-controls` gives each control's tests a parent of their
+/// own and empties it with shell commands afterwards, not with the build it tests.
 fn empty_and_remove(parent: &CgroupDir, name: &str, dir: &CgroupDir) -> Result<()> {
-    {
-        match dir.write_raw("cgroup.kill", "1") {
-            Ok(()) => {}
-            // Before 5.14: SIGKILL each member until none is left (the wait below bounds it).
-            Err(Errno::NOENT) => {
-                for _ in 0..100 {
-                    let pids = crate::cgroup::tree::members(dir, "")?;
-                    if pids.is_empty() {
-                        break;
-                    }
-                    for pid in pids {
-                        if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-                            let _ =
-                                rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-                        }
-                    }
-                }
-            }
-            Err(e) => {
-                return Err(Error::io(
-                    "write \"1\" to",
-                    dir.display_path("cgroup.kill"),
-                    e,
-                ));
-            }
-        }
-        if wait_empty(dir, "", Duration::from_secs(10))? == Waited::TimedOut {
-            return Err(Error::failed(format!(
-                "sandbox {} is still populated 10 s after cgroup.kill",
-                dir.path().display()
-            )));
-        }
-        for sub in dir.subdirs("")? {
-            crate::cgroup::tree::remove_tree(dir, &sub)?;
-        }
-        parent
-            .rmdir_raw(name)
-            .or_else(|e| if e == Errno::NOENT { Ok(()) } else { Err(e) })
-            .map_err(|e| Error::io("rmdir", dir.path(), e))
+    let opts = StopOptions {
+        timeout: Duration::from_secs(10),
+        ..StopOptions::default()
+    };
+    let stopped = stop_tree(dir, "", &opts)?;
+    if !stopped.empty {
+        return Err(Error::failed(format!(
+            "sandbox {} is still populated 10 s after SIGKILL ({})",
+            dir.path().display(),
+            stopped.method.map_or("no kill method ran", |m| m.name())
+        )));
     }
+    for sub in dir.subdirs("")? {
+        crate::cgroup::tree::remove_tree(dir, &sub)?;
+    }
+    parent
+        .rmdir_raw(name)
+        .or_else(|e| if e == Errno::NOENT { Ok(()) } else { Err(e) })
+        .map_err(|e| Error::io("rmdir", dir.path(), e))
 }
 
 impl Drop for Sandbox {
