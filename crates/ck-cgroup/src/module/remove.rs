@@ -116,11 +116,7 @@ impl Root {
             .map_err(|e| Error::io("open", self.dir.display_path(parent_rel), e))?;
         let name = m.name.as_str();
         loop {
-            crate::cgroup::tree::walk_module(
-                mdir,
-                "",
-                &mut crate::cgroup::tree::Remover { deadline },
-            )?;
+            crate::cgroup::tree::walk(mdir, "", &mut crate::cgroup::tree::Remover { deadline })?;
             if !same_dir(&parent, name, mdir) {
                 return Ok(Gone::Yes);
             }

@@ -160,81 +160,102 @@ pub fn watch(
             w.thresholds(&mut out);
             continue;
         }
-        let mut changed: Vec<Key> = Vec::new();
-        let mut dir_events: Vec<DirEvent> = Vec::new();
-        let mut rescan = false;
-        {
-            use inotify::ReadFlags;
-            let mut reader = inotify::Reader::new(&w.ino, &mut buf);
-            loop {
-                let ev = match reader.next() {
-                    Ok(ev) => ev,
-                    Err(Errno::AGAIN) | Err(Errno::INTR) => break,
-                    Err(e) => return Err(Error::io("read inotify for", root.path(), e)),
-                };
-                let mask = ev.events();
-                if mask.contains(ReadFlags::QUEUE_OVERFLOW) {
-                    // Events were lost: only a full rescan knows what is there now.
-                    rescan = true;
-                } else if let Some(&layout) = w.dir_wds.get(&ev.wd()) {
-                    let name = ev
-                        .file_name()
-                        .and_then(|n| n.to_str().ok())
-                        .filter(|n| !n.is_empty());
-                    match (layout, name) {
-                        (Some(l), Some(n)) if mask.contains(ReadFlags::ISDIR) => {
-                            if mask.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO) {
-                                dir_events.push(DirEvent::Made(l, n.to_string()));
-                            } else if mask.intersects(ReadFlags::DELETE | ReadFlags::MOVED_FROM) {
-                                dir_events.push(DirEvent::Gone(l, n.to_string()));
-                            }
+        let batch = w.read_events(&mut buf)?;
+        w.apply(batch, &mut out)?;
+        if thresholds {
+            w.thresholds(&mut out);
+        }
+    }
+}
+
+/// What one read of the inotify queue said.
+#[derive(Default)]
+struct Batch {
+    /// Modules' files that changed.
+    changed: Vec<Key>,
+    /// Modules made or gone.
+    dir_events: Vec<DirEvent>,
+    /// Events were lost, or a directory that holds modules changed: rescan.
+    rescan: bool,
+}
+
+impl Watcher<'_> {
+    /// Read every event queued now (the fd is non-blocking).
+    fn read_events(&mut self, buf: &mut [std::mem::MaybeUninit<u8>]) -> Result<Batch> {
+        let mut b = Batch::default();
+        use inotify::ReadFlags;
+        let mut reader = inotify::Reader::new(&self.ino, buf);
+        loop {
+            let ev = match reader.next() {
+                Ok(ev) => ev,
+                Err(Errno::AGAIN) | Err(Errno::INTR) => break,
+                Err(e) => return Err(Error::io("read inotify for", self.root.path(), e)),
+            };
+            let mask = ev.events();
+            if mask.contains(ReadFlags::QUEUE_OVERFLOW) {
+                // Events were lost: only a full rescan knows what is there now.
+                b.rescan = true;
+            } else if let Some(&layout) = self.dir_wds.get(&ev.wd()) {
+                let name = ev
+                    .file_name()
+                    .and_then(|n| n.to_str().ok())
+                    .filter(|n| !n.is_empty());
+                match (layout, name) {
+                    (Some(l), Some(n)) if mask.contains(ReadFlags::ISDIR) => {
+                        if mask.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO) {
+                            b.dir_events.push(DirEvent::Made(l, n.to_string()));
+                        } else if mask.intersects(ReadFlags::DELETE | ReadFlags::MOVED_FROM) {
+                            b.dir_events.push(DirEvent::Gone(l, n.to_string()));
                         }
-                        // A file, not a module.
-                        (Some(_), Some(_)) => {}
-                        // A parent's event, or a directory that holds modules went itself.
-                        _ => rescan = true,
                     }
-                } else if let Some(k) = w.wds.get(&ev.wd()) {
-                    if mask.contains(ReadFlags::IGNORED) {
-                        // The file went with its module; its directory event says so.
-                        w.wds.remove(&ev.wd());
-                    } else {
-                        changed.push(k.clone());
-                    }
-                } else if !mask.contains(ReadFlags::IGNORED) {
-                    rescan = true;
+                    // A file, not a module.
+                    (Some(_), Some(_)) => {}
+                    // A parent's event, or a directory that holds modules went itself.
+                    _ => b.rescan = true,
                 }
+            } else if let Some(k) = self.wds.get(&ev.wd()) {
+                if mask.contains(ReadFlags::IGNORED) {
+                    // The file went with its module; its directory event says so.
+                    self.wds.remove(&ev.wd());
+                } else {
+                    b.changed.push(k.clone());
+                }
+            } else if !mask.contains(ReadFlags::IGNORED) {
+                b.rescan = true;
             }
         }
+        Ok(b)
+    }
+
+    /// Turn a batch into events: modules made or gone, figures updated, a rescan.
+    fn apply(&mut self, mut b: Batch, out: &mut Vec<WatchEvent>) -> Result<()> {
         if cfg!(ck_mutation = "watch-blind") {
             // Mutation: the kernel's modify events are dropped.
-            changed.clear();
+            b.changed.clear();
         }
         if cfg!(ck_mutation = "watch-by-name") {
             // Mutation: directory events only ask for a rescan, and a rescan takes a module
             // that has the name of one it watches for that one (the state of the removed one).
-            if !dir_events.is_empty() {
-                rescan = true;
+            if !b.dir_events.is_empty() {
+                b.rescan = true;
             }
-            dir_events.clear();
+            b.dir_events.clear();
         }
-        for d in dir_events {
+        for d in b.dir_events {
             match d {
-                DirEvent::Made(layout, name) => w.made(layout, &name, &mut out),
-                DirEvent::Gone(layout, name) => w.went(&(layout, name), &mut out),
+                DirEvent::Made(layout, name) => self.made(layout, &name, out),
+                DirEvent::Gone(layout, name) => self.went(&(layout, name), out),
             }
         }
-        changed.sort();
-        changed.dedup();
-        for k in changed {
-            w.update(&k, true, &mut out);
+        b.changed.sort();
+        b.changed.dedup();
+        for k in b.changed {
+            self.update(&k, true, out);
         }
-        if rescan {
-            w.rescan(true, &mut out)?;
+        if b.rescan {
+            self.rescan(true, out)?;
         }
-        if thresholds {
-            w.thresholds(&mut out);
-        }
+        Ok(())
     }
 }
 

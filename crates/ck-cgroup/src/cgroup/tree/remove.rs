@@ -1,0 +1,57 @@
+//! Removing a subtree deepest first.
+
+use super::*;
+
+/// `rmdir` of the cgroup `name` in the directory `at`. `EBUSY` of a cgroup that holds no
+/// process (its last one still exiting, or a child cgroup made meanwhile) is retried until
+/// `deadline`; of a populated one it is returned at once (the caller decides: kill again, or
+/// report). A cgroup already gone is fine.
+pub(crate) fn rmdir_at(
+    at: BorrowedFd<'_>,
+    name: &str,
+    deadline: Instant,
+) -> std::result::Result<(), Errno> {
+    loop {
+        match rustix::fs::unlinkat(at, name, AtFlags::REMOVEDIR) {
+            Ok(()) | Err(Errno::NOENT) => return Ok(()),
+            Err(Errno::BUSY)
+                if Instant::now() < deadline && populated_at(at, name) != Some(true) =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Removes every cgroup of a walk's subtree below its top, deepest first, each relative to its
+/// parent's fd.
+pub(crate) struct Remover {
+    pub(crate) deadline: Instant,
+}
+
+impl Visitor for Remover {
+    fn child_done(&mut self, parent: &Cursor<'_>, name: &str) -> Result<()> {
+        rmdir_at(parent.fd(), name, self.deadline)
+            .map_err(|e| Error::io("rmdir", parent.path_of(name), e))
+    }
+}
+
+/// Remove `rel` under `dir` and every cgroup below it, deepest first, at any depth, each
+/// directory relative to its parent's fd; `EBUSY` of a cgroup that holds no process is retried
+/// for a bounded time. A cgroup that is already gone is fine.
+pub(crate) fn remove_tree(dir: &CgroupDir, rel: &str) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        walk(dir, rel, &mut Remover { deadline })?;
+        match dir.rmdir_raw(rel) {
+            Ok(()) | Err(Errno::NOENT) => return Ok(()),
+            Err(Errno::BUSY)
+                if Instant::now() < deadline && members(dir, rel).is_ok_and(|p| p.is_empty()) =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(Error::io("rmdir", dir.display_path(rel), e)),
+        }
+    }
+}
