@@ -229,7 +229,9 @@ fn measure(root: &Root, tree: &Tree, kind: Kind, n: usize) -> Res<Sample> {
                 ..StopOptions::default()
             };
             let t0 = Instant::now();
-            let r = root.stop(tree.id.as_str(), &opts)?;
+            let r = root
+                .stop(tree.id.as_str(), &opts)
+                .or_else(ck_cgroup::Error::into_stop_report)?;
             let ms = t0.elapsed().as_secs_f64() * 1e3;
             if !r.ok() || r.tree.method != Some(m) || r.tree.killed != n {
                 return Err(format!(
@@ -245,7 +247,9 @@ fn measure(root: &Root, tree: &Tree, kind: Kind, n: usize) -> Res<Sample> {
             let ms = baseline(tree.top)?;
             let missed = read_procs(&tree.dir)?.len();
             // Clean up what the baseline missed (untimed).
-            let r = root.kill(tree.id.as_str(), TIMEOUT)?;
+            let r = root
+                .kill(tree.id.as_str(), TIMEOUT)
+                .or_else(ck_cgroup::Error::into_stop_report)?;
             if !r.ok() {
                 return Err(format!("{}: cleanup failed: {r:?}", tree.dir.display()).into());
             }

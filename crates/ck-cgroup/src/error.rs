@@ -2,11 +2,65 @@
 //!
 //! Every message follows `<what failed>: <path>: <errno>` and may carry a hint that says what to
 //! run instead. The binary prints `ck-cgroup: <message>` and, on a second line, `hint: <hint>`.
+//!
+//! A caller tells failures apart by [`Error::kind`] (an [`ErrorKind`]), never by the message,
+//! which is for people. The errno of a failed system call stays reachable ([`Error::errno`]),
+//! and a stop that did not end carries its report ([`Error::stop_report`]).
 
 use std::fmt;
 use std::path::PathBuf;
 
 use rustix::io::Errno;
+
+use crate::module::StopReport;
+
+/// What went wrong, for a caller to match on. More kinds may be added: match with a `_` arm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The input was invalid (a module id, a size, a policy, a forced kill method that cannot
+    /// run, the hierarchy's root passed as a service root…). Nothing was changed.
+    BadInput,
+    /// The module asked for does not exist.
+    NoSuchModule,
+    /// The process asked for does not exist, or exited while it was being placed.
+    NoSuchProcess,
+    /// A controller a limit needs is not enabled for the modules (not delegated, or `init` not run).
+    ControllerMissing,
+    /// The tree asked to be stopped holds the calling process: it would kill itself. Refused.
+    ModuleHoldsCaller,
+    /// The module is frozen: a process started in it would stop before its first instruction.
+    ModuleFrozen,
+    /// A system call failed with `EACCES` or `EPERM`.
+    PermissionDenied,
+    /// A cgroup that had to be empty is populated (`EBUSY`, `ENOTEMPTY`, or processes listed).
+    Busy,
+    /// A stop ended with the tree still populated or its directory not removed; the report is
+    /// in [`Error::stop_report`].
+    StillPopulated,
+    /// No cgroup2 filesystem is mounted, or the path is not on one.
+    NoCgroup2,
+    /// No cgroup namespace could be made for a module's process (nothing was started): the
+    /// spawn can be tried again without one.
+    NoCgroupNamespace,
+    /// systemd (the systemd backend's manager) cannot be reached over D-Bus.
+    SystemdUnavailable,
+    /// systemd was reached but a job or call of it failed.
+    Systemd,
+    /// Another failed system call (see [`Error::errno`]).
+    Io,
+    /// Another failure that is not a single errno.
+    Other,
+}
+
+/// What kind of io failure an errno is.
+fn io_kind(errno: Errno) -> ErrorKind {
+    match errno {
+        Errno::ACCESS | Errno::PERM => ErrorKind::PermissionDenied,
+        Errno::BUSY | Errno::NOTEMPTY => ErrorKind::Busy,
+        _ => ErrorKind::Io,
+    }
+}
 
 /// What kind of failure, which decides the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,15 +81,17 @@ impl Class {
     }
 }
 
-/// A crate error: a message in the `<what>: <path>: <errno>` shape, a class, and an optional hint.
+/// A crate error: a message in the `<what>: <path>: <errno>` shape, a class (the exit code), a
+/// kind (what a caller matches on), and an optional hint.
 #[derive(Debug)]
 pub struct Error {
     class: Class,
+    kind: ErrorKind,
     message: String,
     errno: Option<Errno>,
     hint: Option<String>,
-    /// No cgroup namespace could be made for a module's process (nothing was started).
-    no_cgroup_namespace: bool,
+    /// The report of a stop that did not end.
+    stop: Option<Box<StopReport>>,
 }
 
 /// Result alias of this crate.
@@ -48,9 +104,10 @@ impl Error {
         Error {
             class: Class::Failed,
             message: format!("failed to {what} {}: {}", path.display(), errno_text(errno)),
+            kind: io_kind(errno),
             errno: Some(errno),
             hint: None,
-            no_cgroup_namespace: false,
+            stop: None,
         }
     }
 
@@ -67,23 +124,26 @@ impl Error {
             ),
             errno: Some(errno),
             hint: Some("start it without one (`--no-cgroup-namespace`, `ModuleCommand::cgroup_namespace(false)`), or allow user namespaces (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone)".into()),
-            no_cgroup_namespace: true,
+            kind: ErrorKind::NoCgroupNamespace,
+            stop: None,
         }
     }
 
     /// Whether this is [`Error::no_cgroup_namespace`]: the spawn can be tried again without one.
+    /// The same as `kind() == ErrorKind::NoCgroupNamespace`.
     pub fn is_no_cgroup_namespace(&self) -> bool {
-        self.no_cgroup_namespace
+        self.kind == ErrorKind::NoCgroupNamespace
     }
 
     /// Bad input or an unsupported environment (exit 2).
     pub fn bad_input(message: impl Into<String>) -> Error {
         Error {
             class: Class::BadInput,
+            kind: ErrorKind::BadInput,
             message: message.into(),
             errno: None,
             hint: None,
-            no_cgroup_namespace: false,
+            stop: None,
         }
     }
 
@@ -91,11 +151,18 @@ impl Error {
     pub fn failed(message: impl Into<String>) -> Error {
         Error {
             class: Class::Failed,
+            kind: ErrorKind::Other,
             message: message.into(),
             errno: None,
             hint: None,
-            no_cgroup_namespace: false,
+            stop: None,
         }
+    }
+
+    /// A failed call or job of systemd (exit 1, [`ErrorKind::Systemd`]).
+    #[cfg(feature = "systemd")]
+    pub(crate) fn systemd(message: impl Into<String>) -> Error {
+        Error::failed(message).with_kind(ErrorKind::Systemd)
     }
 
     /// Attach a hint: what to run or change instead.
@@ -110,6 +177,54 @@ impl Error {
     pub fn with_class(mut self, class: Class) -> Error {
         self.class = class;
         self
+    }
+
+    /// Set the kind (the message and class stay).
+    #[must_use]
+    pub fn with_kind(mut self, kind: ErrorKind) -> Error {
+        self.kind = kind;
+        self
+    }
+
+    /// A stop of a module that did not end with its tree empty and its directory removed: the
+    /// message is the report's `error`, the kind [`ErrorKind::StillPopulated`] (or, when the
+    /// tree is empty and the removal failed for another reason than `EBUSY`, the kind of that
+    /// errno), and the report is kept ([`Error::stop_report`]).
+    pub(crate) fn stop_failed(report: StopReport, errno: Option<Errno>) -> Error {
+        let kind = match errno {
+            Some(e) if report.tree.empty && e != Errno::BUSY => io_kind(e),
+            _ => ErrorKind::StillPopulated,
+        };
+        Error {
+            class: Class::Failed,
+            kind,
+            message: report
+                .error
+                .clone()
+                .unwrap_or_else(|| format!("the stop of {} did not end", report.module)),
+            errno,
+            hint: None,
+            stop: Some(Box::new(report)),
+        }
+    }
+
+    /// What went wrong, for a caller to match on.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The report of a stop that did not end ([`ErrorKind::StillPopulated`]): what was done,
+    /// what is left. `None` for every other error.
+    pub fn stop_report(&self) -> Option<&StopReport> {
+        self.stop.as_deref()
+    }
+
+    /// Take the report of a stop that did not end out of the error; the error itself otherwise.
+    pub fn into_stop_report(self) -> std::result::Result<StopReport, Error> {
+        match self.stop {
+            Some(r) => Ok(*r),
+            None => Err(self),
+        }
     }
 
     /// The class, which decides the exit code.
@@ -216,5 +331,26 @@ mod tests {
     #[test]
     fn bad_input_is_exit_2() {
         assert_eq!(Error::bad_input("x").exit_code(), 2);
+        assert_eq!(Error::bad_input("x").kind(), ErrorKind::BadInput);
+    }
+
+    #[test]
+    fn io_kind_follows_the_errno() {
+        assert_eq!(
+            Error::io("open", "/x", Errno::ACCESS).kind(),
+            ErrorKind::PermissionDenied
+        );
+        assert_eq!(
+            Error::io("open", "/x", Errno::PERM).kind(),
+            ErrorKind::PermissionDenied
+        );
+        assert_eq!(
+            Error::io("rmdir", "/x", Errno::BUSY).kind(),
+            ErrorKind::Busy
+        );
+        let e = Error::io("open", "/x", Errno::NOENT);
+        assert_eq!(e.kind(), ErrorKind::Io);
+        assert_eq!(e.errno(), Some(Errno::NOENT));
+        assert!(e.stop_report().is_none());
     }
 }

@@ -43,7 +43,7 @@ pub mod stop;
 pub mod telemetry;
 
 pub use cgroup::CgroupDir;
-pub use error::{Class, Error, Result};
+pub use error::{Class, Error, ErrorKind, Result};
 pub use id::{DirName, ModuleId};
 pub use layout::{Layout, ModuleRef};
 pub use module::Root;

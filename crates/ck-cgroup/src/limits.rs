@@ -177,9 +177,11 @@ pub(crate) fn sort_writes(
             root.display()
         );
         if !best_effort {
-            return Err(Error::bad_input(format!("{file} needs {reason}")).with_hint(
-                "delegate it to the service (Delegate=memory pids cpu io in the unit) and run `ck-cgroup init`; or pass --best-effort to apply the other limits",
-            ));
+            return Err(Error::bad_input(format!("{file} needs {reason}"))
+                .with_hint(
+                    "delegate it to the service (Delegate=memory pids cpu io in the unit) and run `ck-cgroup init`; or pass --best-effort to apply the other limits",
+                )
+                .with_kind(crate::error::ErrorKind::ControllerMissing));
         }
         skipped.push(Skipped {
             file,

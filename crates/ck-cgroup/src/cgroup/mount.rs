@@ -20,4 +20,5 @@ pub(crate) fn no_cgroup2() -> Error {
     Error::bad_input("no cgroup2 filesystem is mounted (a cgroup-v1-only host)").with_hint(
         "boot with systemd.unified_cgroup_hierarchy=1, or mount cgroup2 (mount -t cgroup2 none /sys/fs/cgroup/unified)",
     )
+    .with_kind(crate::error::ErrorKind::NoCgroup2)
 }

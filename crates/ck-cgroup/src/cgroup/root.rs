@@ -59,7 +59,8 @@ impl CgroupDir {
             ))
             .with_hint(
                 "pass a directory under the cgroup2 mount (see `grep cgroup2 /proc/self/mountinfo`)",
-            ));
+            )
+            .with_kind(crate::error::ErrorKind::NoCgroup2));
         }
         Ok(CgroupDir {
             fd,

@@ -16,6 +16,7 @@ pub(crate) fn placeable(pid: u32) -> Result<OwnedFd> {
         Error::bad_input(format!(
             "no process with pid {pid}: pass the pids of running processes"
         ))
+        .with_kind(crate::error::ErrorKind::NoSuchProcess)
     };
     if pid == std::process::id() {
         return Err(refuse(
@@ -92,6 +93,7 @@ pub(super) fn exited_meanwhile(pid: u32) -> Error {
     Error::failed(format!(
         "pid {pid} exited while it was being placed: it is not in the module (run the command again with the pids that still run)"
     ))
+    .with_kind(crate::error::ErrorKind::NoSuchProcess)
 }
 
 impl Root {
@@ -264,7 +266,8 @@ impl Root {
         .with_hint(format!(
             "thaw it with `echo 0 > {}/cgroup.freeze`, or stop it with `ck-cgroup kill {id}`",
             path.display()
-        )))
+        ))
+        .with_kind(crate::error::ErrorKind::ModuleFrozen))
     }
 
     /// Start `cmd` inside the module (made if needed) with no window between spawn and

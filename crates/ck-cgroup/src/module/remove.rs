@@ -49,7 +49,8 @@ impl Root {
             ))
             .with_hint(format!(
                 "stop them with `ck-cgroup kill {name}`, which also removes the module"
-            ))),
+            ))
+            .with_kind(crate::error::ErrorKind::Busy)),
         }
     }
 

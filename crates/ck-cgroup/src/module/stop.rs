@@ -80,7 +80,8 @@ pub(crate) fn prune_entries(
 }
 
 pub(super) fn stop_entry(e: &mut PruneEntry, stop: &impl Fn(&str) -> Result<StopReport>) {
-    match stop(e.name.as_str()) {
+    // A stop that did not end is an error that carries its report: the entry shows it.
+    match stop(e.name.as_str()).or_else(Error::into_stop_report) {
         Ok(r) => {
             e.action = if r.ok() {
                 PruneAction::Killed
@@ -189,7 +190,17 @@ pub fn signal_name(sig: Signal) -> String {
 
 impl Root {
     /// SIGKILL the module's whole subtree (the first kill method the kernel supports), wait until
-    /// it is empty (at most `timeout`), and remove its directory. See [`Root::stop`].
+    /// it is empty (at most `timeout`), and remove its directory. See [`Root::stop`] for what is
+    /// returned: a kill that did not end is an `Err` carrying its report.
+    ///
+    /// ```no_run
+    /// # fn main() -> ck_cgroup::Result<()> {
+    /// let root = ck_cgroup::Root::open("/sys/fs/cgroup/unified/my.service".as_ref())?;
+    /// let report = root.kill("worker-1", std::time::Duration::from_secs(10))?;
+    /// assert!(report.ok());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn kill(&self, name: &str, timeout: Duration) -> Result<StopReport> {
         self.stop(
             name,
@@ -211,9 +222,38 @@ impl Root {
     /// kill (an `exec` racing it) keeps `rmdir` busy: it is killed again, until the timeout.
     ///
     /// A module that does not exist, or that disappears while it is being stopped (another
-    /// stop removed it), is reported as already gone. A module whose subtree holds the calling
-    /// process is refused (exit 2). Check [`StopReport::ok`]: a tree that is not empty or a
-    /// directory that could not be removed is reported, not raised.
+    /// stop removed it), is reported as already gone (`Ok`, [`StopReport::already_gone`]). A
+    /// module whose subtree holds the calling process is refused
+    /// ([`ErrorKind::ModuleHoldsCaller`](crate::ErrorKind::ModuleHoldsCaller), exit 2). A stop
+    /// that did not end with the tree empty and the directory removed is an `Err` of kind
+    /// [`ErrorKind::StillPopulated`](crate::ErrorKind::StillPopulated) (or, for a removal that
+    /// failed otherwise, the kind of its errno) whose message is the report's `error` and which
+    /// carries the report: [`Error::stop_report`], [`Error::into_stop_report`]. So an `Ok`
+    /// report is always [`StopReport::ok`].
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use ck_cgroup::{ErrorKind, Root};
+    /// use ck_cgroup::stop::StopOptions;
+    ///
+    /// # fn main() -> ck_cgroup::Result<()> {
+    /// let root = Root::open("/sys/fs/cgroup/unified/my.service".as_ref())?;
+    /// let opts = StopOptions {
+    ///     grace: Duration::from_secs(2),
+    ///     ..StopOptions::default()
+    /// };
+    /// match root.stop("worker-1", &opts) {
+    ///     Ok(r) if r.already_gone => println!("nothing to stop"),
+    ///     Ok(r) => println!("killed {} in {} ms", r.tree.killed, r.tree.waited_ms),
+    ///     Err(e) if e.kind() == ErrorKind::StillPopulated => {
+    ///         let left = e.stop_report().and_then(|r| r.path.clone());
+    ///         eprintln!("{e} ({left:?} is left)");
+    ///     }
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn stop(&self, name: &str, opts: &StopOptions) -> Result<StopReport> {
         let start = Instant::now();
         let _boost = crate::stop::Boost::new();
@@ -243,7 +283,7 @@ impl Root {
                     return Ok(gone_meanwhile(report));
                 }
                 report.error = Some(still_populated(&mdir, "", report.tree.waited_ms));
-                return Ok(report);
+                return Err(Error::stop_failed(report, None));
             }
             match self.remove_dir(&m, &mdir) {
                 Ok(Gone::No) => {
@@ -277,7 +317,7 @@ impl Root {
                 }
                 Err(e) => {
                     report.error = Some(e.to_string());
-                    return Ok(report);
+                    return Err(Error::stop_failed(report, e.errno()));
                 }
             }
         }

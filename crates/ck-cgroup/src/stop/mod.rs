@@ -187,6 +187,7 @@ pub(crate) fn stop_tree_by(
             dir.display_path(rel).display()
         ))
         .with_hint("run `ck-cgroup kill` from outside the module, e.g. from the daemon")
+        .with_kind(crate::error::ErrorKind::ModuleHoldsCaller)
     };
     let before = match members(dir, rel) {
         Ok(p) if p.contains(&me) => return Err(refuse()),

@@ -155,7 +155,8 @@ impl Root {
                     "no module {n} under {}",
                     self.path().display()
                 ))
-                .with_hint("`ck-cgroup list` shows the modules"));
+                .with_hint("`ck-cgroup list` shows the modules")
+                .with_kind(crate::error::ErrorKind::NoSuchModule));
             };
             if let Some(e) = all
                 .iter()

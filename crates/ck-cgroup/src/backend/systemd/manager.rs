@@ -325,12 +325,12 @@ impl Manager {
         self.run_job("StartTransientUnit", &spec.unit, &body, timeout)
             .and_then(|r| match r {
                 Some(result) if result == "done" => Ok(()),
-                Some(result) => Err(Error::failed(format!(
+                Some(result) => Err(Error::systemd(format!(
                     "systemd could not start {}: job result \"{result}\"",
                     spec.unit
                 ))
                 .with_hint(self.journal_hint(&spec.unit))),
-                None => Err(Error::failed(format!(
+                None => Err(Error::systemd(format!(
                     "systemd could not start {}: the unit vanished",
                     spec.unit
                 ))),
@@ -341,7 +341,7 @@ impl Manager {
     pub fn stop_unit(&self, unit: &str, timeout: Duration) -> Result<bool> {
         match self.run_job("StopUnit", unit, &(unit, "replace"), timeout)? {
             Some(result) if result == "done" => Ok(true),
-            Some(result) => Err(Error::failed(format!(
+            Some(result) => Err(Error::systemd(format!(
                 "systemd could not stop {unit}: job result \"{result}\""
             ))
             .with_hint(self.journal_hint(unit))),
@@ -415,11 +415,11 @@ impl Manager {
             };
             match with_deadline(wait, deadline).await {
                 Some(Some(result)) => Ok(Some(result)),
-                Some(None) => Err(Error::failed(format!(
+                Some(None) => Err(Error::systemd(format!(
                     "lost the connection to systemd ({}) while waiting for {method} {unit}",
                     self.via()
                 ))),
-                None => Err(Error::failed(format!(
+                None => Err(Error::systemd(format!(
                     "systemd did not finish {method} {unit} within {} s (job {})",
                     timeout.as_secs_f64(),
                     job.as_str()
@@ -431,17 +431,18 @@ impl Manager {
 
     fn fail(&self, what: &str, unit: &str, e: &zbus::Error) -> Error {
         let name = dbus_error_name(e);
-        let err = Error::failed(format!("systemd ({}): {what} {unit}: {e}", self.via()));
+        let err = Error::systemd(format!("systemd ({}): {what} {unit}: {e}", self.via()));
         if name.ends_with(".UnitExists") {
             err.with_hint(format!(
                 "{unit} is already running: stop it first (`ck-cgroup kill --backend systemd` with its id)"
             ))
         } else if name.contains("AccessDenied") || name.contains("InteractiveAuthorizationRequired")
         {
-            err.with_hint(match self.bus {
-                Bus::System => "run as root, or use the user manager: --manager user",
-                Bus::User => "the user manager accepts only its own user",
-            })
+            err.with_kind(crate::error::ErrorKind::PermissionDenied)
+                .with_hint(match self.bus {
+                    Bus::System => "run as root, or use the user manager: --manager user",
+                    Bus::User => "the user manager accepts only its own user",
+                })
         } else {
             err
         }
@@ -494,7 +495,9 @@ fn no_manager(bus: Bus, why: &str) -> Error {
             "set XDG_RUNTIME_DIR to the user's runtime directory (/run/user/UID) and make sure its manager runs (`loginctl enable-linger USER`)",
         ),
     };
-    Error::bad_input(format!("cannot reach {which}: {why}")).with_hint(hint)
+    Error::bad_input(format!("cannot reach {which}: {why}"))
+        .with_hint(hint)
+        .with_kind(crate::error::ErrorKind::SystemdUnavailable)
 }
 
 /// Run `fut` until it is ready or `deadline` passes (`None`). A thread sleeps until the deadline

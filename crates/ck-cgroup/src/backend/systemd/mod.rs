@@ -253,12 +253,14 @@ fn method_forced() -> Error {
 fn no_module(n: &str) -> Error {
     Error::failed(format!("no module scope {n} under {MODULES_SLICE}"))
         .with_hint("`ck-cgroup list --backend systemd` shows the module scopes")
+        .with_kind(crate::error::ErrorKind::NoSuchModule)
 }
 
 /// Stop module `name`'s scope: `KillUnit(all, opts.signal)` and a grace that ends on
 /// `populated 0`, then `KillUnit(all, SIGKILL)` and a wait of at most `opts.timeout`, then
 /// `StopUnit` of the scope and of its slice (systemd removes their cgroups). The report's
-/// method is `systemd`. A scope that is not loaded is reported as already gone.
+/// method is `systemd`. A scope that is not loaded is reported as already gone. A stop that did
+/// not end is an `Err` that carries its report, as of [`crate::Root::stop`].
 pub fn stop(bus: Bus, name: &str, opts: &StopOptions) -> Result<StopReport> {
     if opts.method != crate::stop::Method::Auto {
         return Err(method_forced());
@@ -292,7 +294,8 @@ fn stop_with(m: &Manager, id: &ModuleId, name: &str, opts: &StopOptions) -> Resu
             "refusing to kill {}: it holds this process ({me})",
             path.display()
         ))
-        .with_hint("run `ck-cgroup kill` from outside the module, e.g. from the daemon"));
+        .with_hint("run `ck-cgroup kill` from outside the module, e.g. from the daemon")
+        .with_kind(crate::error::ErrorKind::ModuleHoldsCaller));
     }
     report.already_gone = false;
     report.layout = Some(Layout::Systemd);
@@ -316,7 +319,7 @@ fn stop_with(m: &Manager, id: &ModuleId, name: &str, opts: &StopOptions) -> Resu
     )?;
     if !report.tree.empty {
         report.error = Some(still_populated(&dir, &rel, report.tree.waited_ms));
-        return Ok(report);
+        return Err(Error::stop_failed(report, None));
     }
     // systemd stops an empty scope by itself; StopUnit makes it happen now and waits for it.
     m.stop_unit(&unit, opts.timeout)?;
@@ -327,6 +330,7 @@ fn stop_with(m: &Manager, id: &ModuleId, name: &str, opts: &StopOptions) -> Resu
             "systemd stopped {unit} but {} is still there",
             path.display()
         ));
+        return Err(Error::stop_failed(report, None));
     }
     Ok(report)
 }
