@@ -252,7 +252,7 @@ fn populate(root: &Root, sandbox: &Path) -> Res<usize> {
     let mut pids = Vec::new();
     for i in 0..MODULES {
         let id = ModuleId::new(&format!("m{i:04}"))?;
-        root.create(&id)?;
+        let _created = root.create(&id)?;
         if i % EVERY == 0 {
             let mut cmd = ModuleCommand::new("/bin/sleep");
             cmd.arg("600")

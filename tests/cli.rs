@@ -1040,3 +1040,50 @@ fn cmd(w: &World, args: &[&str]) -> Command {
     c.args(args);
     c
 }
+
+/// The helper's JSON parses into the library's own types, as a daemon in another process would
+/// parse it, and nothing is lost: the parsed value serializes back to the very same JSON (as
+/// strict as `deny_unknown_fields`: a field the type does not know would be dropped).
+#[test]
+fn json_output_parses_into_the_library_types_without_loss() {
+    fn strictly<T: serde::de::DeserializeOwned + serde::Serialize>(line: &str) -> T {
+        let v: T = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let raw: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(serde_json::to_value(&v).unwrap(), raw, "{line}");
+        v
+    }
+    let w = World::new();
+    let placed = ok(w.run(&["--json", "create", "lib"]));
+    assert!(placed.contains("\"lib\""), "{placed}");
+    let mut c = w
+        .ck()
+        .args(["exec", "lib", "--", "sleep", "600"])
+        .spawn()
+        .unwrap();
+    w.track(c.id());
+    eventually("sleep placed", || {
+        cgroup_of(c.id()) == v2_path(&w.root().join("subc-modules/lib"))
+    });
+    #[derive(Deserialize, serde::Serialize)]
+    #[serde(deny_unknown_fields)]
+    struct Listing {
+        root: std::path::PathBuf,
+        modules: Vec<ck_cgroup::module::ModuleEntry>,
+    }
+    let list: Listing = strictly(&ok(w.run(&["--json", "list"])));
+    assert_eq!(list.root, w.root());
+    let m = &list.modules[0];
+    assert_eq!(m.name.as_str(), "lib");
+    assert_eq!(m.layout, ck_cgroup::Layout::Ck);
+    assert_eq!(m.procs, Some(1));
+    let out = ok(w.run(&["--json", "kill", "--grace", "1s", "--timeout", "3s", "lib"]));
+    let r: ck_cgroup::module::StopReport = strictly(out.trim_end());
+    c.wait().unwrap();
+    assert!(r.ok() && !r.already_gone, "{r:?}");
+    assert_eq!(r.module, "lib");
+    assert_eq!(r.layout, Some(ck_cgroup::Layout::Ck));
+    assert_eq!(r.signal.as_deref(), Some("SIGTERM"));
+    assert_eq!(r.tree.signalled, 1);
+    let gone: ck_cgroup::module::StopReport = strictly(&ok(w.run(&["--json", "kill", "lib"])));
+    assert!(gone.already_gone && gone.ok());
+}

@@ -17,9 +17,24 @@ pub const MAX_ID_LEN: usize = 64;
 /// The only way to name a module cgroup that this crate creates. Anything else (`../x`, `a/b`,
 /// `.`, an empty string, a name of a cgroup interface file like `cgroup.procs`) is refused before
 /// any file is touched.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(transparent)]
+///
+/// Deserialized through [`ModuleId::new`]: a string that is not a valid id is an error.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub struct ModuleId(String);
+
+impl TryFrom<String> for ModuleId {
+    type Error = Error;
+    fn try_from(s: String) -> Result<ModuleId, Error> {
+        ModuleId::new(&s)
+    }
+}
+
+impl From<ModuleId> for String {
+    fn from(id: ModuleId) -> String {
+        id.0
+    }
+}
 
 impl ModuleId {
     /// Check `s` and wrap it.
@@ -76,9 +91,24 @@ impl AsRef<str> for ModuleId {
 /// A single path component naming an existing module directory: not empty, not `.` or `..`, no
 /// `/`, no NUL, at most 255 bytes. Used to act on directories found on disk (the daemon's own
 /// placement) by the name as found.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(transparent)]
+///
+/// Deserialized through [`DirName::new`]: a string that is not a valid name is an error.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub struct DirName(String);
+
+impl TryFrom<String> for DirName {
+    type Error = Error;
+    fn try_from(s: String) -> Result<DirName, Error> {
+        DirName::new(&s)
+    }
+}
+
+impl From<DirName> for String {
+    fn from(n: DirName) -> String {
+        n.0
+    }
+}
 
 impl DirName {
     /// Check `s` and wrap it.
@@ -124,7 +154,7 @@ impl fmt::Display for DirName {
 }
 
 /// A daemon-layout directory name, decoded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct DaemonName {
     /// The module id the daemon was given (possibly cut at 64 bytes by the daemon).
     pub module: String,

@@ -24,7 +24,9 @@ pub const MODULES_DIR: &str = "subc-modules";
 pub const WANTED_CONTROLLERS: [&str; 4] = ["memory", "pids", "cpu", "io"];
 
 /// Which placement made a module's cgroup.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Layout {
     /// Ours: `subc-modules/<id>` beside the daemon's leaf.
@@ -48,7 +50,7 @@ impl Layout {
 }
 
 /// An existing module's cgroup, found on disk.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ModuleRef {
     /// Which placement made it.
     pub layout: Layout,

@@ -42,6 +42,9 @@ pub mod spawn;
 pub mod stop;
 pub mod telemetry;
 
+#[cfg(test)]
+mod json_tests;
+
 pub use cgroup::CgroupDir;
 pub use error::{Class, Error, ErrorKind, Result};
 pub use id::{DirName, ModuleId};

@@ -33,27 +33,28 @@ pub struct Limits {
 pub type Write = (&'static str, String);
 
 /// One limit written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Applied {
     /// The file.
-    pub file: &'static str,
+    pub file: std::borrow::Cow<'static, str>,
     /// The value written.
     pub value: String,
 }
 
 /// One limit not written under `--best-effort`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Skipped {
     /// The file.
-    pub file: &'static str,
+    pub file: std::borrow::Cow<'static, str>,
     /// The controller it needs.
-    pub controller: &'static str,
+    pub controller: std::borrow::Cow<'static, str>,
     /// Why.
     pub reason: String,
 }
 
 /// What a limit change did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[must_use]
 pub struct LimitReport {
     /// The module.
     pub module: ModuleId,
@@ -184,8 +185,8 @@ pub(crate) fn sort_writes(
                 .with_kind(crate::error::ErrorKind::ControllerMissing));
         }
         skipped.push(Skipped {
-            file,
-            controller,
+            file: file.into(),
+            controller: controller.into(),
             reason,
         });
     }

@@ -268,12 +268,12 @@ pub fn merge(flags: &Limits, policy: &Limits) -> Limits {
 }
 
 /// One limit that `apply` found different.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Difference {
     /// The module.
     pub module: String,
     /// The file.
-    pub file: &'static str,
+    pub file: std::borrow::Cow<'static, str>,
     /// What it held (`null`: unreadable).
     pub was: Option<String>,
     /// What the policy wants.
@@ -320,7 +320,7 @@ impl Root {
                 }
                 out.push(Difference {
                     module: id.to_string(),
-                    file,
+                    file: file.into(),
                     was,
                     now: value,
                     written: !dry_run,

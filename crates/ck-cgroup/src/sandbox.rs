@@ -167,7 +167,7 @@ impl Sandbox {
             scope,
         };
         // On failure the guard's drop removes what was made.
-        sandbox.root.init()?;
+        let _init = sandbox.root.init()?;
         Ok(sandbox)
     }
 
@@ -284,7 +284,8 @@ fn teardown_dirs(outer: &CgroupDir, parent: Option<&(CgroupDir, String)>) -> Res
 }
 
 /// What [`sweep`] found under a parent.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[must_use]
 pub struct SweepReport {
     /// The parent swept.
     pub parent: PathBuf,
@@ -299,7 +300,7 @@ pub struct SweepReport {
 }
 
 /// One sandbox [`sweep`] removed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Swept {
     /// Its directory.
     pub sandbox: PathBuf,
@@ -308,7 +309,7 @@ pub struct Swept {
 }
 
 /// One sandbox [`sweep`] could not remove.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct SweepFailure {
     /// Its directory.
     pub sandbox: PathBuf,

@@ -275,6 +275,34 @@ impl serde::Serialize for Limit {
     }
 }
 
+/// `"max"` or a number, as it is serialized.
+impl<'de> serde::Deserialize<'de> for Limit {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Limit;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("\"max\" or a non-negative integer")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Limit, E> {
+                Ok(Limit::Value(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Limit, E> {
+                u64::try_from(v)
+                    .map(Limit::Value)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Limit, E> {
+                match v {
+                    "max" => Ok(Limit::Max),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Str(v), &self)),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// Parse a single-value limit file. `None` when it is neither `max` nor a number.
 pub fn limit(text: &str) -> Option<Limit> {
     match text.trim() {

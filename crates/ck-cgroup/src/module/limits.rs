@@ -84,7 +84,10 @@ impl Root {
         let mut applied = Vec::new();
         for (file, value) in writes {
             self.dir().write(&join(&rel, file), &value).map_err(undo)?;
-            applied.push(Applied { file, value });
+            applied.push(Applied {
+                file: file.into(),
+                value,
+            });
         }
         Ok((
             made,

@@ -184,7 +184,7 @@ impl Root {
         let procs = join(&rel, "cgroup.procs");
         match self.move_pid(&procs, 0) {
             Err(e) if e.errno() == Some(Errno::NOENT) => {
-                self.create(id)?;
+                let _created = self.create(id)?;
                 self.move_pid(&procs, 0)?;
             }
             other => other?,
@@ -289,7 +289,7 @@ impl Root {
         ) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => {
-                self.create(id)?;
+                let _created = self.create(id)?;
                 self.dir
                     .open_beneath(
                         &rel,

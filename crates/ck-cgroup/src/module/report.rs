@@ -3,7 +3,8 @@
 use super::*;
 
 /// What `init` did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[must_use]
 pub struct InitReport {
     /// The root.
     pub root: PathBuf,
@@ -20,7 +21,8 @@ pub struct InitReport {
 }
 
 /// What `create` did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[must_use]
 pub struct CreateReport {
     /// The module.
     pub module: ModuleId,
@@ -31,7 +33,8 @@ pub struct CreateReport {
 }
 
 /// What `place` did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[must_use]
 pub struct PlaceReport {
     /// The module.
     pub module: ModuleId,
@@ -42,7 +45,7 @@ pub struct PlaceReport {
 }
 
 /// One module in `list`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ModuleEntry {
     /// Directory name as found (what `kill` and `remove` take).
     pub name: DirName,
@@ -62,7 +65,8 @@ pub struct ModuleEntry {
 }
 
 /// What `remove` did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[must_use]
 pub struct RemoveReport {
     /// The name asked for.
     pub module: String,
@@ -75,7 +79,8 @@ pub struct RemoveReport {
 }
 
 /// What `kill` (a stop of one module) did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[must_use]
 pub struct StopReport {
     /// The name asked for.
     pub module: String,
@@ -128,7 +133,7 @@ impl StopReport {
 }
 
 /// One module in `prune`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct PruneEntry {
     /// Directory name as found.
     pub name: DirName,
@@ -145,7 +150,7 @@ pub struct PruneEntry {
 }
 
 /// What `prune` did with one module.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PruneAction {
     /// Named with `--keep`: left alone.

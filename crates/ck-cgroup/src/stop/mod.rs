@@ -41,7 +41,7 @@ mod signal;
 pub use signal::signal_members;
 
 /// The kill method asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
     /// The first of cgroup-kill, freeze, signal that the kernel and the cgroup support.
@@ -56,7 +56,7 @@ pub enum Method {
 }
 
 /// A kill method that ran or fell through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum KillMethod {
     /// `1` written to `cgroup.kill`.
@@ -83,7 +83,7 @@ impl KillMethod {
 }
 
 /// A method that could not run here, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct FellThrough {
     /// The method.
     pub method: KillMethod,
@@ -116,7 +116,8 @@ impl Default for StopOptions {
 }
 
 /// What stopping a tree did (without the removal, which [`crate::Root::stop`] adds).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[must_use]
 pub struct TreeStop {
     /// Processes the graceful signal reached (0 without a grace period).
     pub signalled: usize,

@@ -19,7 +19,7 @@ use crate::layout::Layout;
 use crate::module::{ModuleEntry, Root};
 
 /// A value and the file (or computation) it came from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Figure<T> {
     /// The value; `None` when it could not be read.
     pub value: Option<T>,
@@ -37,7 +37,7 @@ impl<T> Figure<T> {
 }
 
 /// `memory.events` counters (`None` each where the file or the key is absent).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 pub struct MemoryEvents {
     /// Reclaimed below `memory.low`.
     pub low: Option<u64>,
@@ -54,7 +54,7 @@ pub struct MemoryEvents {
 }
 
 /// The limits in force on a module.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Limits {
     /// `memory.high`.
     pub memory_high: Figure<Limit>,
@@ -71,7 +71,7 @@ pub struct Limits {
 }
 
 /// Every figure of one module.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ModuleStatus {
     /// Directory name as found.
     pub name: String,

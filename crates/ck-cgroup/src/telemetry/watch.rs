@@ -33,7 +33,7 @@ use crate::module::{ModuleEntry, Root};
 use crate::telemetry::memory_current;
 
 /// One event line.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct WatchEvent {
     /// When it was seen, RFC 3339 UTC with milliseconds.
     pub ts: String,

@@ -68,7 +68,7 @@ fn join_cg(mount: &Path, cg: &str) -> PathBuf {
 }
 
 /// What [`enter`] did.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Entered {
     /// The scope.
     pub unit: String,
