@@ -112,6 +112,15 @@ pub fn discover_with(
 
 /// Discover the service root of the calling process by the rule above: [`ENV_ROOT`] when it is
 /// set (the library has no `--root`; a caller with one checks it first), else steps 2 to 5.
+///
+/// ```no_run
+/// # fn main() -> ck_cgroup::Result<()> {
+/// // In the daemon's service: its delegated cgroup, found from /proc/self/cgroup.
+/// let root = ck_cgroup::Root::open(&ck_cgroup::discover::discover()?)?;
+/// # drop(root);
+/// # Ok(())
+/// # }
+/// ```
 pub fn discover() -> Result<PathBuf> {
     discover_with(std::env::var_os(ENV_ROOT), |p| {
         std::fs::read_to_string(p).map_err(|e| Error::failed(format!("failed to read {p}: {e}")))

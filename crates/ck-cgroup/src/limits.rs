@@ -142,7 +142,7 @@ pub fn parse_count(s: &str) -> Result<Limit> {
 /// and nothing else. Without the memory controller nothing is added: nothing is written for it
 /// and nothing can fail for it. `--no-oom-group` or the policy's `oom_group = false` is
 /// `Some(false)` in `asked` and is kept. Applied once, when the module is made
-/// ([`crate::Root::create_module`]); a module that exists keeps what it has.
+/// ([`Root::create_module`](crate::Root::create_module)); a module that exists keeps what it has.
 pub fn creation_limits(enabled: &[String], asked: &Limits) -> Limits {
     let mut limits = *asked;
     // Mutation: no default; a module made without the flag keeps the kernel's 0.

@@ -76,6 +76,19 @@ impl Sandbox {
     /// `ck-sandbox-<pid>-<seq>-<nanos>-locked`, locked by this process for as long as the guard
     /// lives, with the controllers it has enabled for its children, the leaf `cmd/` and the
     /// `init`ed root `root/`.
+    ///
+    /// ```no_run
+    /// use ck_cgroup::Sandbox;
+    ///
+    /// # fn main() -> ck_cgroup::Result<()> {
+    /// let sb = Sandbox::create(&Sandbox::default_parent()?)?;
+    /// let root = sb.root();
+    /// let _made = root.create(&ck_cgroup::ModuleId::new("t")?)?;
+    /// // Dropping the guard kills what is left in it and removes it.
+    /// drop(sb);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn create(parent: &Path) -> Result<Sandbox> {
         let parent = CgroupDir::open(parent)?;
         // A sweep that took the lock of a directory just made (before this process locked it)

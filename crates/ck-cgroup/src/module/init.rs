@@ -98,6 +98,15 @@ impl Root {
     /// Makes `subc-modules/` and enables controllers first when the root has not been
     /// initialised (as with `DelegateSubgroup=daemon`, where the daemon already sits in
     /// `daemon/`).
+    ///
+    /// ```no_run
+    /// # fn main() -> ck_cgroup::Result<()> {
+    /// let root = ck_cgroup::Root::open("/sys/fs/cgroup/unified/my.service".as_ref())?;
+    /// let made = root.create(&ck_cgroup::ModuleId::new("worker-1")?)?;
+    /// println!("{} at {} (new: {})", made.module, made.path.display(), made.created);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn create(&self, id: &ModuleId) -> Result<CreateReport> {
         self.create_module(id, &crate::limits::Limits::default(), false)
             .map(|(made, _)| made)

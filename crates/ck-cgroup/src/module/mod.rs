@@ -51,6 +51,15 @@ pub struct Root {
 impl Root {
     /// Open `path` as a service root: a cgroup2 directory (statfs-checked) below the hierarchy's
     /// root. The hierarchy's root itself is refused: it would hold every process of the machine.
+    /// A path not on cgroup2 is an error of kind [`ErrorKind::NoCgroup2`](crate::ErrorKind::NoCgroup2).
+    ///
+    /// ```no_run
+    /// # fn main() -> ck_cgroup::Result<()> {
+    /// let root = ck_cgroup::Root::open("/sys/fs/cgroup/unified/my.service".as_ref())?;
+    /// let _init = root.init()?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn open(path: &Path) -> Result<Root> {
         let dir = CgroupDir::open(path)?;
         Root::from_dir(dir)

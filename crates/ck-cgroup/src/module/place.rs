@@ -192,7 +192,57 @@ impl Root {
         Ok(self.dir.display_path(&rel))
     }
 
+    /// The module's `cgroup.procs` (made if needed), opened `O_WRONLY | O_CLOEXEC` beneath the
+    /// root (no symlink, no `..`): for a daemon that builds its own [`std::process::Command`]
+    /// and has the child place itself before exec with [`crate::spawn::place_before_exec`].
+    /// A frozen module is refused, as by [`Root::spawn`].
+    ///
+    /// ```no_run
+    /// use std::process::Command;
+    /// use ck_cgroup::{ModuleId, Root};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let root = Root::open("/sys/fs/cgroup/unified/my.service".as_ref())?;
+    /// let id = ModuleId::new("worker-1")?;
+    /// let mut cmd = Command::new("/usr/bin/worker");
+    /// ck_cgroup::spawn::place_before_exec(&mut cmd, root.procs_fd(&id)?);
+    /// // The child writes "0" to the module's cgroup.procs before it execs: it runs, and
+    /// // every process it forks, in the module.
+    /// let child = cmd.spawn()?;
+    /// # drop(child);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn procs_fd(&self, id: &ModuleId) -> Result<OwnedFd> {
+        let rel = ModuleRef::ck(id).rel();
+        self.refuse_frozen(id, &rel)?;
+        let procs = join(&rel, "cgroup.procs");
+        let flags = rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CLOEXEC;
+        let open = || {
+            self.dir
+                .open_beneath(&procs, flags)
+                .map_err(|e| Error::io("open", self.dir.display_path(&procs), e))
+        };
+        match open() {
+            Err(e) if e.errno() == Some(Errno::NOENT) => {
+                let _created = self.create(id)?;
+                open()
+            }
+            other => other,
+        }
+    }
+
     /// Every module, ours and the daemon's, with its populated state and process count.
+    ///
+    /// ```no_run
+    /// # fn main() -> ck_cgroup::Result<()> {
+    /// let root = ck_cgroup::Root::open("/sys/fs/cgroup/unified/my.service".as_ref())?;
+    /// for m in root.list()? {
+    ///     println!("{} {:?} {:?} processes", m.name, m.layout, m.procs);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn list(&self) -> Result<Vec<ModuleEntry>> {
         self.entries(true)
     }
@@ -275,7 +325,29 @@ impl Root {
     /// to the module's `cgroup.procs`. [`crate::spawn::ModuleChild::placement`] says which ran.
     /// By default the program starts in a cgroup namespace rooted at the module
     /// ([`crate::spawn::ModuleCommand::cgroup_namespace`]); when none can be made nothing is
-    /// started and the error says so ([`Error::is_no_cgroup_namespace`]).
+    /// started and the error is of kind
+    /// [`ErrorKind::NoCgroupNamespace`](crate::ErrorKind::NoCgroupNamespace).
+    ///
+    /// ```no_run
+    /// use ck_cgroup::spawn::ModuleCommand;
+    /// use ck_cgroup::{ErrorKind, ModuleId, Root};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let root = Root::open("/sys/fs/cgroup/unified/my.service".as_ref())?;
+    /// let id = ModuleId::new("worker-1")?;
+    /// let mut cmd = ModuleCommand::new("/usr/bin/worker");
+    /// let mut child = match root.spawn(&id, &cmd) {
+    ///     Err(e) if e.kind() == ErrorKind::NoCgroupNamespace => {
+    ///         root.spawn(&id, cmd.cgroup_namespace(false))?
+    ///     }
+    ///     r => r?,
+    /// };
+    /// println!("pid {} placed by {:?}", child.id(), child.placement());
+    /// let status = child.wait()?;
+    /// # drop(status);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn spawn(
         &self,
         id: &ModuleId,

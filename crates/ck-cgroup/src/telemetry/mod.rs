@@ -124,7 +124,18 @@ fn absent_is_unknown(text: Option<String>) -> Option<String> {
 }
 
 impl Root {
-    /// The figures of every module (ours and the daemon's), or of those named.
+    /// The figures of every module (ours and the daemon's), or of those named. A name that is
+    /// no module is an error of kind [`ErrorKind::NoSuchModule`](crate::ErrorKind::NoSuchModule).
+    ///
+    /// ```no_run
+    /// # fn main() -> ck_cgroup::Result<()> {
+    /// let root = ck_cgroup::Root::open("/sys/fs/cgroup/unified/my.service".as_ref())?;
+    /// for s in root.status(&["worker-1".to_string()])? {
+    ///     println!("{}: {:?} bytes ({})", s.name, s.memory_current.value, s.memory_current.source);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn status(&self, names: &[String]) -> Result<Vec<ModuleStatus>> {
         let all = self.entries(false)?;
         // The controllers each layout's modules have: files of the others are not there, and
