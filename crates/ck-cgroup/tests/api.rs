@@ -1,0 +1,68 @@
+//! The library as a daemon uses it, on a real cgroup: a sandbox under the cgroup2 mount
+//! (`CK_CGROUP_TEST_PARENT` to choose another parent).
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use ck_cgroup::stop::StopOptions;
+use ck_cgroup::{ErrorKind, ModuleId, Sandbox};
+
+fn parent() -> PathBuf {
+    match std::env::var_os("CK_CGROUP_TEST_PARENT") {
+        Some(p) => PathBuf::from(p),
+        None => ck_cgroup::discover::cgroup2_mount().expect("a cgroup2 mount"),
+    }
+}
+
+#[test]
+fn procs_fd_places_a_std_command_and_stop_takes_it() {
+    let sb = Sandbox::create(&parent()).expect("sandbox");
+    let root = sb.root();
+    let id = ModuleId::new("std-cmd").unwrap();
+    let mut cmd = Command::new("sleep");
+    cmd.arg("600");
+    ck_cgroup::spawn::place_before_exec(&mut cmd, root.procs_fd(&id).unwrap());
+    let mut child = cmd.spawn().unwrap();
+    let cg = std::fs::read_to_string(format!("/proc/{}/cgroup", child.id())).unwrap();
+    assert!(cg.trim_end().ends_with("/subc-modules/std-cmd"), "{cg}");
+    let listed = root.list().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].procs, Some(1));
+    let r = root
+        .stop(
+            id.as_str(),
+            &StopOptions {
+                timeout: Duration::from_secs(5),
+                ..StopOptions::default()
+            },
+        )
+        .unwrap();
+    assert!(r.ok() && r.removed && r.tree.killed == 1, "{r:?}");
+    child.wait().unwrap();
+    // Stopped again: already gone, which is success.
+    assert!(
+        root.kill(id.as_str(), Duration::from_secs(1))
+            .unwrap()
+            .already_gone
+    );
+}
+
+#[test]
+fn errors_say_their_kind() {
+    let sb = Sandbox::create(&parent()).expect("sandbox");
+    let root = sb.root();
+    let e = root.status(&["nosuch".to_string()]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NoSuchModule, "{e}");
+    let e = ModuleId::new("../x").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadInput);
+    assert_eq!(e.exit_code(), 2);
+    let e = root.remove("../x").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadInput);
+    let e = root
+        .place(&ModuleId::new("p").unwrap(), &[u32::MAX - 1])
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NoSuchProcess, "{e}");
+    let e = ck_cgroup::Root::open("/proc".as_ref()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NoCgroup2, "{e}");
+}
