@@ -221,6 +221,9 @@ fn measure(root: &Root, tree: &Tree, kind: Kind, n: usize) -> Res<Sample> {
                 KillMethod::Systemd => {
                     return Err("the systemd backend is not benchmarked here".into());
                 }
+                _ => {
+                    return Err(format!("{} is not benchmarked here", m.name()).into());
+                }
             };
             let opts = StopOptions {
                 grace: Duration::ZERO,

@@ -220,6 +220,8 @@ impl Output {
                         PruneAction::Failed => {
                             format!("failed: {}", e.error.as_deref().unwrap_or("unknown error"))
                         }
+                        // The enum is non_exhaustive: an action added later.
+                        other => format!("{other:?}"),
                     };
                     s += &format!("{}: {what}\n", e.name);
                     if let Some(stop) = &e.stop {
@@ -264,11 +266,7 @@ impl Output {
                 rows.push([
                     m.name.to_string(),
                     m.module.clone().unwrap_or_else(|| "-".into()),
-                    match m.layout {
-                        ck_cgroup::Layout::Ck => "ck".into(),
-                        ck_cgroup::Layout::Daemon => "daemon".into(),
-                        ck_cgroup::Layout::Systemd => "systemd".into(),
-                    },
+                    m.layout.name().into(),
                     yes_no(m.populated),
                     yes_no(m.frozen),
                     m.procs.map_or("-".into(), |n| n.to_string()),

@@ -141,11 +141,7 @@ fn labels(m: &ModuleStatus) -> String {
         "name=\"{}\",module=\"{}\",layout=\"{}\"",
         escape(&m.name),
         escape(m.module.as_deref().unwrap_or("")),
-        match m.layout {
-            ck_cgroup::Layout::Ck => "ck",
-            ck_cgroup::Layout::Daemon => "daemon",
-            ck_cgroup::Layout::Systemd => "systemd",
-        }
+        m.layout.name()
     )
 }
 

@@ -155,6 +155,7 @@ impl fmt::Display for DirName {
 
 /// A daemon-layout directory name, decoded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct DaemonName {
     /// The module id the daemon was given (possibly cut at 64 bytes by the daemon).
     pub module: String,

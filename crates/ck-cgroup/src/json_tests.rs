@@ -78,6 +78,10 @@ fn names_and_limits_round_trip() {
     });
     for l in [Layout::Ck, Layout::Daemon, Layout::Systemd] {
         round_trip(&l);
+        assert_eq!(
+            serde_json::to_string(&l).unwrap(),
+            format!("\"{}\"", l.name())
+        );
     }
     for m in [
         Method::Auto,

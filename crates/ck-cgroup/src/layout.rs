@@ -28,6 +28,7 @@ pub const WANTED_CONTROLLERS: [&str; 4] = ["memory", "pids", "cpu", "io"];
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
 )]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Layout {
     /// Ours: `subc-modules/<id>` beside the daemon's leaf.
     Ck,
@@ -39,6 +40,15 @@ pub enum Layout {
 }
 
 impl Layout {
+    /// The name in reports and JSON: `ck`, `daemon`, `systemd`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Ck => "ck",
+            Layout::Daemon => "daemon",
+            Layout::Systemd => "systemd",
+        }
+    }
+
     pub(crate) fn dir(self) -> &'static str {
         match self {
             Layout::Ck => MODULES_DIR,

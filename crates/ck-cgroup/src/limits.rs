@@ -34,6 +34,7 @@ pub type Write = (&'static str, String);
 
 /// One limit written.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct Applied {
     /// The file.
     pub file: std::borrow::Cow<'static, str>,
@@ -43,6 +44,7 @@ pub struct Applied {
 
 /// One limit not written under `--best-effort`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct Skipped {
     /// The file.
     pub file: std::borrow::Cow<'static, str>,
@@ -55,6 +57,7 @@ pub struct Skipped {
 /// What a limit change did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[must_use]
+#[non_exhaustive]
 pub struct LimitReport {
     /// The module.
     pub module: ModuleId,

@@ -269,6 +269,7 @@ pub fn merge(flags: &Limits, policy: &Limits) -> Limits {
 
 /// One limit that `apply` found different.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct Difference {
     /// The module.
     pub module: String,

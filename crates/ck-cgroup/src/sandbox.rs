@@ -299,6 +299,7 @@ fn teardown_dirs(outer: &CgroupDir, parent: Option<&(CgroupDir, String)>) -> Res
 /// What [`sweep`] found under a parent.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[must_use]
+#[non_exhaustive]
 pub struct SweepReport {
     /// The parent swept.
     pub parent: PathBuf,
@@ -314,6 +315,7 @@ pub struct SweepReport {
 
 /// One sandbox [`sweep`] removed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct Swept {
     /// Its directory.
     pub sandbox: PathBuf,
@@ -323,6 +325,7 @@ pub struct Swept {
 
 /// One sandbox [`sweep`] could not remove.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct SweepFailure {
     /// Its directory.
     pub sandbox: PathBuf,

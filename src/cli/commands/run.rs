@@ -100,7 +100,9 @@ fn resident(
         signal: asked.unwrap_or(opts.signal),
         ..*opts
     };
-    let report = root.stop(id.as_str(), &opts)?;
+    let report = root
+        .stop(id.as_str(), &opts)
+        .or_else(Error::into_stop_report)?;
     // stdout is CMD's: the JSON result is the last line on stderr, written when the module is
     // empty (see `Output::result_line`).
     written(ctx.out.run(&report));

@@ -11,7 +11,10 @@ use crate::cli::exit::{Fail, written};
 
 /// `kill`: the report printed, then exit 1 when the tree could not be stopped or removed.
 pub fn cmd_kill(ctx: &Ctx, backend: Backend, id: &str, stop: &StopArgs) -> Result<ExitCode, Fail> {
-    let r = backend.stop(id, &stop.options())?;
+    // A stop that did not end is an error carrying its report: printed, then failed.
+    let r = backend
+        .stop(id, &stop.options())
+        .or_else(Error::into_stop_report)?;
     written(ctx.out.kill(&r));
     if let Some(e) = &r.error {
         return Err(Error::failed(e.clone()).into());

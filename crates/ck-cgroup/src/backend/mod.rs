@@ -194,6 +194,7 @@ impl Bus {
 
 /// What systemd says about the unit that runs the service.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct UnitFacts {
     /// systemd's version (`Version`, e.g. `252.38-1~deb12u1`), and its leading number.
     pub version: String,

@@ -5,6 +5,7 @@ use super::*;
 /// What `init` did.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[must_use]
+#[non_exhaustive]
 pub struct InitReport {
     /// The root.
     pub root: PathBuf,
@@ -23,6 +24,7 @@ pub struct InitReport {
 /// What `create` did.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[must_use]
+#[non_exhaustive]
 pub struct CreateReport {
     /// The module.
     pub module: ModuleId,
@@ -35,6 +37,7 @@ pub struct CreateReport {
 /// What `place` did.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[must_use]
+#[non_exhaustive]
 pub struct PlaceReport {
     /// The module.
     pub module: ModuleId,
@@ -46,6 +49,7 @@ pub struct PlaceReport {
 
 /// One module in `list`.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct ModuleEntry {
     /// Directory name as found (what `kill` and `remove` take).
     pub name: DirName,
@@ -67,6 +71,7 @@ pub struct ModuleEntry {
 /// What `remove` did.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[must_use]
+#[non_exhaustive]
 pub struct RemoveReport {
     /// The name asked for.
     pub module: String,
@@ -81,6 +86,7 @@ pub struct RemoveReport {
 /// What `kill` (a stop of one module) did.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[must_use]
+#[non_exhaustive]
 pub struct StopReport {
     /// The name asked for.
     pub module: String,
@@ -134,6 +140,7 @@ impl StopReport {
 
 /// One module in `prune`.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct PruneEntry {
     /// Directory name as found.
     pub name: DirName,
@@ -152,6 +159,7 @@ pub struct PruneEntry {
 /// What `prune` did with one module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum PruneAction {
     /// Named with `--keep`: left alone.
     Kept,

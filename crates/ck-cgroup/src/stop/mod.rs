@@ -43,6 +43,7 @@ pub use signal::signal_members;
 /// The kill method asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Method {
     /// The first of cgroup-kill, freeze, signal that the kernel and the cgroup support.
     #[default]
@@ -58,6 +59,7 @@ pub enum Method {
 /// A kill method that ran or fell through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum KillMethod {
     /// `1` written to `cgroup.kill`.
     CgroupKill,
@@ -84,6 +86,7 @@ impl KillMethod {
 
 /// A method that could not run here, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct FellThrough {
     /// The method.
     pub method: KillMethod,
@@ -118,6 +121,7 @@ impl Default for StopOptions {
 /// What stopping a tree did (without the removal, which [`crate::Root::stop`] adds).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 #[must_use]
+#[non_exhaustive]
 pub struct TreeStop {
     /// Processes the graceful signal reached (0 without a grace period).
     pub signalled: usize,

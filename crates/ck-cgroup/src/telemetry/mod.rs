@@ -20,6 +20,7 @@ use crate::module::{ModuleEntry, Root};
 
 /// A value and the file (or computation) it came from.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct Figure<T> {
     /// The value; `None` when it could not be read.
     pub value: Option<T>,
@@ -38,6 +39,7 @@ impl<T> Figure<T> {
 
 /// `memory.events` counters (`None` each where the file or the key is absent).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct MemoryEvents {
     /// Reclaimed below `memory.low`.
     pub low: Option<u64>,
@@ -55,6 +57,7 @@ pub struct MemoryEvents {
 
 /// The limits in force on a module.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct Limits {
     /// `memory.high`.
     pub memory_high: Figure<Limit>,
@@ -72,6 +75,7 @@ pub struct Limits {
 
 /// Every figure of one module.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct ModuleStatus {
     /// Directory name as found.
     pub name: String,

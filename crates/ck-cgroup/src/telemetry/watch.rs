@@ -34,6 +34,7 @@ use crate::telemetry::memory_current;
 
 /// One event line.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct WatchEvent {
     /// When it was seen, RFC 3339 UTC with milliseconds.
     pub ts: String,

@@ -69,6 +69,7 @@ fn join_cg(mount: &Path, cg: &str) -> PathBuf {
 
 /// What [`enter`] did.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct Entered {
     /// The scope.
     pub unit: String,
