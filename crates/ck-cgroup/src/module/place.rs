@@ -277,13 +277,13 @@ impl Root {
     }
 
     /// `cgroup.events` of `rel`.
-    pub fn events(&self, rel: &str) -> Result<parse::Events> {
+    pub(crate) fn events(&self, rel: &str) -> Result<parse::Events> {
         Ok(parse::events(&self.dir.read(&join(rel, "cgroup.events"))?))
     }
 
     /// The pids in `rel` and every cgroup below it (`cgroup.procs` of each; of a threaded
     /// cgroup, the processes of the threads in its `cgroup.threads`), at any depth.
-    pub fn procs(&self, rel: &str) -> Result<Vec<u32>> {
+    pub(crate) fn procs(&self, rel: &str) -> Result<Vec<u32>> {
         members(&self.dir, rel)
     }
 

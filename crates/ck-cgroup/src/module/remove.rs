@@ -89,16 +89,6 @@ impl Root {
         }
     }
 
-    /// Remove `rel` and its sub-cgroups, deepest first, at any depth (each directory relative
-    /// to its parent's fd). `EBUSY` (a cgroup whose last process is still exiting) is retried
-    /// for up to one second; then the real errno is reported.
-    pub fn remove_tree(&self, rel: &str) -> Result<()> {
-        if cfg!(ck_mutation = "no-rmdir") {
-            return Ok(());
-        }
-        crate::cgroup::tree::remove_tree(&self.dir, rel)
-    }
-
     /// Remove module `m`, open as `mdir`: its sub-cgroups (relative to `mdir`), then its
     /// directory by name in its layout's directory, only while that name still is `mdir` (a
     /// module of the same name made after ours was removed is not ours to remove).

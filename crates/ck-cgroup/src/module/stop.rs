@@ -211,7 +211,7 @@ impl Root {
         )
     }
 
-    /// Stop the module's whole tree ([`stop_tree`]: graceful signal and grace on the whole
+    /// Stop the module's whole tree (`stop_tree`: graceful signal and grace on the whole
     /// subtree, then SIGKILL by the method), then remove its directory depth first.
     ///
     /// Before anything, the modes of the directories on the way to the module, of its

@@ -38,7 +38,7 @@ mod control;
 mod freeze;
 mod signal;
 
-pub use signal::signal_members;
+pub(crate) use signal::signal_members;
 
 /// The kill method asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
@@ -147,7 +147,7 @@ pub struct TreeStop {
 /// Stop every process in `rel` and below: graceful signal and grace, then SIGKILL by `opts.method`,
 /// then wait for `populated 0`. A method that cannot run under [`Method::Auto`] falls through; a
 /// forced method that cannot run is bad input (exit 2) and changes nothing.
-pub fn stop_tree(dir: &CgroupDir, rel: &str, opts: &StopOptions) -> Result<TreeStop> {
+pub(crate) fn stop_tree(dir: &CgroupDir, rel: &str, opts: &StopOptions) -> Result<TreeStop> {
     let mut thawed = Vec::new();
     let mut out = stop_tree_by(
         dir,

@@ -40,7 +40,7 @@ const PIDFD_BATCH: usize = 256;
 /// reached (`EMFILE`, `ENFILE`: half of those held are let go, so the member list can be read
 /// again, and opened in the next batch): a module of thousands of processes is signalled
 /// whole under a service's default `RLIMIT_NOFILE` of 1024, or `prlimit --nofile=64`.
-pub fn signal_members(dir: &CgroupDir, rel: &str, sig: Signal) -> Result<Vec<u32>> {
+pub(crate) fn signal_members(dir: &CgroupDir, rel: &str, sig: Signal) -> Result<Vec<u32>> {
     let pids = members(dir, rel)?;
     let mut sent = Vec::new();
     let mut next = 0;

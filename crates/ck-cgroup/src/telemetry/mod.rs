@@ -184,12 +184,8 @@ impl Root {
     }
 }
 
-/// Read one module's figures. Never fails: what cannot be read is `None`.
-pub fn module_status(dir: &CgroupDir, m: &ModuleEntry) -> ModuleStatus {
-    module_status_with(dir, m, None)
-}
-
-/// As [`module_status`]; with `enabled`, the files of controllers not in it are not tried.
+/// Read one module's figures. Never fails: what cannot be read is `None`. With `enabled`, the
+/// files of controllers not in it are not tried.
 pub(crate) fn module_status_with(
     dir: &CgroupDir,
     m: &ModuleEntry,

@@ -545,7 +545,7 @@ fn event(
 }
 
 /// The time now, `2026-11-30T05:10:00.123Z`.
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     let d = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or(Duration::ZERO);
