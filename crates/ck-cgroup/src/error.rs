@@ -12,8 +12,6 @@ use std::path::PathBuf;
 
 use rustix::io::Errno;
 
-use crate::module::StopReport;
-
 /// What went wrong, for a caller to match on. More kinds may be added: match with a `_` arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -54,7 +52,7 @@ pub enum ErrorKind {
 }
 
 /// What kind of io failure an errno is.
-fn io_kind(errno: Errno) -> ErrorKind {
+pub(crate) fn io_kind(errno: Errno) -> ErrorKind {
     match errno {
         Errno::ACCESS | Errno::PERM => ErrorKind::PermissionDenied,
         Errno::BUSY | Errno::NOTEMPTY => ErrorKind::Busy,
@@ -85,13 +83,14 @@ impl Class {
 /// kind (what a caller matches on), and an optional hint.
 #[derive(Debug)]
 pub struct Error {
-    class: Class,
-    kind: ErrorKind,
-    message: String,
-    errno: Option<Errno>,
-    hint: Option<String>,
-    /// The report of a stop that did not end.
-    stop: Option<Box<StopReport>>,
+    pub(crate) class: Class,
+    pub(crate) kind: ErrorKind,
+    pub(crate) message: String,
+    pub(crate) errno: Option<Errno>,
+    pub(crate) hint: Option<String>,
+    /// The report of a stop that did not end (a `module::StopReport`: held as `Any` so that
+    /// this bottom layer imports nothing above it; `module` builds and reads it).
+    pub(crate) stop: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 /// Result alias of this crate.
@@ -186,45 +185,9 @@ impl Error {
         self
     }
 
-    /// A stop of a module that did not end with its tree empty and its directory removed: the
-    /// message is the report's `error`, the kind [`ErrorKind::StillPopulated`] (or, when the
-    /// tree is empty and the removal failed for another reason than `EBUSY`, the kind of that
-    /// errno), and the report is kept ([`Error::stop_report`]).
-    pub(crate) fn stop_failed(report: StopReport, errno: Option<Errno>) -> Error {
-        let kind = match errno {
-            Some(e) if report.tree.empty && e != Errno::BUSY => io_kind(e),
-            _ => ErrorKind::StillPopulated,
-        };
-        Error {
-            class: Class::Failed,
-            kind,
-            message: report
-                .error
-                .clone()
-                .unwrap_or_else(|| format!("the stop of {} did not end", report.module)),
-            errno,
-            hint: None,
-            stop: Some(Box::new(report)),
-        }
-    }
-
     /// What went wrong, for a caller to match on.
     pub fn kind(&self) -> ErrorKind {
         self.kind
-    }
-
-    /// The report of a stop that did not end ([`ErrorKind::StillPopulated`]): what was done,
-    /// what is left. `None` for every other error.
-    pub fn stop_report(&self) -> Option<&StopReport> {
-        self.stop.as_deref()
-    }
-
-    /// Take the report of a stop that did not end out of the error; the error itself otherwise.
-    pub fn into_stop_report(self) -> std::result::Result<StopReport, Error> {
-        match self.stop {
-            Some(r) => Ok(*r),
-            None => Err(self),
-        }
     }
 
     /// The class, which decides the exit code.

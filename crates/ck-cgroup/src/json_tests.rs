@@ -295,8 +295,8 @@ fn sandbox_reports_round_trip() {
 #[cfg(feature = "systemd")]
 #[test]
 fn systemd_reports_round_trip() {
+    use crate::backend::UnitFacts;
     use crate::backend::systemd::Entered;
-    use crate::backend::systemd::manager::UnitFacts;
     round_trip(&Entered {
         unit: "subc-module-a.scope".into(),
         slice: "module-a.slice".into(),

@@ -78,7 +78,7 @@ impl Backend {
             return Ok(());
         };
         let root = fs.open()?;
-        root.init()?;
+        let _ = root.init()?;
         // From the root, init has moved this process already; from elsewhere, now.
         root.enter_daemon_leaf()
     }

@@ -1,6 +1,7 @@
 //! What the service root's operations report (the JSON the CLI prints).
 
 use super::*;
+use crate::error::{Class, ErrorKind, io_kind};
 
 /// What `init` did.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
@@ -175,4 +176,48 @@ pub enum PruneAction {
     WouldKill,
     /// The action failed (see `error`).
     Failed,
+}
+
+/// A failed stop as an [`Error`] that carries its [`StopReport`]; defined here, beside the
+/// report, so that `error` (the bottom layer) imports nothing above it.
+impl Error {
+    /// A stop of a module that did not end with its tree empty and its directory removed: the
+    /// message is the report's `error`, the kind [`ErrorKind::StillPopulated`] (or, when the
+    /// tree is empty and the removal failed for another reason than `EBUSY`, the kind of that
+    /// errno), and the report is kept ([`Error::stop_report`]).
+    pub(crate) fn stop_failed(report: StopReport, errno: Option<Errno>) -> Error {
+        let kind = match errno {
+            Some(e) if report.tree.empty && e != Errno::BUSY => io_kind(e),
+            _ => ErrorKind::StillPopulated,
+        };
+        Error {
+            class: Class::Failed,
+            kind,
+            message: report
+                .error
+                .clone()
+                .unwrap_or_else(|| format!("the stop of {} did not end", report.module)),
+            errno,
+            hint: None,
+            stop: Some(Box::new(report)),
+        }
+    }
+
+    /// The report of a stop that did not end ([`ErrorKind::StillPopulated`]): what was done,
+    /// what is left. `None` for every other error.
+    pub fn stop_report(&self) -> Option<&StopReport> {
+        self.stop.as_deref()?.downcast_ref()
+    }
+
+    /// Take the report of a stop that did not end out of the error; the error itself otherwise.
+    pub fn into_stop_report(mut self) -> std::result::Result<StopReport, Error> {
+        match self.stop.take().map(|r| r.downcast::<StopReport>()) {
+            Some(Ok(r)) => Ok(*r),
+            Some(Err(other)) => {
+                self.stop = Some(other);
+                Err(self)
+            }
+            None => Err(self),
+        }
+    }
 }
