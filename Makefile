@@ -118,7 +118,9 @@ demo: build
 check:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets --locked -- -D warnings
+	$(CARGO) clippy -p ck-cgroup --all-targets --locked -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --locked
+	scripts/check-library
 	scripts/verify-units
 	scripts/shellcheck-all
 

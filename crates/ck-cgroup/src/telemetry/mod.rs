@@ -166,7 +166,7 @@ impl Root {
         }
         for n in names {
             let Some(m) = self.find(n)? else {
-                return Err(crate::Error::failed(format!(
+                return Err(crate::error::Error::failed(format!(
                     "no module {n} under {}",
                     self.path().display()
                 ))
