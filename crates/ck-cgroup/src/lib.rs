@@ -76,6 +76,7 @@ pub mod limits;
 pub mod module;
 pub mod policy;
 pub mod sandbox;
+pub mod signals;
 pub mod spawn;
 pub mod stop;
 pub mod telemetry;

@@ -5,7 +5,8 @@
 
 use std::process::ExitCode;
 
-use ck_cgroup::spawn::{ModuleChild, ModuleCommand, SignalRelay};
+use ck_cgroup::signals::SignalRelay;
+use ck_cgroup::spawn::{ModuleChild, ModuleCommand};
 use ck_cgroup::stop::StopOptions;
 use ck_cgroup::{Error, ModuleId, Root};
 use rustix::process::Signal;
@@ -115,7 +116,7 @@ fn resident(
         .map_err(|e| Error::failed(format!("failed to wait for {prog}: {e}")))?;
     let _ = child.wait_init();
     if let Some(sig) = std::os::unix::process::ExitStatusExt::signal(&status) {
-        ck_cgroup::spawn::reraise(sig);
+        ck_cgroup::signals::reraise(sig);
     }
     Ok(cmd_exit(cmd_status(CmdEnd::Ended(status))))
 }

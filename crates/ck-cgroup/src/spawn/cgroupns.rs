@@ -1,6 +1,6 @@
 //! Containment: the module's processes in a cgroup namespace rooted at the module.
 //!
-//! [`ModuleCommand::cgroup_namespace`] (on by default) makes the child, once it is in the
+//! [`ModuleCommand::cgroup_namespace`](super::ModuleCommand::cgroup_namespace) (on by default) makes the child, once it is in the
 //! module, call `unshare(CLONE_NEWCGROUP)` before it executes the program (with a PID
 //! namespace, the init does it before it starts the program). The new namespace is rooted at the
 //! cgroup the caller is in at that moment: the module, since the child was born there
@@ -26,12 +26,16 @@
 //! `setns(2)` into another cgroup namespace, the host's (`/proc/1/ns/cgroup`) included, and is
 //! then no longer contained; see docs/operations.md for what closes that.
 
-use super::*;
+use std::ffi::{CStr, CString};
+use std::io;
+use std::process::Command;
 
-/// `CLONE_NEWCGROUP` from `<linux/sched.h>`.
-const CLONE_NEWCGROUP: c_int = 0x0200_0000;
-/// `CLONE_NEWUSER` from `<linux/sched.h>`.
-const CLONE_NEWUSER: c_int = 0x1000_0000;
+use libc::{CLONE_NEWCGROUP, CLONE_NEWUSER, c_int};
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+
+use super::clone3::{self, PreExecStep, unshare_namespaces};
+use super::prepare::cstring;
 
 /// Marks, in the child's report, an errno of the namespace step (errnos are below 4096).
 pub(super) const REFUSED_MARK: c_int = 0x4000_0000;
@@ -52,7 +56,7 @@ pub enum CgroupNamespace {
 }
 
 /// No cgroup namespace could be made for the module; the payload of the [`io::Error`] that
-/// [`spawn_into`] returns then (see [`cgroup_namespace_refused`]).
+/// [`spawn_into`](super::spawn_into) returns then (see [`cgroup_namespace_refused`]).
 #[derive(Debug)]
 pub struct CgroupNamespaceRefused {
     /// The errno of the last step tried (`unshare(CLONE_NEWUSER | CLONE_NEWCGROUP)` or a write
@@ -104,7 +108,7 @@ pub(super) fn unmark(e: io::Error) -> io::Error {
 /// The identity maps a child writes when it has to make a user namespace, built before the
 /// clone (the child must not allocate).
 #[derive(Debug, Clone)]
-pub(super) struct Maps {
+pub(crate) struct Maps {
     uid_map: CString,
     gid_map: CString,
 }
@@ -122,22 +126,16 @@ impl Maps {
     }
 }
 
-/// Write `data` to the file at `path` in one `write(2)`; the errno on failure.
-fn write_file(path: &std::ffi::CStr, data: &[u8]) -> Result<(), c_int> {
-    // SAFETY: open(2) of a NUL-terminated path with integer flags; async-signal-safe.
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(errno());
+/// Write `data` to the file at `path` in one `write(2)` (raw system calls, no allocation); the
+/// errno on failure.
+fn write_file(path: &CStr, data: &[u8]) -> Result<(), c_int> {
+    let fd = rustix::fs::open(path, OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(Errno::raw_os_error)?;
+    match rustix::io::write(&fd, data) {
+        Ok(n) if n == data.len() => Ok(()),
+        Ok(_) => Err(libc::EIO),
+        Err(e) => Err(e.raw_os_error()),
     }
-    // SAFETY: write(2) of a live buffer of `data.len()` bytes to the fd just opened.
-    let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
-    let e = errno();
-    // SAFETY: close(2) of the fd this function opened and owns.
-    unsafe { libc::close(fd) };
-    if n != data.len() as isize {
-        return Err(if n < 0 { e } else { libc::EIO });
-    }
-    Ok(())
 }
 
 /// Put the calling process in a new cgroup namespace rooted at its current cgroup: with
@@ -155,18 +153,12 @@ pub(super) fn enter(maps: &Maps) -> Result<CgroupNamespace, c_int> {
 /// [`enter`], telling on failure whether the caller was left changed (in a user namespace whose
 /// maps could not be written).
 fn enter_steps(maps: &Maps) -> Result<CgroupNamespace, (c_int, bool)> {
-    // SAFETY: unshare(2) with integer flags; it touches no memory of ours.
-    if unsafe { libc::unshare(CLONE_NEWCGROUP) } == 0 {
-        return Ok(CgroupNamespace::Own);
+    match unshare_namespaces(CLONE_NEWCGROUP) {
+        Ok(()) => return Ok(CgroupNamespace::Own),
+        Err(libc::EPERM) => {}
+        Err(e) => return Err((e, false)),
     }
-    let e = errno();
-    if e != libc::EPERM {
-        return Err((e, false));
-    }
-    // SAFETY: as above.
-    if unsafe { libc::unshare(CLONE_NEWUSER | CLONE_NEWCGROUP) } != 0 {
-        return Err((errno(), false));
-    }
+    unshare_namespaces(CLONE_NEWUSER | CLONE_NEWCGROUP).map_err(|e| (e, false))?;
     // gid_map may be written by an unprivileged process only after setgroups is denied.
     let changed = |e| (e, true);
     write_file(c"/proc/self/setgroups", b"deny").map_err(changed)?;
@@ -177,7 +169,7 @@ fn enter_steps(maps: &Maps) -> Result<CgroupNamespace, (c_int, bool)> {
 
 /// For `ck-cgroup exec` and daemons that move a process themselves: put the calling process in
 /// a new cgroup namespace rooted at the cgroup it is in now (call it after the move into the
-/// module, before `execve(2)`), as [`ModuleCommand::cgroup_namespace`] does for a spawned child:
+/// module, before `execve(2)`), as [`ModuleCommand::cgroup_namespace`](super::ModuleCommand::cgroup_namespace) does for a spawned child:
 /// with `CAP_SYS_ADMIN` a cgroup namespace alone, else one together with a user namespace in
 /// which the caller's uid and gid are mapped to themselves (the caller must then be
 /// single-threaded, else `EINVAL`). `Ok(None)` only under the `CK_MUTATION=no-cgroup-namespace`
@@ -199,15 +191,5 @@ pub fn enter_cgroup_namespace() -> Result<Option<CgroupNamespace>, (io::Error, b
 /// Install a `pre_exec` hook that makes the namespace (after the placement hook, which was
 /// installed first); its failure comes back marked (see [`unmark`]).
 pub(super) fn before_exec(cmd: &mut Command, maps: Maps) {
-    let hook = move || -> io::Result<()> {
-        enter(&maps)
-            .map(|_| ())
-            .map_err(|e| io::Error::from_raw_os_error(e | REFUSED_MARK))
-    };
-    // SAFETY: the closure runs in the forked child before exec and makes only unshare(2),
-    // open(2), write(2) and close(2) calls on data prepared before the fork; it builds an
-    // io::Error from a raw errno (no allocation, no locks, no panics).
-    unsafe {
-        cmd.pre_exec(hook);
-    }
+    clone3::pre_exec(cmd, PreExecStep::CgroupNamespace(maps));
 }

@@ -1,0 +1,133 @@
+//! Signals of a helper that stays resident as a module's parent (`ck-cgroup run`, `sandbox`):
+//! [`SignalRelay`] passes the signals it receives on to the child, [`reraise`] dies of the
+//! child's death signal, and [`unblock_signals_before_exec`] gives a child started with
+//! [`std::process::Command`] the empty signal mask that [`crate::spawn`]'s children get.
+
+use std::io;
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::process::{Command, ExitStatus};
+
+use rustix::io::Errno;
+use rustix::process::{Signal, pidfd_send_signal};
+
+use crate::spawn::ModuleChild;
+use crate::spawn::clone3::{self, PreExecStep, SavedMask};
+
+/// Give `cmd`'s child an empty signal mask before `execve(2)`. The mask is inherited across
+/// fork and exec and `std::process::Command` does not reset it, so a parent that blocks signals
+/// (a [`SignalRelay`]) would otherwise start a child that can never receive them.
+pub fn unblock_signals_before_exec(cmd: &mut Command) {
+    clone3::pre_exec(cmd, PreExecStep::UnblockSignals);
+}
+
+/// Relays signals that the calling thread receives to a child, for a helper that stays resident
+/// as the module's parent (`ck-cgroup run`).
+///
+/// [`SignalRelay::new`] blocks the signals in the calling thread (so none is lost or acts on the
+/// helper between now and the child's exit) and reads them from a `signalfd(2)`; children spawned
+/// by this module start with an empty signal mask. The previous mask is restored on drop.
+pub struct SignalRelay {
+    fd: OwnedFd,
+    /// The mask before [`SignalRelay::new`], restored when this drops.
+    _old: SavedMask,
+}
+
+impl SignalRelay {
+    /// Block `signals` and open a `signalfd(2)` for them. Create it before spawning the child.
+    pub fn new(signals: &[Signal]) -> io::Result<SignalRelay> {
+        let (fd, old) = SavedMask::block_into_signalfd(signals)?;
+        Ok(SignalRelay { fd, _old: old })
+    }
+
+    /// Until `child`'s program exits, send it ([`ModuleChild::signal`]) every blocked signal that
+    /// arrives; then reap it and return its status. Signals are relayed one for one, in order.
+    pub fn relay_until_exit(&self, child: &mut ModuleChild) -> io::Result<ExitStatus> {
+        self.relay_until_exit_or(child, &[])?;
+        child.wait()
+    }
+
+    /// Until `child`'s program exits, send it every blocked signal that arrives except those in
+    /// `stop`. Returns `Some(sig)` for the first signal in `stop` that arrives (not passed on),
+    /// or `None` once the program has exited (unreaped: [`ModuleChild::wait`] gives its status).
+    pub fn relay_until_exit_or(
+        &self,
+        child: &ModuleChild,
+        stop: &[Signal],
+    ) -> io::Result<Option<Signal>> {
+        self.relay(child.exit_fd(), |sig| {
+            if stop.contains(&sig) {
+                return Some(sig);
+            }
+            // The program may have exited in between: ESRCH is not an error.
+            let _ = child.signal(sig);
+            None
+        })
+    }
+
+    /// Until the process of `pidfd` exits, send it every blocked signal that arrives; return
+    /// when it has exited, without reaping it (for a child started with `std::process::Command`:
+    /// open its pidfd with `pidfd_open(2)` while it is unreaped, then `wait` it after this).
+    pub fn relay_until_readable(&self, pidfd: BorrowedFd<'_>) -> io::Result<()> {
+        self.relay::<()>(pidfd, |sig| {
+            // The child may have exited in between: ESRCH is not an error.
+            let _ = pidfd_send_signal(pidfd, sig);
+            None
+        })
+        .map(|_| ())
+    }
+
+    /// Poll the signalfd and `done`; hand each signal to `on_signal` (unless the
+    /// `CK_MUTATION=no-relay` control is on), which may end the loop with a value. `None` once
+    /// `done` is readable.
+    fn relay<T>(
+        &self,
+        done: BorrowedFd<'_>,
+        mut on_signal: impl FnMut(Signal) -> Option<T>,
+    ) -> io::Result<Option<T>> {
+        use rustix::event::{PollFd, PollFlags, poll};
+        loop {
+            let (sig_ready, child_ready) = {
+                let mut fds = [
+                    PollFd::new(&self.fd, PollFlags::IN),
+                    PollFd::new(&done, PollFlags::IN),
+                ];
+                match poll(&mut fds, None) {
+                    Ok(_) => {}
+                    Err(Errno::INTR) => continue,
+                    Err(e) => return Err(e.into()),
+                }
+                (!fds[0].revents().is_empty(), !fds[1].revents().is_empty())
+            };
+            if sig_ready {
+                // signalfd_siginfo is 128 bytes; ssi_signo is its first u32.
+                let mut buf = [0u8; 128];
+                match rustix::io::read(&self.fd, &mut buf) {
+                    Ok(128) => {
+                        let signo = u32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]]);
+                        if let Some(sig) = Signal::from_named_raw(signo as i32)
+                            && !cfg!(ck_mutation = "no-relay")
+                            && let Some(v) = on_signal(sig)
+                        {
+                            return Ok(Some(v));
+                        }
+                    }
+                    Ok(_) | Err(Errno::AGAIN) | Err(Errno::INTR) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            if child_ready {
+                return Ok(None);
+            }
+        }
+    }
+}
+
+/// Die of `sig` as the child did, so the caller sees the same death: the signal's default action
+/// is restored (`sigaction(2)`; Rust's runtime ignores SIGPIPE), it is unblocked, and raised.
+/// Returns only for a signal whose default action is not to terminate.
+pub fn reraise(sig: i32) {
+    clone3::default_and_unblock(sig);
+    if let Some(s) = Signal::from_named_raw(sig) {
+        let _ = rustix::process::kill_process(rustix::process::getpid(), s);
+    }
+}

@@ -1,0 +1,174 @@
+//! [`ModuleChild`]: a child started inside a cgroup, held by its pidfd.
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+
+use rustix::io::Errno;
+use rustix::process::{Signal, WaitId, WaitIdOptions, WaitIdStatus, pidfd_send_signal, waitid};
+
+#[cfg(doc)]
+use super::ModuleCommand;
+use super::{Placement, pidns};
+
+/// A child started inside a cgroup. Holds a pidfd, so signals never reach a
+/// reused pid.
+///
+/// Dropping it neither kills nor reaps the child (like
+/// [`std::process::Child`]).
+#[derive(Debug)]
+pub struct ModuleChild {
+    pub(super) pid: u32,
+    pub(super) pidfd: OwnedFd,
+    pub(super) placement: Placement,
+    pub(super) status: Option<ExitStatus>,
+    /// With a PID namespace: the pipe on which the init reports the program's wait status.
+    pub(super) ns: Option<pidns::Reports>,
+}
+
+impl ModuleChild {
+    /// The child's process id (in the parent's pid namespace). With a PID
+    /// namespace, the init's.
+    pub fn id(&self) -> u32 {
+        self.pid
+    }
+
+    /// The child's pidfd (see `pidfd_open(2)`); close-on-exec. With a PID
+    /// namespace, the init's.
+    pub fn pidfd(&self) -> BorrowedFd<'_> {
+        self.pidfd.as_fd()
+    }
+
+    /// Whether the program runs under an init of ours in its own PID
+    /// namespace ([`ModuleCommand::pid_namespace`]).
+    pub fn in_pid_namespace(&self) -> bool {
+        self.ns.is_some()
+    }
+
+    /// A descriptor that polls readable once the program has exited: the
+    /// pidfd, or with a PID namespace the init's report pipe (readable when
+    /// it reports the program's status, or hung up when the init is gone).
+    pub fn exit_fd(&self) -> BorrowedFd<'_> {
+        match &self.ns {
+            Some(ns) => ns.fd(),
+            None => self.pidfd.as_fd(),
+        }
+    }
+
+    /// Which mechanism put the child into the cgroup.
+    pub fn placement(&self) -> Placement {
+        self.placement
+    }
+
+    /// Send a signal to the program through the pidfd
+    /// (`pidfd_send_signal(2)`). With a PID namespace it goes to the init
+    /// tagged for passing on, and the init passes it to the program (other
+    /// signals reaching the init are ignored, as by any namespace's init).
+    /// Fails with `ESRCH` once the child has been reaped.
+    pub fn signal(&self, sig: Signal) -> io::Result<()> {
+        if self.ns.is_some() {
+            return pidns::send_tagged(self.pidfd.as_fd(), sig);
+        }
+        Ok(pidfd_send_signal(&self.pidfd, sig)?)
+    }
+
+    /// Block until the program exits, `EINTR` retried, and return its
+    /// status; the same status again afterwards.
+    ///
+    /// Without a PID namespace this reaps the child
+    /// (`waitid(P_PIDFD, WEXITED)`). With one it reads the status the init
+    /// reports when it reaps the program; the init itself lives on while
+    /// anything else of the namespace does (stop the module, then
+    /// [`wait_init`](Self::wait_init)). An init that died without reporting
+    /// (killed, which killed the program too) gives the init's own status.
+    ///
+    /// Fails with `ECHILD` if someone else reaped the child (e.g. `SIGCHLD`
+    /// set to `SIG_IGN`, or a `waitpid(-1)` loop elsewhere in the process).
+    pub fn wait(&mut self) -> io::Result<ExitStatus> {
+        self.program_status(true)?
+            .ok_or_else(|| io::Error::other("no status for a blocking wait"))
+    }
+
+    /// Reap the child process itself: with a PID namespace the init, which
+    /// exits once nothing else is left in its namespace (or is killed with
+    /// the module). Without one, the same as [`wait`](Self::wait).
+    pub fn wait_init(&mut self) -> io::Result<ExitStatus> {
+        self.reap(WaitIdOptions::EXITED)?
+            .ok_or_else(|| io::Error::other("waitid(P_PIDFD) returned no status"))
+    }
+
+    /// The program's status if it has exited (without a PID namespace this
+    /// reaps the child: `waitid(P_PIDFD, WEXITED|WNOHANG)`), else `Ok(None)`
+    /// without blocking.
+    pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        self.program_status(false)
+    }
+
+    /// The program's status, waiting for it when `block`; `Ok(None)` only
+    /// when not blocking and it still runs.
+    fn program_status(&mut self, block: bool) -> io::Result<Option<ExitStatus>> {
+        let Some(ns) = &mut self.ns else {
+            let opts = if block {
+                WaitIdOptions::EXITED
+            } else {
+                WaitIdOptions::EXITED | WaitIdOptions::NOHANG
+            };
+            return self.reap(opts);
+        };
+        match ns.read(block)? {
+            pidns::Report::Status(st) => Ok(Some(st)),
+            pidns::Report::Pending => Ok(None),
+            pidns::Report::Gone => {
+                // The init died without reporting: it was killed, and the kernel killed the
+                // program with it. Its own status is the best account of the program's end.
+                let st = self.wait_init()?;
+                if let Some(ns) = &mut self.ns {
+                    ns.set(st);
+                }
+                Ok(Some(st))
+            }
+        }
+    }
+
+    /// `waitid(P_PIDFD)` of the child process itself, once; the status is kept.
+    fn reap(&mut self, opts: WaitIdOptions) -> io::Result<Option<ExitStatus>> {
+        if let Some(status) = self.status {
+            return Ok(Some(status));
+        }
+        let status = wait_pidfd(self.pidfd.as_fd(), opts)?;
+        if status.is_some() {
+            self.status = status;
+        }
+        Ok(status)
+    }
+}
+
+/// `waitid(P_PIDFD, fd, options)` with `EINTR` retried, converted to an
+/// [`ExitStatus`].
+fn wait_pidfd(fd: BorrowedFd<'_>, options: WaitIdOptions) -> io::Result<Option<ExitStatus>> {
+    loop {
+        match waitid(WaitId::PidFd(fd), options) {
+            Ok(Some(st)) => return exit_status_from(&st).map(Some),
+            Ok(None) => return Ok(None),
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Build the classic wait status: exit code `<< 8`, or the signal number
+/// with `0x80` when a core was dumped.
+fn exit_status_from(st: &WaitIdStatus) -> io::Result<ExitStatus> {
+    if let Some(code) = st.exit_status() {
+        Ok(ExitStatus::from_raw((code & 0xff) << 8))
+    } else if let Some(sig) = st.terminating_signal() {
+        let core = if st.dumped() { 0x80 } else { 0 };
+        Ok(ExitStatus::from_raw((sig & 0x7f) | core))
+    } else {
+        Err(io::Error::other(format!(
+            "waitid returned an unexpected child state (si_code {})",
+            st.raw_code()
+        )))
+    }
+}

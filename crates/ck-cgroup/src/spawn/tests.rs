@@ -1,0 +1,372 @@
+//! The spawn paths against scratch cgroups of their own.
+
+use super::*;
+use crate::{CgroupDir, Sandbox};
+use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rustix::fs::{Mode, OFlags};
+
+/// A scratch cgroup: the `cmd/` leaf of a [`Sandbox`] of its own, which kills what is left and
+/// removes itself when dropped (even on failure).
+struct Scratch {
+    path: PathBuf,
+    /// Path as it appears in /proc/<pid>/cgroup ("0::<rel>").
+    rel: String,
+    dir: CgroupDir,
+    _sandbox: Sandbox,
+}
+
+impl Scratch {
+    fn new() -> Self {
+        let sandbox = Sandbox::create(&Sandbox::default_parent().unwrap()).unwrap();
+        let path = sandbox.dir().join(crate::sandbox::CMD_LEAF);
+        let dir = CgroupDir::open(&path).unwrap();
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        let mount = crate::parse::cgroup2_mounts(&mountinfo)
+            .into_iter()
+            .next()
+            .expect("a cgroup2 mount");
+        let below = path.strip_prefix(&mount.mount_point).unwrap();
+        let rel = Path::new(&mount.root)
+            .join(below)
+            .to_string_lossy()
+            .into_owned();
+        Scratch {
+            path,
+            rel,
+            dir,
+            _sandbox: sandbox,
+        }
+    }
+
+    fn fd(&self) -> BorrowedFd<'_> {
+        self.dir.fd()
+    }
+
+    fn populated(&self) -> bool {
+        let events = self.dir.read("cgroup.events").unwrap();
+        crate::parse::events(&events).populated == Some(true)
+    }
+
+    fn wait_unpopulated(&self) -> bool {
+        crate::wait::wait_empty(&self.dir, "", Duration::from_secs(5)).unwrap()
+            == crate::wait::Waited::Empty
+    }
+}
+
+fn pipe() -> (std::fs::File, OwnedFd) {
+    let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
+    (std::fs::File::from(r), w)
+}
+
+/// Run `cmd` (stdout to a pipe) in `cg` and reap it; return (output, child).
+fn run(cg: &Scratch, mut cmd: ModuleCommand, strategy: Strategy) -> (String, ModuleChild) {
+    let (mut r, w) = pipe();
+    cmd.stdout(w);
+    let mut child = spawn_into_with(cg.fd(), &cmd, strategy).unwrap();
+    drop(cmd);
+    let mut out = String::new();
+    r.read_to_string(&mut out).unwrap();
+    child.wait().unwrap();
+    (out, child)
+}
+
+fn cgroup_line(out: &str) -> &str {
+    out.lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .unwrap_or_else(|| panic!("no 0:: line in {out:?}"))
+}
+
+/// The child's cgroup as the host sees it: without a cgroup namespace of its own (the
+/// placement tests; the namespace has tests of its own).
+fn cat_cgroup() -> ModuleCommand {
+    let mut cmd = ModuleCommand::new("/bin/sh");
+    cmd.args(["-c", "cat /proc/self/cgroup"])
+        .cgroup_namespace(false);
+    cmd
+}
+
+/// Every spawn path (clone3, the pre-exec write, the PID namespace's init) starts the
+/// program in a cgroup namespace rooted at its cgroup: it reads `0::/`, its namespace is not
+/// ours, and its pid is in the cgroup's `cgroup.procs`.
+#[test]
+fn every_spawn_path_starts_the_child_in_a_cgroup_namespace_rooted_at_its_cgroup() {
+    let own = std::fs::read_link("/proc/self/ns/cgroup").unwrap();
+    for (strategy, pidns) in [
+        (Strategy::Clone3Only, false),
+        (Strategy::PreExecOnly, false),
+        (Strategy::Clone3Only, true),
+    ] {
+        let cg = Scratch::new();
+        let mut cmd = ModuleCommand::new("/bin/sh");
+        cmd.args([
+            "-c",
+            &format!(
+                "grep '^0::' /proc/self/cgroup; readlink /proc/self/ns/cgroup; grep -cx $$ {}",
+                cg.path.join("cgroup.procs").display()
+            ),
+        ])
+        .pid_namespace(pidns);
+        assert!(cmd.has_cgroup_namespace(), "on by default");
+        let (out, child) = run(&cg, cmd, strategy);
+        let what = format!("{strategy:?}, pid namespace {pidns}: {out}");
+        let l: Vec<&str> = out.lines().collect();
+        assert_eq!(l.len(), 3, "{what}");
+        assert_eq!(l[0], "0::/", "{what}");
+        assert_ne!(l[1], own.to_string_lossy(), "{what}");
+        assert_eq!(l[2], "1", "{what}");
+        drop(child);
+    }
+}
+
+#[test]
+fn clone3_places_child_in_cgroup() {
+    let cg = Scratch::new();
+    let (out, mut child) = run(&cg, cat_cgroup(), Strategy::Auto);
+    assert_eq!(cgroup_line(&out), cg.rel);
+    assert_eq!(child.placement(), Placement::Clone3IntoCgroup);
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn clone3_only_places_child_in_cgroup() {
+    let cg = Scratch::new();
+    let (out, child) = run(&cg, cat_cgroup(), Strategy::Clone3Only);
+    assert_eq!(cgroup_line(&out), cg.rel);
+    assert_eq!(child.placement(), Placement::Clone3IntoCgroup);
+}
+
+#[test]
+fn pre_exec_places_child_in_cgroup() {
+    let cg = Scratch::new();
+    let (out, mut child) = run(&cg, cat_cgroup(), Strategy::PreExecOnly);
+    assert_eq!(cgroup_line(&out), cg.rel);
+    assert_eq!(child.placement(), Placement::PreExecWrite);
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn exit_code_and_signal() {
+    use std::os::unix::process::ExitStatusExt;
+    let cg = Scratch::new();
+    for strategy in [Strategy::Clone3Only, Strategy::PreExecOnly] {
+        let mut cmd = ModuleCommand::new("/bin/sh");
+        cmd.args(["-c", "exit 3"]);
+        let mut child = spawn_into_with(cg.fd(), &cmd, strategy).unwrap();
+        let st = child.wait().unwrap();
+        assert_eq!(st.code(), Some(3), "{strategy:?}");
+        // Waiting again returns the cached status.
+        assert_eq!(child.wait().unwrap().code(), Some(3));
+
+        let mut cmd = ModuleCommand::new("/bin/sleep");
+        cmd.arg("100");
+        let mut child = spawn_into_with(cg.fd(), &cmd, strategy).unwrap();
+        assert_eq!(child.try_wait().unwrap(), None);
+        child.signal(Signal::KILL).unwrap();
+        let st = child.wait().unwrap();
+        assert_eq!(st.signal(), Some(9), "{strategy:?}");
+        assert_eq!(st.code(), None);
+        assert!(child.signal(Signal::KILL).is_err());
+    }
+    assert!(cg.wait_unpopulated());
+}
+
+#[test]
+fn try_wait_reaps() {
+    let cg = Scratch::new();
+    let mut cmd = ModuleCommand::new("/bin/sh");
+    cmd.args(["-c", "exit 0"]);
+    let mut child = spawn_into(cg.fd(), &cmd).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let st = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(st.success());
+    assert_eq!(child.wait().unwrap(), st);
+}
+
+#[test]
+fn program_not_found() {
+    let cg = Scratch::new();
+    for strategy in [Strategy::Auto, Strategy::Clone3Only, Strategy::PreExecOnly] {
+        // Not in PATH: rejected in the parent, nothing cloned.
+        let cmd = ModuleCommand::new("ck-definitely-not-a-program");
+        let err = spawn_into_with(cg.fd(), &cmd, strategy).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound, "{strategy:?}");
+        // Full path: fails in the child's execve, reported back and reaped.
+        let cmd = ModuleCommand::new("/nonexistent/ck-prog");
+        let err = spawn_into_with(cg.fd(), &cmd, strategy).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound, "{strategy:?}");
+        assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
+    }
+    assert!(!cg.populated());
+    let procs = std::fs::read_to_string(cg.path.join("cgroup.procs")).unwrap();
+    assert_eq!(procs, "");
+}
+
+#[test]
+fn program_found_in_path() {
+    let cg = Scratch::new();
+    for strategy in [Strategy::Clone3Only, Strategy::PreExecOnly] {
+        let mut cmd = ModuleCommand::new("sh");
+        cmd.args(["-c", "cat /proc/self/cgroup; echo \"$0\""])
+            .cgroup_namespace(false);
+        let (out, child) = run(&cg, cmd, strategy);
+        assert_eq!(cgroup_line(&out), cg.rel);
+        // argv[0] stays the name as given.
+        assert_eq!(out.lines().last(), Some("sh"));
+        assert!(child.status.unwrap().success());
+    }
+}
+
+#[test]
+fn env_clear_and_set() {
+    let cg = Scratch::new();
+    for strategy in [Strategy::Clone3Only, Strategy::PreExecOnly] {
+        let mut cmd = ModuleCommand::new("/usr/bin/env");
+        cmd.env("DROPPED", "x")
+            .env_clear()
+            .env("A", "b")
+            .env("C", "d");
+        cmd.env_remove("C");
+        let (out, _) = run(&cg, cmd, strategy);
+        assert_eq!(out, "A=b\n", "{strategy:?}");
+    }
+}
+
+#[test]
+fn current_dir_is_applied() {
+    let cg = Scratch::new();
+    let dir = std::env::temp_dir().join(format!("ck-spawn-cwd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let expected = dir.canonicalize().unwrap();
+    for strategy in [Strategy::Clone3Only, Strategy::PreExecOnly] {
+        let mut cmd = ModuleCommand::new("/bin/readlink");
+        cmd.arg("/proc/self/cwd").current_dir(&dir);
+        let (out, _) = run(&cg, cmd, strategy);
+        assert_eq!(Path::new(out.trim_end()), expected, "{strategy:?}");
+    }
+    let _ = std::fs::remove_dir(&dir);
+    // A missing directory is reported as ENOENT.
+    let mut cmd = ModuleCommand::new("/bin/true");
+    cmd.current_dir("/nonexistent/ck-dir");
+    for strategy in [Strategy::Clone3Only, Strategy::PreExecOnly] {
+        let err = spawn_into_with(cg.fd(), &cmd, strategy).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "{strategy:?}");
+    }
+}
+
+#[test]
+fn stdin_and_stderr_are_wired() {
+    let cg = Scratch::new();
+    for strategy in [Strategy::Clone3Only, Strategy::PreExecOnly] {
+        let (in_r, in_w) = pipe();
+        let (mut err_r, err_w) = pipe();
+        let mut w = std::fs::File::from(in_w);
+        std::io::Write::write_all(&mut w, b"hello\n").unwrap();
+        drop(w);
+        let mut cmd = ModuleCommand::new("/bin/sh");
+        cmd.args(["-c", "cat >&2"]);
+        cmd.stdin(OwnedFd::from(in_r)).stderr(err_w);
+        let mut child = spawn_into_with(cg.fd(), &cmd, strategy).unwrap();
+        drop(cmd);
+        let mut out = String::new();
+        err_r.read_to_string(&mut out).unwrap();
+        assert_eq!(out, "hello\n");
+        assert!(child.wait().unwrap().success());
+    }
+}
+
+#[test]
+fn parent_death_signal_fires_when_spawning_thread_exits() {
+    use std::os::unix::process::ExitStatusExt;
+    let cg = Scratch::new();
+    for strategy in [Strategy::Clone3Only, Strategy::PreExecOnly] {
+        let fd = rustix::io::fcntl_dupfd_cloexec(cg.fd(), 0).unwrap();
+        let mut child = std::thread::spawn(move || {
+            let mut cmd = ModuleCommand::new("/bin/sleep");
+            cmd.arg("100").parent_death_signal(Signal::KILL);
+            spawn_into_with(fd.as_fd(), &cmd, strategy).unwrap()
+        })
+        .join()
+        .unwrap();
+        let st = child.wait().unwrap();
+        assert_eq!(st.signal(), Some(9), "{strategy:?}");
+    }
+}
+
+#[test]
+fn place_before_exec_with_std_command() {
+    let cg = Scratch::new();
+    let procs = rustix::fs::openat(
+        cg.fd(),
+        "cgroup.procs",
+        OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        Mode::empty(),
+    )
+    .unwrap();
+    let mut cmd = Command::new("/bin/sh");
+    cmd.args(["-c", "cat /proc/self/cgroup"]);
+    cmd.stdout(Stdio::piped());
+    place_before_exec(&mut cmd, procs);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success());
+    let out = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(cgroup_line(&out), cg.rel);
+}
+
+#[test]
+fn place_before_exec_write_error_is_returned() {
+    let cg = Scratch::new();
+    // Read-only fd: the write fails with EBADF, so the child must not exec.
+    let procs = rustix::fs::openat(
+        cg.fd(),
+        "cgroup.procs",
+        OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .unwrap();
+    let mut cmd = Command::new("/bin/true");
+    place_before_exec(&mut cmd, procs);
+    let err = cmd.spawn().unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::EBADF));
+}
+
+#[test]
+fn auto_surfaces_non_fallback_errors() {
+    // A regular file is not a cgroup directory: clone3 fails (EBADF) and
+    // the fallback cannot open cgroup.procs under it either.
+    let cg = Scratch::new();
+    let file = rustix::fs::open(
+        cg.path.join("cgroup.procs"),
+        OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .unwrap();
+    let cmd = ModuleCommand::new("/bin/true");
+    assert!(spawn_into(file.as_fd(), &cmd).is_err());
+    assert!(spawn_into_with(file.as_fd(), &cmd, Strategy::Clone3Only).is_err());
+    assert!(!cg.populated());
+}
+
+#[test]
+fn placement_serializes_kebab_case() {
+    // serde_json is a dependency of the crate.
+    assert_eq!(
+        serde_json::to_string(&Placement::Clone3IntoCgroup).unwrap(),
+        "\"clone3-into-cgroup\""
+    );
+    assert_eq!(
+        serde_json::to_string(&Placement::PreExecWrite).unwrap(),
+        "\"pre-exec-write\""
+    );
+    assert_eq!(Strategy::default(), Strategy::Auto);
+}
