@@ -106,10 +106,44 @@ unsafe fn ns_init(ctx: &InitCtx<'_>) -> ! {
         // SAFETY: the freshly forked program, every signal blocked, `ctx.cmd` valid.
         unsafe { child_exec(&ctx.cmd) }
     }
-    // The report pipe now stays open only in the program until its execve (close-on-exec).
-    // SAFETY: close(2) of our copy.
-    unsafe { libc::close(ctx.cmd.report_fd) };
+    // The init's copies of the caller's descriptors (the report pipe, the program's stdio and
+    // extra fds, whatever else the caller had open) would keep pipes and sockets open for the
+    // namespace's whole life: the program has its own now, and the init keeps only its two.
+    close_all_but(sfd, ctx.status_wr);
     serve(ctx, sfd, ret as libc::pid_t)
+}
+
+/// Close every descriptor of the calling process except `a` and `b`: `close_range(2)` (Linux
+/// 5.9+) around them, else `close(2)` of each number below the soft `RLIMIT_NOFILE`.
+fn close_all_but(a: c_int, b: c_int) {
+    let (lo, hi) = (a.min(b) as libc::c_uint, a.max(b) as libc::c_uint);
+    let ranges = [
+        (lo > 0).then(|| (0, lo - 1)),
+        (hi > lo + 1).then(|| (lo + 1, hi - 1)),
+        Some((hi + 1, libc::c_uint::MAX)),
+    ];
+    for (first, last) in ranges.into_iter().flatten() {
+        // SAFETY: close_range(2) of descriptors this process, the init, never uses again: it
+        // owns no Rust object over them (it runs on a copy of the caller's memory and never
+        // returns into it).
+        let rc = unsafe { libc::syscall(libc::SYS_close_range, first, last, 0) };
+        if rc != 0 {
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: getrlimit(2) into a live local.
+            let max = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
+                lim.rlim_cur.min(1 << 20) as libc::c_uint
+            } else {
+                1024
+            };
+            for fd in first..=last.min(max) {
+                // SAFETY: as for close_range above, one descriptor at a time.
+                unsafe { libc::close(fd as c_int) };
+            }
+        }
+    }
 }
 
 /// `PR_SET_PDEATHSIG` SIGKILL, then check that the parent did not die before it took effect.
