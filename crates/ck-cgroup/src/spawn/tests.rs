@@ -370,3 +370,104 @@ fn placement_serializes_kebab_case() {
     );
     assert_eq!(Strategy::default(), Strategy::Auto);
 }
+
+/// The `Uid:`, `Gid:` and `Groups:` lines of `/proc/<pid>/status`.
+fn ids_of(status: &str) -> Vec<String> {
+    status
+        .lines()
+        .filter(|l| l.starts_with("Uid:") || l.starts_with("Gid:") || l.starts_with("Groups:"))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+/// `uid`, `gid`, `process_group(0)` and `fd` reach the program on every spawn path (clone3,
+/// the pre-exec write, a PID namespace's init): it reports its ids from `/proc/self/status`
+/// (supplementary groups emptied), leads the process group whose id is [`ModuleChild::id`]
+/// (with a PID namespace the init leads it and the program is in it), and reads what the
+/// parent wrote to the fd mapped to 7. A PID namespace's init keeps the caller's identity.
+#[test]
+fn uid_gid_process_group_and_fds_reach_the_program_on_every_path() {
+    let root = rustix::process::geteuid().is_root();
+    // Without root only the own ids can be taken.
+    let (uid, gid) = if root {
+        (65534, 65534)
+    } else {
+        (
+            rustix::process::geteuid().as_raw(),
+            rustix::process::getegid().as_raw(),
+        )
+    };
+    for (strategy, pidns) in [
+        (Strategy::Clone3Only, false),
+        (Strategy::PreExecOnly, false),
+        (Strategy::Clone3Only, true),
+    ] {
+        let cg = Scratch::new();
+        let (fd_r, fd_w) = pipe();
+        let mut cmd = ModuleCommand::new("/bin/sh");
+        cmd.args([
+            "-c",
+            "grep -E '^(Uid|Gid|Groups):' /proc/self/status; \
+             read -r _ _ _ _ pg _ < /proc/self/stat; echo \"pgrp $pg\"; cat <&7",
+        ])
+        .uid(uid)
+        .gid(gid)
+        .process_group(0)
+        .fd(7, OwnedFd::from(fd_r))
+        .pid_namespace(pidns);
+        let (mut out_r, out_w) = pipe();
+        cmd.stdout(out_w);
+        let mut child = spawn_into_with(cg.fd(), &cmd, strategy).unwrap();
+        drop(cmd);
+        let what = format!("{strategy:?}, pid namespace {pidns}");
+        if pidns && root {
+            // The program blocks on fd 7 until the write end closes: the init is still there.
+            let init = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+            assert_eq!(
+                ids_of(&init)[0],
+                "Uid: 0 0 0 0",
+                "{what}: the init stays root"
+            );
+        }
+        std::io::Write::write_all(&mut std::fs::File::from(fd_w), b"mapped\n").unwrap();
+        let mut out = String::new();
+        out_r.read_to_string(&mut out).unwrap();
+        assert!(child.wait().unwrap().success(), "{what}: {out}");
+        let groups = if root {
+            "Groups:".to_string()
+        } else {
+            String::new()
+        };
+        let mut want = vec![
+            format!("Uid: {uid} {uid} {uid} {uid}"),
+            format!("Gid: {gid} {gid} {gid} {gid}"),
+        ];
+        if root {
+            want.push(groups);
+        }
+        let got = ids_of(&out);
+        assert_eq!(&got[..want.len()], &want[..], "{what}: {out}");
+        assert!(
+            out.contains(&format!("\npgrp {}\n", child.id())),
+            "{what}: pgid not the child's id {}: {out}",
+            child.id()
+        );
+        assert!(out.ends_with("mapped\n"), "{what}: {out}");
+    }
+}
+
+/// What the child could not do is refused before anything is spawned.
+#[test]
+fn an_fd_below_3_and_a_foreign_group_in_a_pid_namespace_are_refused() {
+    let cg = Scratch::new();
+    let (r, _w) = pipe();
+    let mut cmd = ModuleCommand::new("/bin/true");
+    cmd.fd(1, OwnedFd::from(r));
+    let err = spawn_into(cg.fd(), &cmd).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    let mut cmd = ModuleCommand::new("/bin/true");
+    cmd.pid_namespace(true).process_group(1);
+    let err = spawn_into(cg.fd(), &cmd).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    assert!(!cg.populated());
+}
