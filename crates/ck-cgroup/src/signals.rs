@@ -25,7 +25,7 @@ pub fn unblock_signals_before_exec(cmd: &mut Command) {
 ///
 /// [`SignalRelay::new`] blocks the signals in the calling thread (so none is lost or acts on the
 /// helper between now and the child's exit) and reads them from a `signalfd(2)`; children spawned
-/// by this module start with an empty signal mask. The previous mask is restored on drop.
+/// by [`crate::spawn`] start with an empty signal mask. The previous mask is restored on drop.
 pub struct SignalRelay {
     fd: OwnedFd,
     /// The mask before [`SignalRelay::new`], restored when this drops.
