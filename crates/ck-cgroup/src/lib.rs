@@ -42,8 +42,8 @@
 //! doctor/, sandbox            checks of a host; isolated roots for tests
 //! backend/                    Backend: cgroupfs (a Root) or systemd scopes (feature "systemd")
 //! policy, telemetry/, discover  limits from a file; status and watch; finding the service root
-//! module/                     Root: a service root's operations (init, create, place, spawn, stop, prune)
-//! limits, stop/, spawn/, signals  the limit table; one file per kill mechanism; clone3 and the pre-exec path
+//! module/, signals            Root: a service root's operations (init, create, place, spawn, stop, prune); run's relay
+//! limits, stop/, spawn/        the limit table; one file per kill mechanism; clone3 and the pre-exec path
 //! cgroup/                     CgroupDir (every access beneath it by openat2), parse, tree walks, waits
 //! layout, id, error           where modules live and their names; ids; errors
 //! ```

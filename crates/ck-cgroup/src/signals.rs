@@ -1,24 +1,17 @@
 //! Signals of a helper that stays resident as a module's parent (`ck-cgroup run`, `sandbox`):
 //! [`SignalRelay`] passes the signals it receives on to the child, [`reraise`] dies of the
-//! child's death signal, and [`unblock_signals_before_exec`] gives a child started with
+//! child's death signal, and [`crate::spawn::unblock_signals_before_exec`] gives a child started with
 //! [`std::process::Command`] the empty signal mask that [`crate::spawn`]'s children get.
 
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 
 use rustix::io::Errno;
 use rustix::process::{Signal, pidfd_send_signal};
 
 use crate::spawn::ModuleChild;
-use crate::spawn::clone3::{self, PreExecStep, SavedMask};
-
-/// Give `cmd`'s child an empty signal mask before `execve(2)`. The mask is inherited across
-/// fork and exec and `std::process::Command` does not reset it, so a parent that blocks signals
-/// (a [`SignalRelay`]) would otherwise start a child that can never receive them.
-pub fn unblock_signals_before_exec(cmd: &mut Command) {
-    clone3::pre_exec(cmd, PreExecStep::UnblockSignals);
-}
+use crate::spawn::clone3::{self, SavedMask};
 
 /// Relays signals that the calling thread receives to a child, for a helper that stays resident
 /// as the module's parent (`ck-cgroup run`).

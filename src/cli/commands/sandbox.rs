@@ -154,7 +154,7 @@ fn run_in(
         .args(args)
         .env(discover::ENV_ROOT, sb.path())
         .env_remove(ENV_BACKEND);
-    ck_cgroup::signals::unblock_signals_before_exec(&mut command);
+    ck_cgroup::spawn::unblock_signals_before_exec(&mut command);
     // CMD runs in the sandbox's cmd/ leaf, which the teardown empties (its orphans too), and so
     // does a `sandbox --prune` (or the next `sandbox` under the same parent) after this helper
     // died by SIGKILL. It keeps the host's pids (no PID namespace: CMD's tests read pids from

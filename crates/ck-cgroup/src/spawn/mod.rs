@@ -58,7 +58,7 @@ pub use cgroupns::{
 };
 pub use child::ModuleChild;
 pub use command::ModuleCommand;
-pub use pre_exec::{pdeathsig_before_exec, place_before_exec};
+pub use pre_exec::{pdeathsig_before_exec, place_before_exec, unblock_signals_before_exec};
 
 use std::ffi::CStr;
 use std::io;

@@ -94,7 +94,7 @@ pub(super) fn spawn_pre_exec(
         let dir = cstring(dir.as_os_str().as_bytes())?;
         clone3::pre_exec(&mut std_cmd, PreExecStep::Chdir(dir));
     }
-    crate::signals::unblock_signals_before_exec(&mut std_cmd);
+    unblock_signals_before_exec(&mut std_cmd);
     if let Some(sig) = cmd.pdeathsig {
         pdeathsig_before_exec(&mut std_cmd, sig);
     }
@@ -120,4 +120,11 @@ pub(super) fn spawn_pre_exec(
             Err(e)
         }
     }
+}
+
+/// Give `cmd`'s child an empty signal mask before `execve(2)`. The mask is inherited across
+/// fork and exec and `std::process::Command` does not reset it, so a parent that blocks signals
+/// (a [`crate::signals::SignalRelay`]) would otherwise start a child that can never receive them.
+pub fn unblock_signals_before_exec(cmd: &mut Command) {
+    super::clone3::pre_exec(cmd, super::clone3::PreExecStep::UnblockSignals);
 }

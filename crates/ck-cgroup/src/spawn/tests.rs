@@ -26,7 +26,7 @@ impl Scratch {
         let path = sandbox.dir().join(crate::sandbox::CMD_LEAF);
         let dir = CgroupDir::open(&path).unwrap();
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-        let mount = crate::parse::cgroup2_mounts(&mountinfo)
+        let mount = crate::cgroup::parse::cgroup2_mounts(&mountinfo)
             .into_iter()
             .next()
             .expect("a cgroup2 mount");
@@ -49,12 +49,12 @@ impl Scratch {
 
     fn populated(&self) -> bool {
         let events = self.dir.read("cgroup.events").unwrap();
-        crate::parse::events(&events).populated == Some(true)
+        crate::cgroup::parse::events(&events).populated == Some(true)
     }
 
     fn wait_unpopulated(&self) -> bool {
-        crate::wait::wait_empty(&self.dir, "", Duration::from_secs(5)).unwrap()
-            == crate::wait::Waited::Empty
+        crate::cgroup::wait::wait_empty(&self.dir, "", Duration::from_secs(5)).unwrap()
+            == crate::cgroup::wait::Waited::Empty
     }
 }
 
