@@ -272,15 +272,7 @@ fn counted(rows: &[ModuleStatus]) -> Vec<Metric> {
 fn limits(rows: &[ModuleStatus]) -> Vec<(String, f64)> {
     let mut limits = Vec::new();
     for m in rows {
-        let l = &m.limits;
-        for f in [
-            &l.memory_high,
-            &l.memory_max,
-            &l.memory_swap_max,
-            &l.pids_max,
-            &l.cpu_weight,
-            &l.memory_oom_group,
-        ] {
+        for f in m.limits.figures() {
             if let Some(v) = f.value {
                 let v = match v {
                     Limit::Max => f64::INFINITY,

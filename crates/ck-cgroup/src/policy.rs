@@ -27,12 +27,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cgroup::parse::{self, Limit};
+use crate::cgroup::parse::Limit;
 use crate::cgroup::wait::join;
 use crate::error::{Error, Result};
 use crate::id::ModuleId;
 use crate::layout::Layout;
-use crate::limits::{Limits, parse_count, parse_size};
+use crate::limits::{LIMITS, Limits, Unit, parse_size, spec};
 use crate::module::Root;
 
 /// Where the policy is read from when `--policy` and `CK_CGROUP_POLICY` are not given.
@@ -43,27 +43,15 @@ pub const MAX_BYTES: u64 = 1 << 20;
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawTable {
-    memory_high: Option<toml::Value>,
-    memory_max: Option<toml::Value>,
-    memory_swap_max: Option<toml::Value>,
-    pids_max: Option<toml::Value>,
-    cpu_weight: Option<u64>,
-    oom_group: Option<bool>,
-    memory_report: Option<toml::Value>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct RawPolicy {
     #[serde(default)]
-    defaults: RawTable,
+    defaults: toml::Table,
     #[serde(default)]
-    module: BTreeMap<String, RawTable>,
+    module: BTreeMap<String, toml::Table>,
 }
 
 /// One table of the policy: limits and a report threshold.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Entry {
     /// The limits.
     pub limits: Limits,
@@ -82,55 +70,70 @@ pub struct Policy {
     pub modules: BTreeMap<ModuleId, Entry>,
 }
 
-fn size_value(key: &str, v: &toml::Value) -> Result<Limit> {
-    match v {
-        toml::Value::Integer(n) if *n >= 0 => Ok(Limit::Value(*n as u64)),
-        toml::Value::String(s) => parse_size(s),
-        _ => Err(Error::bad_input(format!(
-            "{key}: expected a size (bytes, \"512M\", \"max\"), found a {}",
-            v.type_str()
-        ))),
-    }
+/// The key a table may hold besides the limits: `watch`'s report threshold.
+pub const MEMORY_REPORT: &str = "memory_report";
+
+/// Every key a policy table takes: the key of each row of [`LIMITS`], then
+/// [`MEMORY_REPORT`].
+pub fn keys() -> Vec<&'static str> {
+    LIMITS
+        .iter()
+        .map(|s| s.key)
+        .chain([MEMORY_REPORT])
+        .collect()
 }
 
-fn count_value(key: &str, v: &toml::Value) -> Result<Limit> {
-    match v {
-        toml::Value::Integer(n) if *n >= 0 => Ok(Limit::Value(*n as u64)),
-        toml::Value::String(s) => parse_count(s),
-        _ => Err(Error::bad_input(format!(
-            "{key}: expected a count or \"max\", found a {}",
-            v.type_str()
-        ))),
+/// The text a limit's parser takes from a TOML value: a boolean for [`Unit::Bool`], else a
+/// string, or a non-negative integer where the unit is a number.
+fn value_text(unit: Unit, key: &str, v: &toml::Value) -> Result<String> {
+    let numeric = !matches!(unit, Unit::Bool | Unit::DeviceLimits);
+    match (unit, v) {
+        (Unit::Bool, toml::Value::Boolean(b)) => return Ok(b.to_string()),
+        (Unit::Bool, _) => {}
+        (_, toml::Value::String(s)) => return Ok(s.clone()),
+        (_, toml::Value::Integer(n)) if numeric && *n >= 0 => return Ok(n.to_string()),
+        _ => {}
     }
+    let wanted = match unit {
+        Unit::Bool => "true or false".to_string(),
+        Unit::DeviceLimits => "a string (\"8:0:rbps=10M\")".to_string(),
+        u => format!("a {} (a number or a string)", u.name()),
+    };
+    Err(Error::bad_input(format!(
+        "{key}: expected {wanted}, found a {}",
+        v.type_str()
+    )))
 }
 
-fn entry(t: &RawTable) -> Result<Entry> {
-    let size = |k: &str, v: &Option<toml::Value>| v.as_ref().map(|v| size_value(k, v)).transpose();
-    if let Some(w) = t.cpu_weight
-        && !(1..=10_000).contains(&w)
-    {
-        return Err(Error::bad_input(format!(
-            "cpu_weight: {w} is outside 1 to 10000"
-        )));
+fn entry(t: &toml::Table) -> Result<Entry> {
+    let mut out = Entry::default();
+    for (key, v) in t {
+        if key == MEMORY_REPORT {
+            let text = value_text(Unit::Bytes, key, v)?;
+            out.memory_report = match parse_size(&text).map_err(|e| keyed(key, e))? {
+                Limit::Value(v) => Some(v),
+                Limit::Max => None,
+            };
+            continue;
+        }
+        let Some(s) = spec(key) else {
+            return Err(Error::bad_input(format!(
+                "unknown key `{key}`; the keys are {}",
+                keys().join(", ")
+            )));
+        };
+        let value = (s.parse)(&value_text(s.unit, key, v)?).map_err(|e| keyed(key, e))?;
+        (s.set)(&mut out.limits, value);
     }
-    Ok(Entry {
-        limits: Limits {
-            memory_high: size("memory_high", &t.memory_high)?,
-            memory_max: size("memory_max", &t.memory_max)?,
-            memory_swap_max: size("memory_swap_max", &t.memory_swap_max)?,
-            pids_max: t
-                .pids_max
-                .as_ref()
-                .map(|v| count_value("pids_max", v))
-                .transpose()?,
-            cpu_weight: t.cpu_weight,
-            oom_group: t.oom_group,
-        },
-        memory_report: match size("memory_report", &t.memory_report)? {
-            Some(Limit::Value(v)) => Some(v),
-            _ => None,
-        },
-    })
+    Ok(out)
+}
+
+/// A value's error, in one line that names the key.
+fn keyed(key: &str, e: Error) -> Error {
+    match e.hint() {
+        Some(h) => Error::bad_input(format!("{key}: {} ({h})", e.message())),
+        None => Error::bad_input(format!("{key}: {}", e.message())),
+    }
 }
 
 impl Policy {
@@ -174,19 +177,12 @@ impl Policy {
 
     /// The entry for `id`: the module's table over the defaults, key by key.
     pub fn for_module(&self, id: &ModuleId) -> Entry {
-        let d = self.defaults;
+        let d = &self.defaults;
         let Some(m) = self.modules.get(id) else {
-            return d;
+            return d.clone();
         };
         Entry {
-            limits: Limits {
-                memory_high: m.limits.memory_high.or(d.limits.memory_high),
-                memory_max: m.limits.memory_max.or(d.limits.memory_max),
-                memory_swap_max: m.limits.memory_swap_max.or(d.limits.memory_swap_max),
-                pids_max: m.limits.pids_max.or(d.limits.pids_max),
-                cpu_weight: m.limits.cpu_weight.or(d.limits.cpu_weight),
-                oom_group: m.limits.oom_group.or(d.limits.oom_group),
-            },
+            limits: m.limits.or(&d.limits),
             memory_report: m.memory_report.or(d.memory_report),
         }
     }
@@ -257,14 +253,7 @@ pub fn read_bounded(path: &Path) -> Result<String> {
 
 /// `flags` over `policy`, key by key: what the command line says wins.
 pub fn merge(flags: &Limits, policy: &Limits) -> Limits {
-    Limits {
-        memory_high: flags.memory_high.or(policy.memory_high),
-        memory_max: flags.memory_max.or(policy.memory_max),
-        memory_swap_max: flags.memory_swap_max.or(policy.memory_swap_max),
-        pids_max: flags.pids_max.or(policy.pids_max),
-        cpu_weight: flags.cpu_weight.or(policy.cpu_weight),
-        oom_group: flags.oom_group.or(policy.oom_group),
-    }
+    flags.or(policy)
 }
 
 /// One limit that `apply` found different.
@@ -309,8 +298,11 @@ impl Root {
             for (file, value) in ok {
                 let rel = join(&m.path, file);
                 let was = self.dir().read_raw(&rel).ok().map(|t| t.trim().to_string());
-                let same = match (&was, parse::limit(&value)) {
-                    (Some(w), Some(v)) => parse::limit(w) == Some(v),
+                let same = match (
+                    &was,
+                    want.values().into_iter().find(|(s, _)| s.file == file),
+                ) {
+                    (Some(w), Some((s, v))) => (s.same)(w, &v),
                     _ => false,
                 };
                 if same {

@@ -55,7 +55,9 @@ pub struct MemoryEvents {
     pub oom_group_kill: Option<u64>,
 }
 
-/// The limits in force on a module.
+/// The limits in force on a module: one figure per row of [`crate::limits::LIMITS`] shown in
+/// `status` ([`LimitSpec::status`](crate::limits::LimitSpec::status)), named as its file with `_`
+/// for `.`, its source the file.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Limits {
@@ -71,6 +73,63 @@ pub struct Limits {
     pub cpu_weight: Figure<Limit>,
     /// `memory.oom.group`.
     pub memory_oom_group: Figure<Limit>,
+}
+
+impl Limits {
+    /// Every figure, `None` each (nothing read yet), its source its file.
+    fn unread() -> Limits {
+        let f = |file: &str| Figure::new(None, file);
+        Limits {
+            memory_high: f("memory.high"),
+            memory_max: f("memory.max"),
+            memory_swap_max: f("memory.swap.max"),
+            pids_max: f("pids.max"),
+            cpu_weight: f("cpu.weight"),
+            memory_oom_group: f("memory.oom.group"),
+        }
+    }
+
+    /// The figure read from `file` (the field named as the file, `_` for `.`).
+    fn figure_mut(&mut self, file: &str) -> Option<&mut Figure<Limit>> {
+        [
+            &mut self.memory_high,
+            &mut self.memory_max,
+            &mut self.memory_swap_max,
+            &mut self.pids_max,
+            &mut self.cpu_weight,
+            &mut self.memory_oom_group,
+        ]
+        .into_iter()
+        .find(|f| f.source == file)
+    }
+
+    /// Every figure, in the order of [`crate::limits::LIMITS`].
+    pub fn figures(&self) -> Vec<&Figure<Limit>> {
+        let all = [
+            &self.memory_high,
+            &self.memory_max,
+            &self.memory_swap_max,
+            &self.pids_max,
+            &self.cpu_weight,
+            &self.memory_oom_group,
+        ];
+        crate::limits::LIMITS
+            .iter()
+            .filter_map(|s| all.iter().find(|f| f.source == s.file).copied())
+            .collect()
+    }
+
+    /// Read every limit `status` shows, each from its row's file, with `read` (a file that
+    /// cannot be read is `None`).
+    fn read(read: impl Fn(&str) -> Option<String>) -> Limits {
+        let mut l = Limits::unread();
+        for s in crate::limits::LIMITS.iter().filter(|s| s.status) {
+            if let Some(f) = l.figure_mut(s.file) {
+                f.value = read(s.file).as_deref().and_then(parse::limit);
+            }
+        }
+        l
+    }
 }
 
 /// Every figure of one module.
@@ -220,7 +279,6 @@ pub(crate) fn module_status_with(
             oom_group_kill: k.get("oom_group_kill").copied(),
         }
     });
-    let limit = |file: &str| Figure::new(f(file).as_deref().and_then(parse::limit), file);
     let psi = |file: &str| {
         Figure::new(
             f(file).and_then(|t| parse::pressure(&t).some_avg10),
@@ -256,14 +314,7 @@ pub(crate) fn module_status_with(
         memory_pressure_avg10: psi("memory.pressure"),
         cpu_pressure_avg10: psi("cpu.pressure"),
         io_pressure_avg10: psi("io.pressure"),
-        limits: Limits {
-            memory_high: limit("memory.high"),
-            memory_max: limit("memory.max"),
-            memory_swap_max: limit("memory.swap.max"),
-            pids_max: limit("pids.max"),
-            cpu_weight: limit("cpu.weight"),
-            memory_oom_group: limit("memory.oom.group"),
-        },
+        limits: Limits::read(f),
     }
 }
 
@@ -340,4 +391,27 @@ fn proc_memory(pids: Option<&[u32]>) -> (Figure<u64>, Figure<u64>) {
         Figure::new(rss, PROC_RSS_SOURCE),
         Figure::new(swap, PROC_SWAP_SOURCE),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_limit_status_shows_has_its_figure_and_no_other() {
+        let mut l = Limits::unread();
+        for s in crate::limits::LIMITS {
+            assert_eq!(l.figure_mut(s.file).is_some(), s.status, "{}", s.key);
+        }
+        let files: Vec<&str> = l.figures().iter().map(|f| f.source.as_str()).collect();
+        let shown: Vec<&str> = crate::limits::LIMITS
+            .iter()
+            .filter(|s| s.status)
+            .map(|s| s.file)
+            .collect();
+        assert_eq!(files, shown);
+        let read = Limits::read(|file| (file == "pids.max").then(|| "max\n".to_string()));
+        assert_eq!(read.pids_max.value, Some(Limit::Max));
+        assert_eq!(read.memory_max.value, None);
+    }
 }

@@ -17,11 +17,10 @@ use std::time::{Duration, Instant};
 use zbus::{OwnedObjectPath, OwnedVariant, Variant};
 
 use crate::backend::{Bus, Unavailable, UnitFacts};
-use crate::cgroup::parse::Limit;
 use crate::error::{Error, Result};
 use crate::id::ModuleId;
 use crate::layout::{scope_unit, slice_unit};
-use crate::limits::Limits;
+use crate::limits::{Limits, Property};
 
 const DEST: &str = "org.freedesktop.systemd1";
 const PATH: &str = "/org/freedesktop/systemd1";
@@ -96,8 +95,9 @@ pub struct ScopeSpec {
     /// stops the scope too, after the service has stopped (so the daemon drains first); with
     /// `TimeoutStopSec=10s` for that stop.
     pub part_of: Option<String>,
-    /// Resource limits, as `MemoryHigh=`, `MemoryMax=`, `MemorySwapMax=`, `TasksMax=`,
-    /// `CPUWeight=`, and `memory.oom.group` as `OOMPolicy=` (see [`ScopeSpec::properties`]).
+    /// Resource limits, as the properties each row of [`crate::limits::LIMITS`] names
+    /// (`MemoryHigh=`, `TasksMax=`, `CPUQuotaPerSecUSec=`, `AllowedCPUs=`, ...; `memory.oom.group`
+    /// as `OOMPolicy=`; see [`ScopeSpec::properties`]).
     pub limits: Limits,
 }
 
@@ -111,14 +111,17 @@ impl ScopeSpec {
             pids: vec![pid],
             delegate: false,
             part_of: None,
-            limits: *limits,
+            limits: limits.clone(),
         }
     }
 
     /// The `a(sv)` properties of `StartTransientUnit`: `Description`, `Slice`, `PIDs`,
     /// `Delegate`, `CollectMode=inactive-or-failed` (a failed or OOM-killed scope is unloaded at
     /// once, so the next start of the same module does not meet `UnitExists`), and the limits.
-    /// `max` is `u64::MAX` (systemd's infinity). `oom_group` is `OOMPolicy=kill` or `continue`.
+    /// `max` is `u64::MAX` (systemd's infinity). `oom_group` is `OOMPolicy=kill` or `continue`;
+    /// `cpu_max` is `CPUQuotaPerSecUSec=` (quota per second: `CPUQuota=` in percent times
+    /// 10000) and `CPUQuotaPeriodUSec=`; `cpus` is `AllowedCPUs=` as a mask; `io_max` is
+    /// `IOReadBandwidthMax=` and the others of its keys, on the device's path.
     pub fn properties(&self) -> Vec<(&'static str, Variant<'_>)> {
         let mut p: Vec<(&'static str, Variant<'_>)> = vec![
             ("Description", Variant::from(self.description.as_str())),
@@ -139,34 +142,23 @@ impl ScopeSpec {
             // not after systemd's default of 90 s.
             p.push(("TimeoutStopUSec", Variant::from(MODULE_STOP_TIMEOUT_USEC)));
         }
-        let bytes = |l: Limit| match l {
-            Limit::Max => u64::MAX,
-            Limit::Value(v) => v,
-        };
-        let l = &self.limits;
-        for (name, v) in [
-            ("MemoryHigh", l.memory_high),
-            ("MemoryMax", l.memory_max),
-            ("MemorySwapMax", l.memory_swap_max),
-            ("TasksMax", l.pids_max),
-        ] {
-            if let Some(v) = v {
-                p.push((name, Variant::from(bytes(v))));
+        // One row of crate::limits::LIMITS after another: its properties, as the row says.
+        for (spec, v) in self.limits.values() {
+            for (name, prop) in (spec.properties)(&v) {
+                p.push((name, variant(prop)));
             }
         }
-        if let Some(w) = l.cpu_weight {
-            p.push(("CPUWeight", Variant::from(w)));
-        }
-        // memory.oom.group is systemd's to write: OOMPolicy=kill sets it (the kernel kills the
-        // whole scope); continue leaves it off (only the chosen process dies, the scope lives).
-        // Unset, systemd's DefaultOOMPolicy (stop) stops the scope after an OOM kill.
-        if let Some(group) = l.oom_group {
-            p.push((
-                "OOMPolicy",
-                Variant::from(if group { "kill" } else { "continue" }),
-            ));
-        }
         p
+    }
+}
+
+/// A limit's property as a D-Bus variant: `t`, `s`, `ay` or `a(st)`.
+fn variant(p: Property) -> Variant<'static> {
+    match p {
+        Property::U64(v) => Variant::from(v),
+        Property::Str(s) => Variant::from(s),
+        Property::Bytes(b) => Variant::from(b),
+        Property::Devices(d) => Variant::from(d),
     }
 }
 
