@@ -22,6 +22,10 @@ pub const DAEMON_LEAF: &str = "daemon";
 pub const MODULES_DIR: &str = "subc-modules";
 /// The controllers the helper uses; `init` reports those the root cannot enable.
 pub const WANTED_CONTROLLERS: [&str; 4] = ["memory", "pids", "cpu", "io"];
+/// Controllers a limit needs that the service may go without (`cpuset`, for `--cpus`): `init`
+/// enables them with every other available controller, and a sandbox enables them where its
+/// parent has them, but `doctor` does not require them and `init` does not report them missing.
+pub const OPTIONAL_CONTROLLERS: [&str; 1] = ["cpuset"];
 
 /// Which placement made a module's cgroup.
 #[derive(

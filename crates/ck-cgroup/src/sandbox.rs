@@ -147,6 +147,7 @@ impl Sandbox {
             let available = crate::cgroup::parse::controllers(&outer.read("cgroup.controllers")?);
             let enable: Vec<String> = crate::layout::WANTED_CONTROLLERS
                 .iter()
+                .chain(crate::layout::OPTIONAL_CONTROLLERS.iter())
                 .filter(|c| available.iter().any(|a| a == *c))
                 .map(|c| format!("+{c}"))
                 .collect();

@@ -427,4 +427,31 @@ mod tests {
         assert_eq!(get("PIDs"), &Variant::from(vec![42u32]));
         assert_eq!(get("OOMPolicy"), &Variant::from("continue"));
     }
+
+    #[test]
+    fn the_new_knobs_have_the_d_bus_types_systemd_takes() {
+        let id = ModuleId::new("a").unwrap();
+        let limits = Limits {
+            memory_low: Some(Limit::Value(1 << 20)),
+            cpu_max: Some(crate::limits::parse_cpu_max("50000").unwrap()),
+            cpus: Some(crate::limits::parse_cpus("0-1").unwrap()),
+            io_weight: Some(200),
+            io_max: Some(crate::limits::parse_io_max("8:0:rbps=1K").unwrap()),
+            ..Limits::default()
+        };
+        let spec = ScopeSpec::module(&id, 42, &limits);
+        let p = spec.properties();
+        let sig = |n: &str| {
+            p.iter()
+                .find(|(k, _)| *k == n)
+                .map(|(_, v)| v.value_signature().to_string())
+                .unwrap_or_else(|| panic!("no {n}"))
+        };
+        assert_eq!(sig("MemoryLow"), "t");
+        assert_eq!(sig("CPUQuotaPerSecUSec"), "t");
+        assert_eq!(sig("CPUQuotaPeriodUSec"), "t");
+        assert_eq!(sig("AllowedCPUs"), "ay");
+        assert_eq!(sig("IOWeight"), "t");
+        assert_eq!(sig("IOReadBandwidthMax"), "a(st)");
+    }
 }
