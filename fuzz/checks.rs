@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use ck_cgroup::cgroup::parse::{self, Limit};
 use ck_cgroup::id::{DirName, ModuleId, decode_daemon_name};
-use ck_cgroup::limits::{parse_count, parse_size};
+use ck_cgroup::limits::{
+    LIMITS, parse_count, parse_cpu_max, parse_cpus, parse_io_max_with, parse_size, parse_weight,
+};
 use ck_cgroup::policy::Policy;
 
 #[path = "../src/cli/duration.rs"]
@@ -82,6 +84,58 @@ pub fn sizes(data: &[u8]) {
     if let Ok(Limit::Value(v)) = parse_count(s) {
         // A count is a size in bytes too.
         assert_eq!(parse_size(&v.to_string()).ok(), Some(Limit::Value(v)));
+    }
+    knobs(s);
+}
+
+/// The other limits' parsers (weights, `cpu.max`, CPU lists, `io.max`): a value that reads back
+/// as itself, or bad input in one line with a fix; never a panic. `io.max` device paths are not
+/// resolved (no I/O in a fuzz target).
+fn knobs(s: &str) {
+    let refused = |e: ck_cgroup::Error| {
+        assert_eq!(e.exit_code(), 2, "{e}");
+        assert!(!e.to_string().contains('\n'), "{e}");
+        assert!(e.hint().is_some(), "{e}");
+    };
+    match parse_weight(s) {
+        Ok(w) => assert!((1..=10_000).contains(&w)),
+        Err(e) => refused(e),
+    }
+    match parse_cpu_max(s) {
+        Ok(c) => {
+            assert!((1_000..=1_000_000).contains(&c.period));
+            let again = c.to_string().replace(' ', "/");
+            assert_eq!(parse_cpu_max(&again).ok(), Some(c), "{again}");
+        }
+        Err(e) => refused(e),
+    }
+    match parse_cpus(s) {
+        Ok(c) => {
+            assert!(!c.ranges().is_empty());
+            assert_eq!(parse_cpus(&c.to_string()).ok(), Some(c.clone()));
+            assert!(c.mask().len() <= 1024);
+        }
+        Err(e) => refused(e),
+    }
+    match parse_io_max_with(s, |p| Err(format!("{p}: not resolved here"))) {
+        Ok(m) => {
+            assert!(m.path.is_none());
+            let line = m.to_string();
+            let (dev, keys) = line.split_once(' ').expect("a key");
+            let again = format!("{dev}:{}", keys.replace(' ', ","));
+            assert_eq!(
+                parse_io_max_with(&again, |_| Err(String::new())).ok(),
+                Some(m),
+                "{again}"
+            );
+        }
+        Err(e) => refused(e),
+    }
+    // Every row's parser takes any text.
+    for spec in LIMITS {
+        if spec.key != "io_max" {
+            let _ = (spec.parse)(s);
+        }
     }
 }
 

@@ -183,3 +183,92 @@ fn every_path_makes_its_module_where_memory_is_off_and_writes_no_oom_group() {
     let _ = sleeper.kill();
     let _ = sleeper.wait();
 }
+
+/// The knobs peers have (`--memory-low`, `--memory-min`, `--cpu-max`, `--io-weight`,
+/// `--io-max`, `--cpus`): each refused where its controller is not enabled for the modules, in
+/// one line naming the controller, with the fix, and nothing made; skipped and listed with
+/// `--best-effort`.
+#[test]
+fn each_new_knob_without_its_controller_is_refused_and_nothing_is_made() {
+    let w = World::new();
+    let on = controllers(&w);
+    let before = w.tree();
+    for (flag, value, file, controller) in [
+        ("--memory-low", "64M", "memory.low", "memory"),
+        ("--memory-min", "16M", "memory.min", "memory"),
+        ("--cpu-max", "50000/100000", "cpu.max", "cpu"),
+        ("--io-weight", "200", "io.weight", "io"),
+        ("--io-max", "8:0:rbps=10M,wiops=100", "io.max", "io"),
+        ("--cpus", "0", "cpuset.cpus", "cpuset"),
+    ] {
+        if on.split_whitespace().any(|c| c == controller) {
+            continue;
+        }
+        let o = w.run(&["create", "knob", flag, value]);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {}", stderr(&o));
+        let e = stderr(&o);
+        // One line naming the file and the controller, then the fix.
+        assert!(
+            e.starts_with(&format!(
+                "ck-cgroup: {file} needs the {controller} controller is not enabled for the modules"
+            )),
+            "{flag}: {e}"
+        );
+        assert!(
+            e.contains(&format!("add {controller} to Delegate=")),
+            "{flag}: the fix is named: {e}"
+        );
+        assert_eq!(w.tree(), before, "{flag}: a refused limit made something");
+        let v: Value = serde_json::from_str(&ok(w.run(&[
+            "--json",
+            "create",
+            "knob",
+            flag,
+            value,
+            "--best-effort",
+        ])))
+        .unwrap();
+        let skipped = v["skipped"].as_array().unwrap();
+        assert_eq!(skipped.len(), 1, "{flag}: {v}");
+        assert_eq!(skipped[0]["file"], file, "{flag}: {v}");
+        assert_eq!(skipped[0]["controller"], controller, "{flag}: {v}");
+        ok(w.run(&["remove", "knob"]));
+    }
+}
+
+#[test]
+fn bad_values_of_the_new_knobs_are_refused_in_one_line_before_anything_is_made() {
+    let w = World::new();
+    for (flag, bad, says) in [
+        ("--cpu-max", "500", "the quota 500 is outside"),
+        ("--cpu-max", "50000/10", "the period 10 is outside"),
+        ("--io-weight", "0", "weight 0 is outside 1 to 10000"),
+        ("--io-max", "8:0", "no KEY=VALUE"),
+        ("--io-max", "8:0:xbps=1", "unknown key \"xbps\""),
+        (
+            "--io-max",
+            "/dev/null:rbps=1M",
+            "/dev/null is not a block device",
+        ),
+        ("--cpus", "3-1", "the range 3-1 runs backwards"),
+        ("--memory-low", "1Q", "invalid size"),
+        ("--memory-min", "1.5G", "invalid size"),
+    ] {
+        let o = w.run(&["create", "x", flag, bad]);
+        assert_eq!(o.status.code(), Some(2), "{flag} {bad}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains(says), "{flag} {bad}: {e}");
+    }
+    assert!(!w.root().join("subc-modules/x").exists());
+    // In the policy too, naming the key.
+    let policy = w.tmp("policy.toml");
+    std::fs::write(&policy, "[defaults]\ncpu_max = \"1/2/3\"\n").unwrap();
+    let o = w.run(&["--policy", policy.to_str().unwrap(), "create", "x"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("ck-cgroup: invalid policy") && stderr(&o).contains("cpu_max: "),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!w.root().join("subc-modules/x").exists());
+}

@@ -200,6 +200,13 @@ fn size_and_count_parsers_take_any_text() {
         "0",
         "16777216T",
         "18446744073709551615",
+        "10000",
+        "50000/100000",
+        "max/1000",
+        "0-3,6",
+        "8191",
+        "8:0:rbps=10M,wiops=100",
+        "259:1:wbps=max,riops=5",
     ]);
     run("sizes", seeds, checks::sizes, 20_000);
 }
