@@ -11,9 +11,11 @@
 //! memory_max = "8G"
 //! ```
 //!
-//! Keys: `memory_high`, `memory_max`, `memory_swap_max` (sizes: a number of bytes, or a string
-//! with K/M/G/T, or `"max"`), `pids_max` (a number or `"max"`), `cpu_weight` (1 to 10000),
-//! `oom_group` (true/false), `memory_report` (a size). An unknown key, a bad value or a module
+//! Keys: the key of each row of [`LIMITS`] (`memory_high`, `memory_max`, `memory_swap_max`,
+//! `memory_low`, `memory_min`: sizes, a number of bytes, or a string with K/M/G/T, or `"max"`;
+//! `pids_max`: a number or `"max"`; `cpu_weight`, `io_weight`: 1 to 10000; `cpu_max`:
+//! `"QUOTA[/PERIOD]"`; `cpus`: `"0-3"`; `io_max`: `"8:0:rbps=10M"`; `oom_group`: true/false),
+//! each parsed by its row's parser, and `memory_report` (a size). An unknown key, a bad value or a module
 //! table whose name is not a module id is bad input (exit 2): a typo in a policy must be loud.
 //! The default path is [`DEFAULT_PATH`]; a missing default file means no policy.
 //!
