@@ -97,9 +97,13 @@ fn value_text(unit: Unit, key: &str, v: &toml::Value) -> Result<String> {
         _ => {}
     }
     let wanted = match unit {
-        Unit::Bool => "true or false".to_string(),
-        Unit::DeviceLimits => "a string (\"8:0:rbps=10M\")".to_string(),
-        u => format!("a {} (a number or a string)", u.name()),
+        Unit::Bool => "true or false",
+        Unit::Bytes => "a size (bytes, \"512M\", \"max\")",
+        Unit::Count => "a count or \"max\"",
+        Unit::Weight => "a weight from 1 to 10000",
+        Unit::Microseconds => "\"QUOTA[/PERIOD]\" in microseconds, or \"max\"",
+        Unit::CpuList => "a cpu list (\"0-3,6\")",
+        Unit::DeviceLimits => "a string (\"8:0:rbps=10M\")",
     };
     Err(Error::bad_input(format!(
         "{key}: expected {wanted}, found a {}",
