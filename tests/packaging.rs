@@ -240,6 +240,101 @@ fn man_pages_render_without_warnings() {
     }
 }
 
+/// The sections clap cannot write: EXIT STATUS on every page (the codes of README.md), and on the
+/// top-level page ENVIRONMENT (what the helper reads, not the mutation controls' build switch),
+/// FILES and SEE ALSO naming every command's page.
+#[test]
+fn man_pages_have_exit_status_environment_files_see_also() {
+    let dest = install(&[]);
+    let man1 = dest.path().join("usr/local/share/man/man1");
+    let render = |page: &Path| {
+        let out = Command::new("man")
+            .args(["-E", "UTF-8", "-l"])
+            .arg(page)
+            .env("MANWIDTH", "200")
+            .env("LC_ALL", "C.UTF-8")
+            .env_remove("MANPAGER")
+            .env_remove("PAGER")
+            .output()
+            .expect("run man(1)");
+        String::from_utf8_lossy(&out.stdout).replace('\u{2010}', "-")
+    };
+    let top = render(&man1.join("ck-cgroup.1"));
+    let headings: Vec<&str> = top
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with(' '))
+        .collect();
+    let pos = |h: &str| {
+        headings
+            .iter()
+            .position(|l| *l == h)
+            .unwrap_or_else(|| panic!("ck-cgroup(1) has no {h} section: {headings:?}"))
+    };
+    let order: Vec<usize> = ["EXIT STATUS", "ENVIRONMENT", "FILES", "SEE ALSO"]
+        .iter()
+        .map(|h| pos(h))
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{headings:?}");
+    let section = |text: &str, h: &str| -> String {
+        text.lines()
+            .skip_while(|l| *l != h)
+            .skip(1)
+            .take_while(|l| l.is_empty() || l.starts_with(' '))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let exit = section(&top, "EXIT STATUS");
+    for code in ["0", "1", "2", "126", "127", "128+N"] {
+        assert!(
+            exit.split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+                .any(|w| w == code),
+            "EXIT STATUS lacks {code}:\n{exit}"
+        );
+    }
+    let env = section(&top, "ENVIRONMENT");
+    for var in ["CK_CGROUP_ROOT", "CK_CGROUP_BACKEND", "CK_CGROUP_POLICY"] {
+        assert!(env.contains(var), "ENVIRONMENT lacks {var}:\n{env}");
+    }
+    assert!(
+        !top.contains("CK_MUTATION"),
+        "CK_MUTATION is not user-facing"
+    );
+    let files = section(&top, "FILES");
+    for f in [
+        "/etc/ck-cgroup/policy.toml",
+        "ck-subc.service",
+        "module.slice",
+    ] {
+        assert!(files.contains(f), "FILES lacks {f}:\n{files}");
+    }
+    let see = section(&top, "SEE ALSO");
+    for c in commands() {
+        assert!(
+            see.contains(&format!("ck-cgroup-{c}(1)")),
+            "SEE ALSO lacks ck-cgroup-{c}(1):\n{see}"
+        );
+    }
+    for p in ["systemd.resource-control(5)", "systemd-cgls(1)"] {
+        assert!(
+            see.replace("-\n", "-")
+                .replace(char::is_whitespace, "")
+                .contains(p),
+            "SEE ALSO lacks {p}:\n{see}"
+        );
+    }
+    for c in commands() {
+        let page = render(&man1.join(format!("ck-cgroup-{c}.1")));
+        assert!(
+            page.lines().any(|l| l == "EXIT STATUS"),
+            "ck-cgroup-{c}(1) has no EXIT STATUS"
+        );
+        assert!(
+            section(&page, "SEE ALSO").contains("ck-cgroup(1)"),
+            "ck-cgroup-{c}(1) does not point to ck-cgroup(1)"
+        );
+    }
+}
+
 /// Every setting that would take the cgroup filesystem away from the daemon, or clone3() (and with
 /// it CLONE_INTO_CGROUP) away from the helper.
 fn breaks_delegation(key: &str, value: &str, all: &[(String, String, String)]) -> Option<String> {

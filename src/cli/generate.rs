@@ -1,10 +1,16 @@
 //! `ck-cgroup generate`: the man pages and shell completions, from the clap definition itself.
+//!
+//! The pages are clap_mangen's sections (NAME to the after-help text, VERSION) with the sections
+//! a man page is expected to have and clap cannot know added before VERSION: EXIT STATUS on every
+//! page (the codes of README.md's "Exit codes" and docs/daemon-integration.md), and on the
+//! top-level page ENVIRONMENT, FILES and SEE ALSO; each command's page points back to it.
 
 use std::io::{self, Write};
 use std::path::Path;
 
 use clap::CommandFactory;
 use clap_complete::Shell;
+use clap_mangen::Man;
 
 use super::args::{Cli, GenerateKind};
 
@@ -15,7 +21,7 @@ pub fn generate(kind: GenerateKind, out_dir: Option<&Path>) -> io::Result<()> {
         GenerateKind::Man => {
             let dir = out_dir.unwrap_or(Path::new("."));
             std::fs::create_dir_all(dir)?;
-            return clap_mangen::generate_to(cmd, dir);
+            return man_pages(cmd, dir);
         }
         GenerateKind::Bash => Shell::Bash,
         GenerateKind::Zsh => Shell::Zsh,
@@ -27,4 +33,263 @@ pub fn generate(kind: GenerateKind, out_dir: Option<&Path>) -> io::Result<()> {
     let mut out = io::stdout().lock();
     out.write_all(&buf)?;
     out.flush()
+}
+
+/// `ck-cgroup.1` and `ck-cgroup-<command>.1` for every command that is not hidden (what
+/// `clap_mangen::generate_to` writes, with the sections below).
+fn man_pages(cmd: clap::Command, dir: &Path) -> io::Result<()> {
+    let mut cmd = cmd.disable_help_subcommand(true);
+    cmd.build();
+    let subs: Vec<clap::Command> = cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set())
+        .cloned()
+        .collect();
+    let names: Vec<String> = subs.iter().map(|s| s.get_name().to_string()).collect();
+    for sub in subs {
+        let name = sub.get_name().to_string();
+        let mut extra = exit_status(&name);
+        extra.push_str(&section("SEE ALSO", &[see_also(&[], true)]));
+        write_page(sub, false, dir, &extra)?;
+    }
+    let mut extra = exit_status("");
+    extra.push_str(&environment());
+    extra.push_str(&files());
+    extra.push_str(&section("SEE ALSO", &[see_also(&names, false)]));
+    write_page(cmd, true, dir, &extra)
+}
+
+/// One page: clap_mangen's sections in its order, `extra` (roff) before VERSION. On the top-level
+/// page the after-help text is NOTES without its exit codes, which EXIT STATUS gives.
+fn write_page(cmd: clap::Command, top: bool, dir: &Path, extra: &str) -> io::Result<()> {
+    let man = Man::new(cmd.clone());
+    let mut buf = Vec::new();
+    man.render_title(&mut buf)?;
+    man.render_name_section(&mut buf)?;
+    man.render_synopsis_section(&mut buf)?;
+    man.render_description_section(&mut buf)?;
+    if cmd.get_arguments().any(|a| !a.is_hide_set()) {
+        man.render_options_section(&mut buf)?;
+    }
+    if cmd.get_subcommands().any(|s| !s.is_hide_set()) {
+        man.render_subcommands_section(&mut buf)?;
+    }
+    if top {
+        buf.extend_from_slice(notes(&cmd).as_bytes());
+    } else if cmd.get_after_long_help().is_some() || cmd.get_after_help().is_some() {
+        man.render_extra_section(&mut buf)?;
+    }
+    buf.extend_from_slice(extra.as_bytes());
+    if cmd
+        .get_version()
+        .or_else(|| cmd.get_long_version())
+        .is_some()
+    {
+        man.render_version_section(&mut buf)?;
+    }
+    let mut file = std::fs::File::create(dir.join(man.get_filename()))?;
+    file.write_all(&buf)?;
+    file.flush()
+}
+
+/// The top-level `--help` epilogue without the paragraphs on exit codes and unwritable output.
+fn notes(cmd: &clap::Command) -> String {
+    let Some(text) = cmd.get_after_long_help().or_else(|| cmd.get_after_help()) else {
+        return String::new();
+    };
+    let text = text.to_string();
+    let paras: Vec<String> = text
+        .split("\n\n")
+        .filter(|p| !p.starts_with("Exit codes:") && !p.starts_with("A stdout or stderr"))
+        .map(roff)
+        .collect();
+    if paras.is_empty() {
+        return String::new();
+    }
+    section("NOTES", &paras)
+}
+
+/// Text for roff: backslashes and hyphens escaped, a line never starting with a control character.
+fn roff(text: &str) -> String {
+    let escaped = text.replace('\\', "\\e").replace('-', "\\-");
+    escaped
+        .lines()
+        .map(|l| {
+            if l.starts_with('.') || l.starts_with('\'') {
+                format!("\\&{l}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A section of paragraphs (already roff).
+fn section(title: &str, paragraphs: &[String]) -> String {
+    let mut s = format!(".SH \"{title}\"\n");
+    for (i, p) in paragraphs.iter().enumerate() {
+        if i > 0 {
+            s.push_str(".PP\n");
+        }
+        s.push_str(p);
+        s.push('\n');
+    }
+    s
+}
+
+/// A tagged list: `.TP` with a bold tag per item.
+fn tagged(items: &[(&str, &str)]) -> String {
+    items
+        .iter()
+        .map(|(tag, text)| format!(".TP\n\\fB{}\\fR\n{}", roff(tag), roff(text)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// EXIT STATUS: the common codes, then what `command` (empty: the top-level page) adds.
+fn exit_status(command: &str) -> String {
+    let mut paras = vec![tagged(&[
+        (
+            "0",
+            "Done. For kill: the module's tree is gone and its directory removed, or it was \
+             already gone.",
+        ),
+        (
+            "1",
+            "The operation failed; the message names the file and the errno.",
+        ),
+        (
+            "2",
+            "Bad input, usage, or an unsupported root or kernel; nothing was changed on disk.",
+        ),
+    ])];
+    let cmd_codes = "CMD could not be executed (126) or was not found (127), looked up as \
+                     execvp(3) does before anything is made.";
+    let specific: &[&str] = match command {
+        "" => &[
+            "exec, run, sandbox and init -- CMD exit with 126 when CMD cannot be executed \
+             and 127 when it is not found (looked up as execvp(3) does, before anything is \
+             made); after a successful exec the exit status is CMD's. run and sandbox exit with \
+             CMD's status (128+N when CMD died of signal N); run exits 1 when the rest of the \
+             tree could not be stopped. doctor exits 0 when the host is ready and 1 when it is \
+             not.",
+        ],
+        "init" => &[
+            "With CMD: 126 or 127 when CMD cannot run (nothing is made); after the exec the \
+             status is CMD's.",
+        ],
+        "exec" => &[
+            "126, 127: the module was placed, but CMD could not be executed, or was not found \
+             (looked up before the module is made: nothing is made). After a successful exec \
+             the exit status is CMD's.",
+        ],
+        "run" => &[
+            "CMD's exit status, or the helper dies of CMD's signal; 1 when the rest of the tree \
+             could not be stopped.",
+        ],
+        "sandbox" => &[
+            "CMD's exit status (128+N when CMD died of signal N). With --prune: 0 when every \
+             leftover was removed, 1 when one could not be (the others still are), 2 with a \
+             CMD, --keep or --backend systemd.",
+        ],
+        "doctor" => &["0 when the host is ready, 1 when it is not."],
+        _ => &[],
+    };
+    for s in specific {
+        paras.push(roff(s));
+    }
+    if matches!(command, "exec" | "run" | "sandbox" | "init") {
+        paras.push(roff(cmd_codes));
+    }
+    if matches!(
+        command,
+        "" | "list" | "status" | "doctor" | "watch" | "generate"
+    ) {
+        paras.push(roff(
+            "A stdout or stderr that cannot be written changes no exit code, except for list, \
+             status, doctor, watch and generate, whose output is their result: they exit 1 when \
+             stdout cannot take it (0 when the reader closed the pipe).",
+        ));
+    }
+    section("EXIT STATUS", &paras)
+}
+
+/// ENVIRONMENT: what the helper reads (the mutation controls' build-time switch is not one).
+fn environment() -> String {
+    section(
+        "ENVIRONMENT",
+        &[tagged(&[
+            (
+                "CK_CGROUP_ROOT",
+                "The service's cgroup directory, as --root (which wins). Without either the \
+                 root is discovered from /proc/self/cgroup and the cgroup2 mount. sandbox sets it \
+                 for CMD to the fresh isolated root.",
+            ),
+            (
+                "CK_CGROUP_BACKEND",
+                "Where modules live, as --backend: cgroupfs (the default) or systemd \
+                 (transient scopes made by systemd over D-Bus). With systemd, init -- CMD \
+                 only executes CMD.",
+            ),
+            ("CK_CGROUP_POLICY", "The policy file, as --policy."),
+            (
+                "PATH",
+                "Where exec, run, sandbox and init -- CMD look CMD up, as execvp(3) does.",
+            ),
+        ])],
+    )
+}
+
+/// FILES: the policy and the units of the package.
+fn files() -> String {
+    section(
+        "FILES",
+        &[tagged(&[
+            (
+                "/etc/ck-cgroup/policy.toml",
+                "The policy: default limits and per-module overrides (TOML), read by create, \
+                 exec, run and apply when it exists (--policy or CK_CGROUP_POLICY \
+                 name another file). The packaged file is all comments: no limits.",
+            ),
+            (
+                "/usr/lib/systemd/system/ck-subc.service, \
+                 /usr/lib/systemd/user/ck-subc.service",
+                "The ck-subc daemon's service, for the system and the user manager: a \
+                 delegated cgroup subtree; ExecStartPre= runs prune --kill and \
+                 ExecStart= runs init -- DAEMON. Installed where systemd looks for \
+                 units (Debian 12: /lib/systemd/system, in the package ck-subc-units; make \
+                 install: PREFIX/lib/systemd/system and PREFIX/lib/systemd/user).",
+            ),
+            (
+                "module.slice, module-.slice.d/ck-cgroup.conf",
+                "In the same directories: the parent of the per-module slices \
+                 module-ID.slice of the systemd backend, and their defaults (accounting on, \
+                 no limits).",
+            ),
+            (
+                "/proc/self/cgroup, /proc/self/mountinfo",
+                "Where the root is discovered from.",
+            ),
+        ])],
+    )
+}
+
+/// SEE ALSO: the command pages (top-level page) or ck-cgroup(1), then systemd's pages.
+fn see_also(commands: &[String], parent: bool) -> String {
+    let mut refs: Vec<String> = Vec::new();
+    if parent {
+        refs.push("\\fBck\\-cgroup\\fR(1)".to_string());
+    }
+    for c in commands {
+        refs.push(format!("\\fBck\\-cgroup\\-{}\\fR(1)", roff(c)));
+    }
+    for (page, sec) in [
+        ("systemd.resource-control", 5),
+        ("systemd-cgls", 1),
+        ("cgroups", 7),
+    ] {
+        refs.push(format!("\\fB{}\\fR({sec})", roff(page)));
+    }
+    refs.join(",\n")
 }
