@@ -87,7 +87,6 @@ MAN1 = $(DESTDIR)$(MANDIR)/man1
 render = $(SED) \
 	-e 's|@HELPER@|$(HELPER)|g' \
 	-e 's|@DAEMON@|$(DAEMON)|g' \
-	-e 's|@DOCDIR@|$(DOCDIR)|g' \
 	-e 's|@MANAGER@|$(2)|g' \
 	-e 's|@SYSTEMCTL@|$(if $(filter user,$(2)),systemctl --user,systemctl)|g' \
 	-e 's|@WANTEDBY@|$(if $(filter user,$(2)),default.target,multi-user.target)|g' \
