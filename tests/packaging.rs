@@ -583,39 +583,20 @@ fn pkg_config(var: &str, default: &str) -> String {
         .unwrap_or_else(|| default.to_string())
 }
 
-/// scripts/build-deb with this test's binary: the file list (unit directories as pkg-config names
-/// them here, shown as placeholders), the control data, the maintainer scripts. build-deb itself
-/// runs lintian where it is installed and fails on any error.
-#[test]
-fn debian_package() {
-    let out = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(Path::new(SRC).join("scripts/build-deb"));
-    for v in MAKE_VARS {
-        cmd.env_remove(v);
-    }
-    cmd.arg("--out").arg(out.path()).env("CK_CGROUP_BIN", BIN);
-    let built = check(
-        "scripts/build-deb",
-        cmd.output().expect("run scripts/build-deb"),
-    );
-    let deb = PathBuf::from(String::from_utf8(built.stdout).unwrap().trim());
-    assert!(
-        deb.starts_with(out.path()) && deb.is_file(),
-        "{}",
-        deb.display()
-    );
-
+/// `dpkg-deb -c DEB` as `<mode> <owner> <path>`, unit directories as placeholders, sorted by path,
+/// directories left out.
+fn deb_listing(deb: &Path) -> Vec<String> {
     let listing = check(
         "dpkg-deb -c",
         Command::new("dpkg-deb")
             .arg("-c")
-            .arg(&deb)
+            .arg(deb)
             .output()
             .unwrap(),
     );
     let sys = pkg_config("systemdsystemunitdir", "/lib/systemd/system");
     let user = pkg_config("systemduserunitdir", "/usr/lib/systemd/user");
-    let lines: Vec<String> = String::from_utf8(listing.stdout)
+    let mut lines: Vec<String> = String::from_utf8(listing.stdout)
         .unwrap()
         .lines()
         .map(|l| {
@@ -628,60 +609,339 @@ fn debian_package() {
         })
         .filter(|l| !l.starts_with('d'))
         .collect();
-    let mut lines = lines;
     lines.sort_by(|a, b| a.rsplit(' ').next().cmp(&b.rsplit(' ').next()));
-    insta::assert_snapshot!("deb_contents", fold_command_pages(&lines));
+    lines
+}
 
-    let field = |name: &str| {
-        let o = Command::new("dpkg-deb")
-            .args(["-f"])
-            .arg(&deb)
-            .arg(name)
+/// The control file of a .deb, parsed: field name to value (a multi-line value joined by `\n`).
+fn deb_control(deb: &Path) -> std::collections::BTreeMap<String, String> {
+    let out = check(
+        "dpkg-deb -f",
+        Command::new("dpkg-deb")
+            .arg("-f")
+            .arg(deb)
             .output()
-            .unwrap();
-        String::from_utf8(o.stdout).unwrap().trim().to_string()
-    };
-    assert_eq!(field("Package"), "ck-cgroup");
-    assert!(
-        field("Depends").contains("libc6"),
-        "Depends: {}",
-        field("Depends")
+            .unwrap(),
     );
+    let mut fields = std::collections::BTreeMap::new();
+    let mut last = String::new();
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        if let Some(cont) = line.strip_prefix(' ') {
+            let v: &mut String = fields.get_mut(&last).expect("a continuation line first");
+            v.push('\n');
+            v.push_str(cont);
+        } else {
+            let (k, v) = line.split_once(':').expect("a field");
+            last = k.to_string();
+            fields.insert(last.clone(), v.trim().to_string());
+        }
+    }
+    fields
+}
+
+/// One file of a .deb, by its path inside (`./usr/...`).
+fn deb_file(deb: &Path, path: &str) -> String {
+    let out = check(
+        "dpkg-deb --fsys-tarfile",
+        Command::new("sh")
+            .arg("-c")
+            .arg(r#"dpkg-deb --fsys-tarfile "$1" | tar -xOf - "$2""#)
+            .arg("sh")
+            .arg(deb)
+            .arg(path)
+            .output()
+            .unwrap(),
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// scripts/build-deb with this test's binary: the two packages' file lists (unit directories as
+/// pkg-config names them here, shown as placeholders), their control data, the copyright format,
+/// the conffile, the maintainer scripts. build-deb itself runs lintian --pedantic where it is
+/// installed and fails on any tag that is not overridden.
+#[test]
+fn debian_package() {
+    let out = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(Path::new(SRC).join("scripts/build-deb"));
+    for v in MAKE_VARS {
+        cmd.env_remove(v);
+    }
+    cmd.arg("--out").arg(out.path()).env("CK_CGROUP_BIN", BIN);
+    let built = check(
+        "scripts/build-deb",
+        cmd.output().expect("run scripts/build-deb"),
+    );
+    let debs: Vec<PathBuf> = String::from_utf8(built.stdout)
+        .unwrap()
+        .lines()
+        .map(PathBuf::from)
+        .collect();
+    let [deb, units] = &debs[..] else {
+        panic!("build-deb printed {debs:?}, not two packages");
+    };
+    for d in [deb, units] {
+        assert!(d.starts_with(out.path()) && d.is_file(), "{}", d.display());
+    }
+
+    let helper_files = deb_listing(deb);
+    insta::assert_snapshot!("deb_contents", fold_command_pages(&helper_files));
+    let unit_files = deb_listing(units);
+    insta::assert_snapshot!("deb_units_contents", unit_files.join("\n") + "\n");
+    assert!(
+        !helper_files.iter().any(|l| l.ends_with("ck-subc.service")),
+        "ck-cgroup ships the daemon's unit"
+    );
+
+    // Control fields.
     let version = check(
         "--version",
         Command::new(BIN).arg("--version").output().unwrap(),
     );
     let upstream = String::from_utf8(version.stdout).unwrap();
-    assert_eq!(
-        field("Version"),
-        format!("{}-1", upstream.split_whitespace().nth(1).unwrap())
+    let want_version = format!("{}-0~ck1", upstream.split_whitespace().nth(1).unwrap());
+    let c = deb_control(deb);
+    let u = deb_control(units);
+    for (name, f) in [("ck-cgroup", &c), ("ck-subc-units", &u)] {
+        assert_eq!(f["Package"], name);
+        assert_eq!(
+            f["Version"], want_version,
+            "{name}: below any Debian revision"
+        );
+        assert_eq!(f["Multi-Arch"], "foreign", "{name}");
+        assert_eq!(f["Section"], "admin", "{name}");
+        assert_eq!(f["Priority"], "optional", "{name}");
+        assert_eq!(
+            f["Homepage"], "https://github.com/ck-subc/ck-cgroup",
+            "{name}"
+        );
+        let desc = &f["Description"];
+        let (synopsis, long) = desc.split_once('\n').expect("a long description");
+        assert!(
+            synopsis.len() < 80 && !synopsis.ends_with('.'),
+            "{synopsis}"
+        );
+        assert!(
+            long.lines().count() >= 4,
+            "{name}: long description:\n{long}"
+        );
+    }
+    assert!(c["Depends"].contains("libc6"), "Depends: {}", c["Depends"]);
+    assert!(c["Recommends"].contains("systemd"), "{c:?}");
+    assert!(c["Suggests"].contains("ck-subc-units"), "{c:?}");
+    assert_eq!(u["Architecture"], "all");
+    assert_eq!(u["Source"], "ck-cgroup");
+    let udeps: Vec<&str> = u["Depends"].split(',').map(str::trim).collect();
+    assert!(
+        udeps.contains(&format!("ck-cgroup (= {want_version})").as_str()),
+        "{udeps:?}"
     );
+    assert!(udeps.contains(&"ck-subc-daemon"), "{udeps:?}");
 
-    // Maintainer scripts: daemon-reload only where systemd runs; never enable, start or restart.
-    for script in ["postinst", "postrm"] {
-        let text = read(Path::new(SRC).join("packaging/debian").join(script));
-        let code: Vec<&str> = text
+    // The conffile: listed, and all comments, so it parses as the empty policy.
+    let conffiles = check(
+        "dpkg-deb --ctrl-tarfile",
+        Command::new("sh")
+            .arg("-c")
+            .arg(r#"dpkg-deb --ctrl-tarfile "$1" | tar -xOf - ./conffiles"#)
+            .arg("sh")
+            .arg(deb)
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(
+        String::from_utf8(conffiles.stdout).unwrap(),
+        "/etc/ck-cgroup/policy.toml\n"
+    );
+    let policy = deb_file(deb, "./etc/ck-cgroup/policy.toml");
+    check_empty_policy(&policy);
+
+    // DEP-5 copyright: the header, the project's paragraph, a paragraph per compiled-in crate, and
+    // a stand-alone License paragraph for every license named.
+    for (name, d) in [("ck-cgroup", deb), ("ck-subc-units", units)] {
+        let text = deb_file(d, &format!("./usr/share/doc/{name}/copyright"));
+        check_dep5(&text, name == "ck-cgroup");
+    }
+
+    // Maintainer scripts.
+    let script = |name: &str| -> Vec<String> {
+        read(Path::new(SRC).join("packaging/debian").join(name))
             .lines()
             .map(str::trim)
             .filter(|l| !l.starts_with('#'))
-            .collect();
+            .map(str::to_string)
+            .collect()
+    };
+    for name in ["ck-cgroup.postinst", "ck-cgroup.postrm"] {
+        let code = script(name);
         for l in code.iter().filter(|l| l.contains("systemctl")) {
-            assert!(l.contains("daemon-reload"), "{script}: {l}");
+            assert!(l.contains("daemon-reload"), "{name}: {l}");
         }
-        for word in ["start", "enable", "restart", "deb-systemd-invoke"] {
+        for word in ["start", "stop", "enable", "restart", "deb-systemd-invoke"] {
             assert!(
                 !code.iter().any(|l| l.split_whitespace().any(|w| w == word)),
-                "{script} runs {word}"
+                "{name} runs {word}"
             );
         }
+    }
+    for name in [
+        "ck-cgroup.postinst",
+        "ck-cgroup.postrm",
+        "ck-subc-units.postinst",
+        "ck-subc-units.postrm",
+    ] {
+        let code = script(name);
         let guard = code
             .iter()
             .position(|l| l.contains("[ -d /run/systemd/system ]"))
-            .expect("guarded by /run/systemd/system");
+            .unwrap_or_else(|| panic!("{name}: not guarded by /run/systemd/system"));
         let reload = code
             .iter()
             .position(|l| l.contains("daemon-reload"))
-            .unwrap();
-        assert!(guard < reload, "{script}: daemon-reload before the guard");
+            .unwrap_or_else(|| panic!("{name}: no daemon-reload"));
+        assert!(guard < reload, "{name}: daemon-reload before the guard");
+    }
+    // ck-subc-units: deb-systemd-helper's state tracking; `enable` only for a unit the operator
+    // had enabled (was-enabled); a stop only on removal; never a start or restart.
+    let postinst = script("ck-subc-units.postinst");
+    for (i, l) in postinst.iter().enumerate() {
+        if l.contains("deb-systemd-helper") && l.contains(" enable ") {
+            assert!(
+                postinst[i - 1].contains("was-enabled"),
+                "postinst: {l} without a was-enabled guard"
+            );
+        }
+        for word in ["start", "restart", "try-restart", "deb-systemd-invoke"] {
+            assert!(
+                !l.split_whitespace().any(|w| w == word),
+                "postinst runs {word}: {l}"
+            );
+        }
+    }
+    for want in [
+        "unmask",
+        "was-enabled",
+        "update-state",
+        "--user update-state",
+    ] {
+        assert!(
+            postinst.iter().any(|l| l.contains(want)),
+            "postinst lacks {want}"
+        );
+    }
+    let postrm = script("ck-subc-units.postrm");
+    assert!(
+        postrm
+            .iter()
+            .any(|l| l.contains("deb-systemd-helper purge 'ck-subc.service'")),
+        "postrm: no purge of the enable links"
+    );
+    let prerm = script("ck-subc-units.prerm");
+    for l in prerm.iter().filter(|l| l.contains("deb-systemd-invoke")) {
+        assert!(
+            l.split_whitespace().any(|w| w == "stop"),
+            "prerm: {l}: only a stop"
+        );
+    }
+    assert!(
+        prerm
+            .iter()
+            .any(|l| l.contains(r#""$1" = remove"#) && l.contains("/run/systemd/system")),
+        "prerm: a stop only on removal, only where systemd runs"
+    );
+}
+
+/// A policy that parses (the library's parser, and the helper's: `apply --dry-run` reads it before
+/// the root) and sets nothing.
+fn check_empty_policy(text: &str) {
+    assert!(
+        text.lines().all(|l| l.is_empty() || l.starts_with('#')),
+        "the packaged policy must be all comments:\n{text}"
+    );
+    let p = ck_cgroup::policy::Policy::parse(text, Path::new("policy.toml")).expect("parses");
+    assert!(p.defaults.limits.is_empty() && p.defaults.memory_report.is_none());
+    assert!(p.modules.is_empty());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("policy.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = Command::new(BIN)
+        .arg("--root")
+        .arg(dir.path())
+        .args(["apply", "--dry-run", "--policy"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("invalid policy"),
+        "the helper refuses the packaged policy: {stderr}"
+    );
+    // Uncommented, the example is a valid policy too (the keys are the parser's).
+    let uncommented: String = text
+        .lines()
+        .skip_while(|l| *l != "# [defaults]")
+        .map(|l| l.strip_prefix("# ").unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let p = ck_cgroup::policy::Policy::parse(&uncommented, Path::new("uncommented"))
+        .unwrap_or_else(|e| panic!("the example, uncommented: {e}\n{uncommented}"));
+    assert!(!p.modules.is_empty());
+}
+
+/// A DEP-5 copyright file: its header, `Files: *` under the project's license, and every license
+/// short name used in a `License:` of a Files paragraph given a stand-alone License paragraph
+/// with text; Apache-2.0 points to /usr/share/common-licenses, MIT has its text.
+fn check_dep5(text: &str, crates: bool) {
+    let paras: Vec<&str> = text.split("\n\n").collect();
+    assert!(
+        paras[0].starts_with(
+            "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n"
+        ),
+        "{}",
+        paras[0]
+    );
+    assert!(paras[0].contains("\nUpstream-Name: ck-cgroup\n"));
+    assert!(paras[0].contains("\nSource: https://github.com/ck-subc/ck-cgroup"));
+    let field = |p: &str, k: &str| -> Option<String> {
+        p.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}: ")).map(str::to_string))
+    };
+    assert_eq!(field(paras[1], "Files").as_deref(), Some("*"));
+    assert_eq!(
+        field(paras[1], "License").as_deref(),
+        Some("MIT or Apache-2.0")
+    );
+    let mut used = BTreeSet::new();
+    let mut defined = BTreeSet::new();
+    let mut vendored = 0;
+    for p in &paras[1..] {
+        let license = field(p, "License").unwrap_or_else(|| panic!("no License: in\n{p}"));
+        if field(p, "Files").is_some() {
+            assert!(field(p, "Copyright").is_some(), "no Copyright: in\n{p}");
+            if field(p, "Files").unwrap().starts_with("vendor/") {
+                vendored += 1;
+            }
+            let expr = license.replace(['(', ')'], "");
+            for part in expr.split(" or ").flat_map(|p| p.split(" and ")) {
+                used.insert(part.trim().to_string());
+            }
+        } else {
+            assert!(
+                p.lines().count() > 1,
+                "License: {license} has no text:\n{p}"
+            );
+            defined.insert(license.clone());
+            if license == "Apache-2.0" {
+                assert!(p.contains("/usr/share/common-licenses/Apache-2.0"), "{p}");
+            }
+            if license == "MIT" {
+                assert!(p.contains("Permission is hereby granted"), "{p}");
+            }
+        }
+    }
+    assert_eq!(used, defined, "License paragraphs");
+    if crates {
+        assert!(vendored > 10, "{vendored} crate paragraphs");
+    } else {
+        assert_eq!(vendored, 0);
     }
 }
