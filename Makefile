@@ -7,7 +7,8 @@
 #   make install    the helper, the units, man pages, completions, docs; never runs cargo when
 #                   the helper is built (CK_CGROUP_BIN=path installs another build)
 #   make uninstall  remove what install put there (same variables)
-#   make deb        a Debian package in target/deb/ (scripts/build-deb)
+#   make deb        the Debian packages in target/deb/ (scripts/build-deb)
+#   make rpm        the RPM packages in target/rpm/ (scripts/build-rpm, packaging/rpm/)
 #   make bench      the benchmarks (scripts/bench), once there are any
 #   make vm-test    the guest lane (scripts/vm-test), once it is built
 #   make vm-mutation the guest lane's mutation controls (scripts/vm-mutation)
@@ -97,7 +98,7 @@ install_units = $(call render,units/ck-subc.service.in,$(1),"$(2)/ck-subc.servic
 	$(call render,units/module.slice.in,$(1),"$(2)/module.slice") && \
 	$(call render,units/module-.slice.d/ck-cgroup.conf.in,$(1),"$(2)/module-.slice.d/ck-cgroup.conf")
 
-.PHONY: all build test demo check clean install uninstall bench deb vm-test vm-mutation fuzz
+.PHONY: all build test demo check clean install uninstall bench deb rpm vm-test vm-mutation fuzz
 
 all: build
 
@@ -160,6 +161,9 @@ bench:
 
 deb: build
 	scripts/build-deb
+
+rpm: build
+	scripts/build-rpm
 
 vm-test:
 	@if [ -x scripts/vm-test ]; then scripts/vm-test; else echo "the guest lane is not built yet (issue 4)"; fi
