@@ -1,6 +1,7 @@
 //! Packaging: `make install` into a temporary `DESTDIR` with the binary cargo built for this test
 //! run (make never runs cargo here: `CARGO=false`), the man pages through man(1), the rules of the
-//! rendered units, and the Debian package (its file list, its control data, lintian where
+//! rendered units, the Debian packages (file lists, control data, copyright, conffile, lintian
+//! where installed) and the RPM packages (their files against make install's, where rpmbuild is
 //! installed). No cgroup is touched and nothing uses the network.
 //!
 //! `systemd-analyze verify` of the rendered units is `scripts/verify-units` (make check, make
