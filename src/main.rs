@@ -20,8 +20,26 @@ fn main() -> ExitCode {
 /// The arguments, and the command's name as clap knows it (the one a refusal names).
 fn parse() -> Result<(Cli, String), Fail> {
     let matches = Cli::command().try_get_matches().map_err(Fail::Usage)?;
-    let cli =
+    let mut cli =
         Cli::from_arg_matches(&matches).map_err(|e| Fail::Usage(e.format(&mut Cli::command())))?;
+    // The root's sources: the command line before the environment; of the two variables
+    // CK_CGROUP_ROOT (a sandbox's CMD inherits CK_CGROUP_UNIT but must stay in the sandbox).
+    // `doctor` takes both: the root to check and the unit to ask systemd about.
+    use clap::parser::ValueSource::CommandLine;
+    let flag = |id| matches.value_source(id) == Some(CommandLine);
+    if matches.subcommand_name() != Some("doctor") {
+        match (flag("root"), flag("unit")) {
+            (true, true) => {
+                return Err(Fail::Usage(Cli::command().error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    "--root and --unit both name the root: pass one",
+                )));
+            }
+            (false, true) => cli.root = None,
+            _ if cli.root.is_some() => cli.unit = None,
+            _ => {}
+        }
+    }
     let name = matches.subcommand_name().unwrap_or_default().to_string();
     Ok((cli, name))
 }
@@ -29,8 +47,8 @@ fn parse() -> Result<(Cli, String), Fail> {
 /// One command: its backend decided here, once, and the command's function called. What only
 /// cgroupfs has takes `Backend::cgroupfs`, which the systemd backend refuses before anything else.
 fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
-    let ctx = Ctx::new(cli.root.clone(), cli.policy, cli.json);
-    let root = cli.root;
+    let root = cli::backend::root(&cli)?;
+    let ctx = Ctx::new(root.clone(), cli.policy, cli.json);
     let fs = || Backend::from_env(root.clone()).cgroupfs(name);
     let chosen = |a| cli::backend::from_args(a, root.clone());
     match cli.command {
@@ -63,16 +81,29 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
             dry_run,
             kill,
             keep,
+            if_laid_out,
             stop,
             backend,
-        } => cmd_prune(&ctx, chosen(&backend), dry_run, kill, &keep, &stop),
+        } => cmd_prune(
+            &ctx,
+            chosen(&backend),
+            PruneArgs {
+                dry_run,
+                kill,
+                if_laid_out,
+            },
+            &keep,
+            &stop,
+        ),
         Command::List { backend } => cmd_list(&ctx, chosen(&backend)),
         Command::Status {
             ids,
             format,
             backend,
         } => cmd_status(&ctx, chosen(&backend), &ids, format),
-        Command::Doctor { unit, backend } => cmd_doctor(&ctx, chosen(&backend), unit.as_deref()),
+        Command::Doctor { backend } => cmd_doctor(&ctx, chosen(&backend), cli.unit.as_deref()),
+        Command::Freeze { id, timeout } => cmd_freeze(&ctx, fs()?, &id, true, timeout),
+        Command::Thaw { id, timeout } => cmd_freeze(&ctx, fs()?, &id, false, timeout),
         Command::Watch { ids, report_above } => cmd_watch(&ctx, fs()?, ids, report_above),
         Command::Run {
             id,

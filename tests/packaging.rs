@@ -398,7 +398,7 @@ fn check_service_unit(text: &str, manager: &str, helper: &str, daemon: &str) {
     // prune --kill before the daemon starts, and never while it runs.
     assert_eq!(
         one(&d, "Service", "ExecStartPre"),
-        format!("{helper} prune --kill")
+        format!("{helper} prune --kill --if-laid-out")
     );
     for (s, k, v) in &d {
         if k.starts_with("Exec") && k != "ExecStartPre" {

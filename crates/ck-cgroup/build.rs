@@ -8,6 +8,7 @@
 /// Every control: what `check-cfg` accepts and what `CK_MUTATION` may name.
 const CONTROLS: &[&str] = &[
     "absent-is-zero",
+    "freeze-no-wait",
     "discover-ignores-env",
     "grace-first-pid",
     "grace-sleep",
@@ -23,6 +24,7 @@ const CONTROLS: &[&str] = &[
     "no-rekill",
     "no-relay",
     "no-rmdir",
+    "no-service-root-check",
     "no-thaw",
     "no-threads-fallback",
     "run-term-to-cmd",

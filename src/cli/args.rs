@@ -24,17 +24,36 @@ stdout cannot take it (0 on a closed pipe).
 With --json, `run` and `sandbox` leave stdout to CMD: their JSON result is one line on stderr,
 written after CMD and its module (or sandbox) are gone, so it is stderr's last line.
 
-Root: --root, else CK_CGROUP_ROOT, else discovered from /proc/self/cgroup and the cgroup2 mount
-in /proc/self/mountinfo (the parent of a `daemon` or `.control` leaf, the part above
-`subc-modules/` for a module). See ck-cgroup(1) and docs/design.md.";
+Root: --root, else CK_CGROUP_ROOT, else --unit (or CK_CGROUP_UNIT: the unit's ControlGroup
+from systemd over D-Bus, the system manager or with --user the caller's), else discovered from
+/proc/self/cgroup and the cgroup2 mount in /proc/self/mountinfo (the parent of a `daemon` or
+`.control` leaf, the part above `subc-modules/` for a module). Every command but `init`,
+`sandbox` and `doctor` refuses a root that is not a service root (it has neither daemon/ nor
+subc-modules/, e.g. an operator's login shell's cgroup) with exit 2 and one line; `init` lays
+a root out. See ck-cgroup(1) and docs/design.md.";
 
 /// Module cgroups for the ck-subc supervisor: place, list, kill and remove whole process trees.
 #[derive(Debug, Parser)]
 #[command(name = "ck-cgroup", version, about, after_long_help = EXIT_CODES, after_help = "Exit codes: 0 done, 1 failed, 2 bad input or unsupported (see --help).")]
 pub struct Cli {
-    /// The service's cgroup directory (a cgroup2 directory below the hierarchy's root).
+    /// The service's cgroup directory (a cgroup2 directory below the hierarchy's root). The
+    /// command line comes before the environment: --unit beats CK_CGROUP_ROOT, --root beats
+    /// CK_CGROUP_UNIT, and of the two variables CK_CGROUP_ROOT wins (a `sandbox`'s CMD gets its
+    /// root so); --root with --unit is a usage error.
     #[arg(long, global = true, env = "CK_CGROUP_ROOT", value_name = "PATH")]
     pub root: Option<PathBuf>,
+
+    /// The service's systemd unit (e.g. ck-subc.service): the root is its cgroup (ControlGroup),
+    /// asked of systemd over D-Bus, so `ck-cgroup --unit ck-subc.service kill aft` works from any
+    /// shell. Only this flag (or the variable) makes the cgroupfs backend use D-Bus. Without a
+    /// reachable systemd, or for a unit that is not running: exit 2 and one line.
+    #[arg(long, global = true, env = "CK_CGROUP_UNIT", value_name = "NAME")]
+    pub unit: Option<String>,
+
+    /// With --unit: ask the caller's user manager (as `systemctl --user`), not the system
+    /// manager.
+    #[arg(long, global = true, requires = "unit")]
+    pub user: bool,
 
     /// Print a machine-readable JSON result on stdout; `run` and `sandbox` print it as the last
     /// line on stderr instead (their stdout is CMD's).
@@ -124,6 +143,11 @@ pub enum Command {
         /// A module to leave alone (id, or directory name as `list` shows it); repeatable.
         #[arg(long, value_name = "ID")]
         keep: Vec<String>,
+        /// A root not laid out yet (neither daemon/ nor subc-modules/: a service's first start,
+        /// before `init`) has nothing to prune: say so on stderr and exit 0 instead of refusing
+        /// it. For the unit's ExecStartPre=; an operator's shell should name the root instead.
+        #[arg(long)]
+        if_laid_out: bool,
         #[command(flatten)]
         stop: StopArgs,
         #[command(flatten)]
@@ -155,6 +179,26 @@ pub enum Command {
         #[arg(last = true, required = true, value_name = "CMD")]
         cmd: Vec<String>,
     },
+    /// Freeze a module (pause it): 1 to its cgroup.freeze, then wait until its cgroup.events
+    /// says frozen 1. Every process of the module stops where it is until `thaw`; `kill` takes
+    /// a frozen module as it is. Exit 1 when it is not frozen within --timeout.
+    Freeze {
+        /// Module id, or a directory name as `list` shows it.
+        id: String,
+        /// How long to wait for the kernel to say frozen 1.
+        #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+        timeout: Duration,
+    },
+    /// Thaw a frozen module (resume it): 0 to its cgroup.freeze, then wait until its
+    /// cgroup.events says frozen 0. Exit 1 when it is still frozen after --timeout (an
+    /// ancestor's cgroup.freeze can hold it).
+    Thaw {
+        /// Module id, or a directory name as `list` shows it.
+        id: String,
+        /// How long to wait for the kernel to say frozen 0.
+        #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+        timeout: Duration,
+    },
     /// Remove an empty module's cgroup (a populated one is refused).
     Remove {
         /// Module id, or a directory name as `list` shows it.
@@ -168,10 +212,9 @@ pub enum Command {
     /// Check the host and the service: cgroup2, the root, controllers, kernel features, and the
     /// unit's Delegate=, OOMPolicy=, KillMode=, TimeoutStopSec= from systemd over D-Bus. Exit 0
     /// when ready, 1 when not.
+    /// The unit checked is --unit (default: the unit of the calling process); a root that
+    /// --unit cannot give (no systemd) is a failed check, not a refusal.
     Doctor {
-        /// The unit to check (default: the unit of the calling process).
-        #[arg(long, value_name = "NAME")]
-        unit: Option<String>,
         /// With --backend systemd: check the manager and the controllers for module scopes
         /// instead of the service's root; Delegate=no is then fine.
         #[command(flatten)]

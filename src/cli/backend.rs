@@ -8,7 +8,7 @@ use ck_cgroup::backend::Bus;
 pub use ck_cgroup::backend::{Backend, Cgroupfs, ENV_BACKEND};
 use ck_cgroup::{Error, Sandbox};
 
-use super::args::{self, BackendArgs, ManagerArg};
+use super::args::{self, BackendArgs, Cli, Command, ManagerArg};
 
 /// `--backend` and `--manager` (or the variable, through clap) of a command that has them.
 pub fn from_args(a: &BackendArgs, root: Option<PathBuf>) -> Backend {
@@ -29,5 +29,40 @@ fn bus(manager: Option<ManagerArg>) -> Bus {
         Some(ManagerArg::System) => Bus::System,
         Some(ManagerArg::User) => Bus::User,
         None => Bus::default_for_caller(),
+    }
+}
+
+/// The root a command works on: `--root` (or `CK_CGROUP_ROOT`), else with `--unit` (or
+/// `CK_CGROUP_UNIT`) the unit's cgroup from systemd (`--user`: the caller's manager), else `None`
+/// (discovered when opened). systemd is asked only when a unit is named and the command uses a
+/// root: not `sandbox`, `generate`, nor a command on the systemd backend. For `doctor` a unit
+/// whose cgroup cannot be had leaves the root to discovery: doctor reports systemd itself.
+pub fn root(cli: &Cli) -> Result<Option<PathBuf>, Error> {
+    let Some(unit) = cli.unit.as_deref() else {
+        return Ok(cli.root.clone());
+    };
+    let on_systemd = |b: &BackendArgs| b.backend == args::Backend::Systemd;
+    let doctor = match &cli.command {
+        Command::Sandbox { .. } | Command::Generate { .. } => return Ok(cli.root.clone()),
+        Command::Exec { backend, .. }
+        | Command::Kill { backend, .. }
+        | Command::Prune { backend, .. }
+        | Command::List { backend }
+        | Command::Status { backend, .. }
+            if on_systemd(backend) =>
+        {
+            return Ok(cli.root.clone());
+        }
+        Command::Doctor { .. } => true,
+        _ => false,
+    };
+    if cli.root.is_some() {
+        return Ok(cli.root.clone());
+    }
+    let bus = if cli.user { Bus::User } else { Bus::System };
+    match ck_cgroup::backend::systemd::unit_root(bus, unit) {
+        Ok(p) => Ok(Some(p)),
+        Err(_) if doctor => Ok(None),
+        Err(e) => Err(e),
     }
 }

@@ -8,7 +8,8 @@ use std::path::Path;
 use serde::Serialize;
 
 use ck_cgroup::module::{
-    InitReport, ModuleEntry, PlaceReport, PruneAction, PruneEntry, RemoveReport, StopReport,
+    FreezeReport, InitReport, ModuleEntry, PlaceReport, PruneAction, PruneEntry, RemoveReport,
+    StopReport,
 };
 
 /// Where results go, and in which form.
@@ -181,6 +182,22 @@ impl Output {
         self.emit(r, || {
             let pids: Vec<String> = r.placed.iter().map(u32::to_string).collect();
             format!("placed {} in {}\n", pids.join(" "), r.module)
+        })
+    }
+
+    /// `freeze` and `thaw`.
+    pub fn freeze(&self, r: &FreezeReport) -> io::Result<()> {
+        self.emit(r, || {
+            let state = if r.frozen { "frozen" } else { "thawed" };
+            if r.changed {
+                format!(
+                    "{}: {state} ({} ms)
+",
+                    r.module, r.waited_ms
+                )
+            } else {
+                format!("{}: {state} already\n", r.module)
+            }
         })
     }
 

@@ -21,6 +21,13 @@ pub enum ErrorKind {
     BadInput,
     /// The module asked for does not exist.
     NoSuchModule,
+    /// The root is a cgroup2 directory but no service root: it has neither `daemon/` nor
+    /// `subc-modules/` (an operator's login shell, a service not laid out by `init`). Nothing
+    /// was changed (exit 2).
+    NotAServiceRoot,
+    /// A module's `cgroup.events` did not say `frozen 1` (or `frozen 0`) before the timeout of
+    /// a freeze (or thaw); `cgroup.freeze` stays as written.
+    NotFrozen,
     /// The process asked for does not exist, or exited while it was being placed.
     NoSuchProcess,
     /// A controller a limit needs is not enabled for the modules (not delegated, or `init` not run).

@@ -4,6 +4,7 @@
 //! ([`module_limits`], the one place flags and policy merge) and [`create_with_limits`].
 
 mod exec;
+mod freeze;
 mod layout;
 mod run;
 mod sandbox;
@@ -21,13 +22,14 @@ use super::exit::note;
 use super::output::Output;
 
 pub use exec::cmd_exec;
+pub use freeze::cmd_freeze;
 pub use layout::{
     cmd_apply, cmd_create, cmd_init, cmd_init_daemon, cmd_place, cmd_remove, cmd_set,
 };
 pub use run::{Namespaces, cmd_run};
 pub use sandbox::{cmd_sandbox, cmd_sandbox_prune};
 pub use show::{cmd_doctor, cmd_list, cmd_status, cmd_watch};
-pub use stop::{cmd_kill, cmd_prune};
+pub use stop::{PruneArgs, cmd_kill, cmd_prune};
 
 /// The global options every command may use.
 pub struct Ctx {

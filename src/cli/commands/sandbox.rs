@@ -153,6 +153,7 @@ fn run_in(
     command
         .args(args)
         .env(discover::ENV_ROOT, sb.path())
+        .env_remove("CK_CGROUP_UNIT")
         .env_remove(ENV_BACKEND);
     ck_cgroup::spawn::unblock_signals_before_exec(&mut command);
     // CMD runs in the sandbox's cmd/ leaf, which the teardown empties (its orphans too), and so

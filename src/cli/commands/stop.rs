@@ -7,7 +7,17 @@ use ck_cgroup::Error;
 use super::Ctx;
 use crate::cli::args::StopArgs;
 use crate::cli::backend::Backend;
-use crate::cli::exit::{Fail, written};
+use crate::cli::exit::{Fail, note, written};
+
+/// `prune`'s switches.
+pub struct PruneArgs {
+    /// `--dry-run`.
+    pub dry_run: bool,
+    /// `--kill`.
+    pub kill: bool,
+    /// `--if-laid-out`: a root that is not laid out is nothing to prune, not a refusal.
+    pub if_laid_out: bool,
+}
 
 /// `kill`: the report printed, then exit 1 when the tree could not be stopped or removed.
 pub fn cmd_kill(ctx: &Ctx, backend: Backend, id: &str, stop: &StopArgs) -> Result<ExitCode, Fail> {
@@ -26,11 +36,27 @@ pub fn cmd_kill(ctx: &Ctx, backend: Backend, id: &str, stop: &StopArgs) -> Resul
 pub fn cmd_prune(
     ctx: &Ctx,
     backend: Backend,
-    dry_run: bool,
-    kill: bool,
+    a: PruneArgs,
     keep: &[String],
     stop: &StopArgs,
 ) -> Result<ExitCode, Fail> {
+    let PruneArgs {
+        dry_run,
+        kill,
+        if_laid_out,
+    } = a;
+    // A service's first start: ExecStartPre= runs before `init` has laid the root out.
+    if let (true, Backend::Cgroupfs(fs)) = (if_laid_out, &backend) {
+        let root = fs.open_unchecked()?;
+        if !root.is_service_root()? {
+            note(format_args!(
+                "{} is not laid out yet (neither daemon/ nor subc-modules/): nothing to prune",
+                root.path().display()
+            ));
+            written(ctx.out.prune(&[], dry_run));
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     let r = backend.prune(dry_run, kill, keep, &stop.options())?;
     written(ctx.out.prune(&r, dry_run));
     let failed = r.iter().filter(|e| e.error.is_some()).count();

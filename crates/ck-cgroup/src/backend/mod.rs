@@ -35,8 +35,23 @@ pub enum Backend {
 pub struct Cgroupfs(pub Option<PathBuf>);
 
 impl Cgroupfs {
-    /// The root: the explicit one, else discovered.
+    /// The service root, for an operation on modules: the explicit one, else discovered, and
+    /// checked to be laid out ([`Root::check_service_root`]): a root with neither `daemon/` nor
+    /// `subc-modules/` is refused (exit 2, [`ErrorKind::NotAServiceRoot`](crate::ErrorKind)),
+    /// never shown as a root without modules.
     pub fn open(&self) -> Result<Root, Error> {
+        let root = self.open_unchecked()?;
+        let found = match &self.0 {
+            Some(_) => "",
+            None if std::env::var_os(discover::ENV_ROOT).is_some() => " (from CK_CGROUP_ROOT)",
+            None => " (discovered from this process's cgroup)",
+        };
+        root.check_service_root(found)?;
+        Ok(root)
+    }
+
+    /// The root as it is, laid out or not: for `init`, which lays it out.
+    pub fn open_unchecked(&self) -> Result<Root, Error> {
         match &self.0 {
             Some(p) => Root::open(p),
             None => Root::open(&discover::discover()?),
@@ -77,7 +92,7 @@ impl Backend {
         let Backend::Cgroupfs(fs) = self else {
             return Ok(());
         };
-        let root = fs.open()?;
+        let root = fs.open_unchecked()?;
         let _ = root.init()?;
         // From the root, init has moved this process already; from elsewhere, now.
         root.enter_daemon_leaf()

@@ -21,6 +21,7 @@ use rustix::io::Errno;
 use rustix::process::Signal;
 use serde::Serialize;
 
+mod freeze;
 mod init;
 mod limits;
 mod place;
@@ -28,6 +29,7 @@ mod remove;
 mod report;
 mod stop;
 
+pub use freeze::FreezeReport;
 pub use report::*;
 pub use stop::signal_name;
 #[cfg(feature = "systemd")]
@@ -63,6 +65,52 @@ impl Root {
     pub fn open(path: &Path) -> Result<Root> {
         let dir = CgroupDir::open(path)?;
         Root::from_dir(dir)
+    }
+
+    /// Open `path` as a service root and check that it is one: [`Root::open`], then
+    /// [`Root::check_service_root`] (it has `daemon/` or `subc-modules/`). What a program that
+    /// acts on modules opens: a root that is not laid out (the caller's own cgroup in a login
+    /// shell) is refused with [`ErrorKind::NotAServiceRoot`](crate::ErrorKind::NotAServiceRoot)
+    /// (exit 2) instead of showing no modules. `init` lays a root out; it takes [`Root::open`].
+    ///
+    /// ```no_run
+    /// # fn main() -> ck_cgroup::Result<()> {
+    /// let root = ck_cgroup::Root::open_service("/sys/fs/cgroup/system.slice/ck-subc.service".as_ref())?;
+    /// for m in root.list()? {
+    ///     println!("{}", m.name);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn open_service(path: &Path) -> Result<Root> {
+        let root = Root::open(path)?;
+        root.check_service_root("")?;
+        Ok(root)
+    }
+
+    /// Whether this root is laid out as a service root: it has `daemon/` (the daemon's leaf,
+    /// and under it the daemon's own `daemon/subc-modules/`) or `subc-modules/`.
+    pub fn is_service_root(&self) -> Result<bool> {
+        // Mutation control (`CK_MUTATION=no-service-root-check`): every root is a service root.
+        if cfg!(ck_mutation = "no-service-root-check") {
+            return Ok(true);
+        }
+        Ok(self.dir.is_dir(DAEMON_LEAF)? || self.dir.is_dir(MODULES_DIR)?)
+    }
+
+    /// Refuse a root that [`Root::is_service_root`] says is not laid out: bad input (exit 2) of
+    /// kind [`ErrorKind::NotAServiceRoot`](crate::ErrorKind::NotAServiceRoot), one line that
+    /// names the root, `found` (how it was found, e.g. `" (discovered from this process's
+    /// cgroup)"`; may be empty) and how to name the right one.
+    pub fn check_service_root(&self, found: &str) -> Result<()> {
+        if self.is_service_root()? {
+            return Ok(());
+        }
+        Err(Error::bad_input(format!(
+            "{}{found} is not a service root: it has neither {DAEMON_LEAF}/ nor {MODULES_DIR}/; name the service's cgroup with --root PATH, CK_CGROUP_ROOT=PATH or --unit NAME (e.g. --unit ck-subc.service), or lay this one out with `ck-cgroup init`",
+            self.path().display()
+        ))
+        .with_kind(crate::error::ErrorKind::NotAServiceRoot))
     }
 
     /// Wrap an already opened cgroup2 directory.

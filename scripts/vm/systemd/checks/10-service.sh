@@ -13,8 +13,8 @@ expect "the unit systemd loads is the one make install put in /lib/systemd/syste
   [ "$(readlink -f "$unit")" = "$(readlink -f /lib/systemd/system/ck-subc.service)" ]
 expect "ExecStart is the installed daemon, started in daemon/ by the helper's init" \
   grep -qx 'ExecStart=/usr/bin/ck-cgroup init -- /usr/bin/ck-subc' "$unit"
-expect "ExecStartPre is the installed helper's prune --kill" \
-  grep -qx 'ExecStartPre=/usr/bin/ck-cgroup prune --kill' "$unit"
+expect "ExecStartPre is the installed helper's prune --kill --if-laid-out" \
+  grep -qx 'ExecStartPre=/usr/bin/ck-cgroup prune --kill --if-laid-out' "$unit"
 t0=$(date +%s)
 rc=0; systemctl start "$UNIT" || rc=$?
 expect "systemctl start exit 0 ($rc)" [ "$rc" = 0 ]

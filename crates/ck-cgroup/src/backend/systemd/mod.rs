@@ -63,6 +63,41 @@ fn modules_dir(m: &Manager) -> Result<Option<CgroupDir>> {
     CgroupDir::open(&path).map(Some)
 }
 
+/// The service root of `unit` (`--unit`): its `ControlGroup` from the manager on `bus`, made
+/// absolute with the cgroup2 mount. The only D-Bus call of the cgroupfs backend, made only when a
+/// unit is named. Every failure is bad input (exit 2) in one line without a hint, naming the unit
+/// and `--root`/`CK_CGROUP_ROOT` as the way without systemd: the manager cannot be reached
+/// ([`ErrorKind::SystemdUnavailable`](crate::ErrorKind::SystemdUnavailable)), the unit is not
+/// loaded or has no cgroup (it is not running).
+pub fn unit_root(bus: Bus, unit: &str) -> Result<PathBuf> {
+    let which = match bus {
+        Bus::System => "the system manager",
+        Bus::User => "the user manager (--user)",
+    };
+    let instead = "pass the service's cgroup with --root PATH or CK_CGROUP_ROOT=PATH instead";
+    if unit.is_empty() || unit.contains('/') || unit.chars().any(char::is_control) {
+        return Err(Error::bad_input(format!(
+            "--unit {unit:?} is not a unit name (e.g. ck-subc.service)"
+        )));
+    }
+    let one_line = |e: Error| {
+        let kind = e.kind();
+        Error::bad_input(format!(
+            "--unit {unit}: {}; {instead}",
+            e.message().replace('\n', " ")
+        ))
+        .with_kind(kind)
+    };
+    let m = Manager::connect(bus).map_err(one_line)?;
+    let Some(cg) = m.control_group(unit).map_err(one_line)? else {
+        return Err(Error::bad_input(format!(
+            "--unit {unit}: {which} has no cgroup for it (not loaded, or not running: `systemctl{} status {unit}`); {instead}",
+            if bus == Bus::User { " --user" } else { "" }
+        )));
+    };
+    Ok(join_cg(&cgroup2_mount()?, &cg))
+}
+
 fn join_cg(mount: &Path, cg: &str) -> PathBuf {
     mount.join(cg.trim_start_matches('/'))
 }

@@ -1,0 +1,137 @@
+//! `freeze` and `thaw`: a module paused and resumed by its `cgroup.freeze`, and the wait on its
+//! `cgroup.events` until the kernel says `frozen 1` (or `frozen 0`): poll, never a sleep.
+
+use super::*;
+
+/// What `freeze` or `thaw` did.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[must_use]
+#[non_exhaustive]
+pub struct FreezeReport {
+    /// The name asked for.
+    pub module: String,
+    /// Which placement made it.
+    pub layout: Layout,
+    /// Its path.
+    pub path: PathBuf,
+    /// `cgroup.events` `frozen` after the wait: `true` after a freeze, `false` after a thaw.
+    pub frozen: bool,
+    /// It was in the other state before (false: frozen already, or running already).
+    pub changed: bool,
+    /// How long the wait for the kernel's `frozen` took, in milliseconds.
+    pub waited_ms: f64,
+}
+
+impl Root {
+    /// Freeze module `name` (an id, or a directory name as `list` shows it): `1` to its
+    /// `cgroup.freeze`, then wait on its `cgroup.events` until `frozen 1`, at most `timeout`.
+    /// Every process of the module and of its sub-cgroups stops where it is until
+    /// [`Root::thaw`]; `kill` takes a frozen module as it is.
+    ///
+    /// A module that does not exist is [`ErrorKind::NoSuchModule`](crate::ErrorKind) (exit 2);
+    /// one still not frozen after `timeout` is [`ErrorKind::NotFrozen`](crate::ErrorKind)
+    /// (exit 1), naming the module and what it holds (its `cgroup.freeze` stays `1`: the kernel
+    /// goes on freezing it).
+    ///
+    /// ```no_run
+    /// # fn main() -> ck_cgroup::Result<()> {
+    /// let root = ck_cgroup::Root::open_service("/sys/fs/cgroup/unified/my.service".as_ref())?;
+    /// let r = root.freeze("worker-1", std::time::Duration::from_secs(10))?;
+    /// assert!(r.frozen);
+    /// let _ = root.thaw("worker-1", std::time::Duration::from_secs(10))?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn freeze(&self, name: &str, timeout: Duration) -> Result<FreezeReport> {
+        self.set_frozen(name, true, timeout)
+    }
+
+    /// Thaw module `name`: `0` to its `cgroup.freeze`, then wait until `frozen 0`, at most
+    /// `timeout`. A module frozen by an ancestor's `cgroup.freeze` stays frozen: that is the
+    /// timeout's error. Errors as [`Root::freeze`].
+    pub fn thaw(&self, name: &str, timeout: Duration) -> Result<FreezeReport> {
+        self.set_frozen(name, false, timeout)
+    }
+
+    fn set_frozen(&self, name: &str, frozen: bool, timeout: Duration) -> Result<FreezeReport> {
+        let verb = if frozen { "freeze" } else { "thaw" };
+        let missing = || {
+            Error::bad_input(format!(
+                "no module {name} under {}: nothing to {verb} (`ck-cgroup list` shows the modules)",
+                self.path().display()
+            ))
+            .with_kind(crate::error::ErrorKind::NoSuchModule)
+        };
+        let Some(m) = self.find(name)? else {
+            return Err(missing());
+        };
+        let rel = m.rel();
+        let path = self.dir.display_path(&rel);
+        let before = self.events(&rel).ok().and_then(|e| e.frozen);
+        let file = join(&rel, "cgroup.freeze");
+        match self.dir.write_raw(&file, if frozen { "1" } else { "0" }) {
+            Ok(()) => {}
+            Err(Errno::NOENT) | Err(Errno::NODEV) if self.dir.is_dir(&rel)? => {
+                return Err(Error::bad_input(format!(
+                    "cannot {verb} {name}: {} is absent (kernel before 5.2)",
+                    self.dir.display_path(&file).display()
+                )));
+            }
+            Err(Errno::NOENT) | Err(Errno::NODEV) => return Err(missing()),
+            Err(e) => {
+                return Err(Error::io(
+                    format_args!("write \"{}\" to", u8::from(frozen)),
+                    self.dir.display_path(&file),
+                    e,
+                ));
+            }
+        }
+        let start = Instant::now();
+        // Mutation control (`CK_MUTATION=freeze-no-wait`): return as soon as the file is
+        // written, before the kernel has frozen (or thawed) every process.
+        if !cfg!(ck_mutation = "freeze-no-wait") {
+            crate::cgroup::wait::wait_events(&self.dir, &rel, timeout, |e| {
+                e.frozen == Some(frozen)
+            })?;
+        }
+        let waited_ms = stop::ms_since(start);
+        let now = match self.events(&rel) {
+            Ok(e) => e.frozen,
+            Err(_) if !self.dir.is_dir(&rel)? => return Err(missing()),
+            Err(e) => return Err(e),
+        };
+        if now != Some(frozen) {
+            let procs = members(&self.dir, &rel).map_or_else(
+                |_| "its processes could not be read".to_string(),
+                |p| {
+                    let list: Vec<String> = p.iter().map(u32::to_string).collect();
+                    format!("{} process(es) in it: {}", p.len(), list.join(" "))
+                },
+            );
+            let state = match now {
+                Some(true) => "frozen 1",
+                Some(false) => "frozen 0",
+                None => "no frozen key",
+            };
+            let left = if frozen {
+                "cgroup.freeze stays 1: the kernel goes on freezing it"
+            } else {
+                "an ancestor's cgroup.freeze may hold it frozen"
+            };
+            return Err(Error::failed(format!(
+                "{name}: not {} after {waited_ms} ms: {}/cgroup.events says {state} ({procs}; {left})",
+                if frozen { "frozen" } else { "thawed" },
+                path.display()
+            ))
+            .with_kind(crate::error::ErrorKind::NotFrozen));
+        }
+        Ok(FreezeReport {
+            module: name.to_string(),
+            layout: m.layout,
+            path,
+            frozen,
+            changed: before != Some(frozen),
+            waited_ms,
+        })
+    }
+}
