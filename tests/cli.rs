@@ -1087,3 +1087,422 @@ fn json_output_parses_into_the_library_types_without_loss() {
     let gone: ck_cgroup::module::StopReport = strictly(&ok(w.run(&["--json", "kill", "lib"])));
     assert!(gone.already_gone && gone.ok());
 }
+
+// Not a service root (issue 13, item 1): every command that acts on or reports modules refuses a
+// root with neither daemon/ nor subc-modules/, with exit 2 and one line that names the root and
+// the ways to name the right one; nothing is made. Mutation control `no-service-root-check`.
+
+/// The one line of a refusal of `root`, checked.
+#[track_caller]
+fn refused_as_no_service_root(o: &std::process::Output, root: &std::path::Path, what: &str) {
+    assert_eq!(o.status.code(), Some(2), "{what}: {}", stderr(o));
+    let e = stderr(o);
+    assert_eq!(e.lines().count(), 1, "{what}: one line: {e}");
+    assert!(
+        e.starts_with(&format!("ck-cgroup: {}", root.display()))
+            && e.contains("is not a service root")
+            && e.contains("--root")
+            && e.contains("CK_CGROUP_ROOT")
+            && e.contains("--unit"),
+        "{what}: {e}"
+    );
+}
+
+#[test]
+fn not_a_service_root_is_refused_by_every_module_command() {
+    let w = World::new();
+    // A cgroup like an operator's login shell's: a cgroup2 directory without the layout.
+    let shell = w.root().join("shell");
+    std::fs::create_dir(&shell).unwrap();
+    let before = w.tree();
+    let me = std::process::id().to_string();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["kill", "aft"],
+        vec!["--json", "kill", "aft"],
+        vec!["remove", "aft"],
+        vec!["list"],
+        vec!["--json", "list"],
+        vec!["status"],
+        vec!["status", "aft"],
+        vec!["prune"],
+        vec!["prune", "--kill"],
+        vec!["prune", "--dry-run"],
+        vec!["watch"],
+        vec!["place", "aft", &me],
+        vec!["set", "aft", "--cpu-weight", "5"],
+        vec!["apply", "--policy", "/dev/null"],
+        vec!["create", "aft"],
+        vec!["exec", "aft", "--", "true"],
+        vec!["run", "aft", "--", "true"],
+        vec!["freeze", "aft"],
+        vec!["thaw", "aft"],
+    ];
+    for args in &cases {
+        let o = bare()
+            .arg("--root")
+            .arg(&shell)
+            .args(args)
+            .output()
+            .unwrap();
+        refused_as_no_service_root(&o, &shell, &format!("{args:?}"));
+        assert!(stdout(&o).is_empty(), "{args:?}: {}", stdout(&o));
+    }
+    assert_eq!(w.tree(), before, "a refused command changed the tree");
+    // The library refuses it the same way.
+    let e = ck_cgroup::Root::open_service(&shell).unwrap_err();
+    assert_eq!(e.kind(), ck_cgroup::ErrorKind::NotAServiceRoot);
+    assert_eq!(e.exit_code(), 2);
+    // init lays it out; then it is a service root.
+    ok(bare()
+        .arg("--root")
+        .arg(&shell)
+        .arg("init")
+        .output()
+        .unwrap());
+    ok(bare()
+        .arg("--root")
+        .arg(&shell)
+        .arg("list")
+        .output()
+        .unwrap());
+    // daemon/ alone (DelegateSubgroup=daemon before any module) is a service root too.
+    let daemon_only = w.root().join("svc2");
+    std::fs::create_dir_all(daemon_only.join("daemon")).unwrap();
+    ok(bare()
+        .arg("--root")
+        .arg(&daemon_only)
+        .arg("list")
+        .output()
+        .unwrap());
+}
+
+#[test]
+fn kill_from_a_login_shell_is_refused_and_the_module_keeps_running() {
+    let w = World::new();
+    let mut aft = w
+        .ck()
+        .args(["exec", "aft", "--", "sleep", "600"])
+        .spawn()
+        .unwrap();
+    w.track(aft.id());
+    let module = v2_path(&w.root().join("subc-modules/aft"));
+    eventually("aft placed", || cgroup_of(aft.id()) == module);
+    // The helper runs from a cgroup that is no service's (a login shell's session), with no
+    // --root: discovery finds that cgroup, which must be refused, not read as "no modules".
+    let shell = w.root().join("login");
+    std::fs::create_dir(&shell).unwrap();
+    let from_shell = |args: &str| {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "echo $$ > {}/cgroup.procs && exec {} {args}",
+                shell.display(),
+                bin()
+            ))
+            .env_remove("CK_CGROUP_ROOT")
+            .env_remove("CK_CGROUP_UNIT")
+            .env("CK_CGROUP_POLICY", "/dev/null")
+            .output()
+            .unwrap()
+    };
+    for args in ["kill aft", "list", "status", "prune --kill", "freeze aft"] {
+        let o = from_shell(args);
+        refused_as_no_service_root(&o, &shell, args);
+        assert!(
+            stderr(&o).contains("discovered from this process's cgroup"),
+            "{args}: {}",
+            stderr(&o)
+        );
+        assert!(stdout(&o).is_empty(), "{args}: {}", stdout(&o));
+    }
+    assert!(alive(aft.id()), "aft was killed");
+    assert_eq!(cgroup_of(aft.id()), module);
+    ok(w.run(&["kill", "aft"]));
+    aft.wait().unwrap();
+}
+
+#[test]
+fn prune_if_laid_out_passes_a_root_not_laid_out_yet() {
+    let w = World::new();
+    let fresh = w.root().join("fresh");
+    std::fs::create_dir(&fresh).unwrap();
+    let o = bare()
+        .arg("--root")
+        .arg(&fresh)
+        .args(["prune", "--kill", "--if-laid-out"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not laid out yet") && stderr(&o).lines().count() == 1,
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stdout(&o), "no modules\n");
+    assert_eq!(
+        std::fs::read_dir(&fresh)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_type().unwrap().is_dir())
+            .count(),
+        0
+    );
+    // On a laid-out root it prunes as without the flag.
+    ok(w.run(&["create", "empty"]));
+    let out = ok(w.run(&["prune", "--kill", "--if-laid-out"]));
+    assert_eq!(out, "empty: empty: removed\n");
+}
+
+// --unit (issue 13, item 2). There is no systemd here: the flag is parsed, refused in one line
+// (exit 2: an unsupported environment, nothing changed), and no D-Bus is touched without it.
+
+/// A listening socket that stands in for a bus, and the variables that point zbus at it.
+fn fake_bus(w: &World) -> (std::os::unix::net::UnixListener, String) {
+    let path = w.tmp("bus");
+    let l = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    (l, format!("unix:path={}", path.display()))
+}
+
+#[test]
+fn unit_without_systemd_is_one_line_and_exit_2() {
+    let w = World::new();
+    let nobus = format!("unix:path={}", w.tmp("nobus").display());
+    for (args, env) in [
+        (vec!["--unit", "ck-subc.service", "kill", "aft"], None),
+        (vec!["kill", "aft"], Some("ck-subc.service")),
+        (vec!["--unit", "ck-subc.service", "--user", "list"], None),
+        (vec!["list", "--unit", "ck-subc.service"], None),
+    ] {
+        let mut c = bare();
+        c.args(&args)
+            .env("DBUS_SYSTEM_BUS_ADDRESS", &nobus)
+            .env("DBUS_SESSION_BUS_ADDRESS", &nobus);
+        if let Some(u) = env {
+            c.env("CK_CGROUP_UNIT", u);
+        }
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert_eq!(e.lines().count(), 1, "{args:?}: {e}");
+        assert!(
+            e.starts_with("ck-cgroup: --unit ck-subc.service: cannot reach the ")
+                && e.contains("--root PATH or CK_CGROUP_ROOT"),
+            "{args:?}: {e}"
+        );
+    }
+    // Usage: --user needs a unit; --root and --unit both on the command line name two roots.
+    for args in [
+        vec!["--user", "list"],
+        vec!["--root", "/x", "--unit", "a.service", "list"],
+    ] {
+        let o = bare().args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
+    // A bad unit name is refused before any bus.
+    let o = bare().args(["--unit", "a/b", "list"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+}
+
+#[test]
+fn no_dbus_without_unit_and_dbus_with_it() {
+    let w = World::new();
+    let (l, addr) = fake_bus(&w);
+    l.set_nonblocking(true).unwrap();
+    for args in [
+        vec!["list"],
+        vec!["status"],
+        vec!["kill", "nosuch"],
+        vec!["prune"],
+    ] {
+        let o = w
+            .ck()
+            .args(&args)
+            .env("DBUS_SYSTEM_BUS_ADDRESS", &addr)
+            .env("DBUS_SESSION_BUS_ADDRESS", &addr)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert_eq!(
+            l.accept().map(|_| ()).unwrap_err().kind(),
+            std::io::ErrorKind::WouldBlock,
+            "{args:?} connected to the bus without --unit"
+        );
+    }
+    // The probe can see a connection: --unit does connect (and fails when the bus hangs up).
+    l.set_nonblocking(false).unwrap();
+    let t = std::thread::spawn(move || l.accept().map(drop).is_ok());
+    let o = bare()
+        .args(["--unit", "ck-subc.service", "list"])
+        .env("DBUS_SYSTEM_BUS_ADDRESS", &addr)
+        .output()
+        .unwrap();
+    assert!(t.join().unwrap(), "--unit did not connect");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+}
+
+// freeze and thaw (issue 13, item 3). Mutation control `freeze-no-wait`.
+
+/// utime + stime of `pid`, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let f: Vec<&str> = s.rsplit(')').next().unwrap().split_whitespace().collect();
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
+fn frozen_in_events(w: &World, id: &str) -> Option<bool> {
+    let e =
+        std::fs::read_to_string(w.root().join(format!("subc-modules/{id}/cgroup.events"))).ok()?;
+    ck_cgroup::cgroup::parse::events(&e).frozen
+}
+
+/// A module running a busy loop (its pid: the module's process) beside `sleepers` sleeping
+/// processes, so that a freeze has many tasks to stop.
+fn busy_module(w: &World, id: &str, sleepers: usize) -> (std::process::Child, u32) {
+    let script = format!(
+        "i=0; while [ $i -lt {sleepers} ]; do sleep 600 & i=$((i+1)); done; echo $$ > {}; while :; do :; done",
+        w.tmp(&format!("{id}.pid")).display()
+    );
+    let child = w
+        .ck()
+        .args(["exec", id, "--", "sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    w.track(child.id());
+    let pid = w.pid_from(&format!("{id}.pid"));
+    let procs = w.root().join(format!("subc-modules/{id}/cgroup.procs"));
+    eventually("every process in the module", || {
+        std::fs::read_to_string(&procs)
+            .map(|s| s.lines().count() > sleepers)
+            .unwrap_or(false)
+    });
+    (child, pid)
+}
+
+const WRITER_PROBE: &str = "CK_CGROUP_WRITER_PROBE";
+
+/// Not a test of its own: run by [`freeze_stops_a_busy_module_and_thaw_lets_it_run_again`] in a
+/// copy of this binary inside the module (when `CK_CGROUP_WRITER_PROBE` names a file). It writes
+/// 64 MiB at once, over and over: a write(2) that long checks only for fatal signals, so a
+/// freeze waits for each to end (milliseconds) before the kernel says `frozen 1`, and a freeze
+/// that returned before that is seen.
+#[test]
+fn writer_probe() {
+    let Some(out) = std::env::var_os(WRITER_PROBE) else {
+        return;
+    };
+    use std::os::unix::fs::FileExt;
+    let data = vec![7u8; 64 << 20];
+    let f = std::fs::File::create(format!("{}.data", out.to_string_lossy())).unwrap();
+    std::fs::write(&out, format!("{}\n", std::process::id())).unwrap();
+    loop {
+        f.write_all_at(&data, 0).unwrap();
+    }
+}
+
+#[test]
+fn freeze_stops_a_busy_module_and_thaw_lets_it_run_again() {
+    let w = World::new();
+    let (mut child, pid) = busy_module(&w, "busy", 20);
+    let mut writer = w
+        .ck()
+        .args(["exec", "busy", "--"])
+        .arg(std::env::current_exe().unwrap())
+        .args(["--exact", "writer_probe", "--test-threads=1", "--quiet"])
+        .env(WRITER_PROBE, w.tmp("writer"))
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    w.track(writer.id());
+    w.pid_from("writer");
+    let r: ck_cgroup::module::FreezeReport =
+        serde_json::from_str(&ok(w.run(&["--json", "freeze", "busy"]))).unwrap();
+    // Right after the command: the kernel says frozen, not only cgroup.freeze.
+    assert_eq!(
+        frozen_in_events(&w, "busy"),
+        Some(true),
+        "not frozen when freeze returned"
+    );
+    assert!(r.frozen && r.changed, "{r:?}");
+    assert_eq!(r.module, "busy");
+    let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+    assert!(
+        matches!(wchan.as_str(), "do_freezer_trap" | "get_signal")
+            || wchan == "0"
+            || wchan.is_empty(),
+        "the busy loop waits in {wchan:?}"
+    );
+    let t = cpu_ticks(pid);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(cpu_ticks(pid), t, "the frozen busy loop used CPU");
+    let again = ok(w.run(&["freeze", "busy"]));
+    assert_eq!(again, "busy: frozen already\n");
+    let r: ck_cgroup::module::FreezeReport =
+        serde_json::from_str(&ok(w.run(&["--json", "thaw", "busy"]))).unwrap();
+    assert_eq!(
+        frozen_in_events(&w, "busy"),
+        Some(false),
+        "still frozen after thaw"
+    );
+    assert!(!r.frozen && r.changed, "{r:?}");
+    eventually("the busy loop to run again", || cpu_ticks(pid) > t);
+    ok(w.run(&["kill", "busy"]));
+    child.wait().unwrap();
+    writer.wait().unwrap();
+}
+
+#[test]
+fn a_module_frozen_by_freeze_is_killed() {
+    let w = World::new();
+    let (mut child, pid) = busy_module(&w, "fz", 3);
+    ok(w.run(&["freeze", "fz"]));
+    assert_eq!(frozen_in_events(&w, "fz"), Some(true));
+    let k: Kill =
+        serde_json::from_str(&ok(w.run(&["--json", "kill", "--timeout", "5s", "fz"]))).unwrap();
+    assert!(k.empty && k.removed);
+    child.wait().unwrap();
+    assert!(!alive(pid));
+    assert!(!w.root().join("subc-modules/fz").exists());
+}
+
+#[test]
+fn freeze_or_thaw_of_a_missing_module_is_exit_2() {
+    let w = World::new();
+    let before = w.tree();
+    for args in [
+        vec!["freeze", "nosuch"],
+        vec!["thaw", "nosuch"],
+        vec!["--json", "freeze", "nosuch"],
+        vec!["freeze", "../x"],
+        vec!["freeze", "--timeout", "soon", "x"],
+    ] {
+        let o = w.run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).starts_with("ck-cgroup: ") || stderr(&o).starts_with("error: "));
+        assert!(stdout(&o).is_empty());
+    }
+    assert_eq!(w.tree(), before);
+}
+
+#[test]
+fn human_freeze_and_thaw_output() {
+    let w = World::new();
+    ok(w.run(&["create", "idle"]));
+    // Times vary: the ms are replaced.
+    let ms = |s: String| {
+        let (head, tail) = s.split_once(" (").unwrap_or((&s, ""));
+        if tail.is_empty() {
+            s.clone()
+        } else {
+            format!("{head} (<ms> ms)\n")
+        }
+    };
+    let out = [
+        ms(ok(w.run(&["freeze", "idle"]))),
+        ok(w.run(&["freeze", "idle"])),
+        ms(ok(w.run(&["thaw", "idle"]))),
+        ok(w.run(&["thaw", "idle"])),
+    ]
+    .concat();
+    insta::assert_snapshot!("freeze_thaw", out);
+}
