@@ -62,20 +62,6 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
             dry_run,
             best_effort,
         } => cmd_apply(&ctx, fs()?, dry_run, best_effort),
-        Command::Exec {
-            id,
-            limits,
-            backend,
-            no_cgroup_namespace,
-            cmd,
-        } => cmd_exec(
-            &ctx,
-            chosen(&backend),
-            &id,
-            &limits,
-            !no_cgroup_namespace,
-            &cmd,
-        ),
         Command::Kill { id, stop, backend } => cmd_kill(&ctx, chosen(&backend), &id, &stop),
         Command::Prune {
             dry_run,
@@ -105,6 +91,38 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
         Command::Freeze { id, timeout } => cmd_freeze(&ctx, fs()?, &id, true, timeout),
         Command::Thaw { id, timeout } => cmd_freeze(&ctx, fs()?, &id, false, timeout),
         Command::Watch { ids, report_above } => cmd_watch(&ctx, fs()?, ids, report_above),
+        other @ (Command::Exec { .. }
+        | Command::Run { .. }
+        | Command::Sandbox { .. }
+        | Command::Generate { .. }) => run_process(&ctx, other, root, name),
+    }
+}
+
+/// The commands that start a process (`exec`, `run`, `sandbox`) and `generate`: the rest of
+/// [`run`]'s dispatch.
+fn run_process(
+    ctx: &Ctx,
+    command: Command,
+    root: Option<std::path::PathBuf>,
+    name: &str,
+) -> Result<ExitCode, Fail> {
+    let fs = || Backend::from_env(root.clone()).cgroupfs(name);
+    let chosen = |a| cli::backend::from_args(a, root.clone());
+    match command {
+        Command::Exec {
+            id,
+            limits,
+            backend,
+            no_cgroup_namespace,
+            cmd,
+        } => cmd_exec(
+            ctx,
+            chosen(&backend),
+            &id,
+            &limits,
+            !no_cgroup_namespace,
+            &cmd,
+        ),
         Command::Run {
             id,
             stop,
@@ -117,14 +135,14 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
                 pid: !no_pid_namespace,
                 cgroup: !no_cgroup_namespace,
             };
-            cmd_run(&ctx, fs()?, &id, &stop, &limits, ns, &cmd)
+            cmd_run(ctx, fs()?, &id, &stop, &limits, ns, &cmd)
         }
         Command::Sandbox {
             prune: true,
             parent,
             backend,
             ..
-        } => cmd_sandbox_prune(&ctx, backend, parent),
+        } => cmd_sandbox_prune(ctx, backend, parent),
         Command::Sandbox {
             parent,
             backend,
@@ -132,10 +150,15 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
             keep,
             cmd,
             ..
-        } => cmd_sandbox(&ctx, backend, manager, parent, keep, &cmd),
+        } => cmd_sandbox(ctx, backend, manager, parent, keep, &cmd),
         Command::Generate { kind, out_dir } => {
             cli::generate::generate(kind, out_dir.as_deref())?;
             Ok(ExitCode::SUCCESS)
         }
+        // `run` sends only the four above here.
+        other => Err(ck_cgroup::Error::failed(format!(
+            "internal: {other:?} reached the dispatch of the process commands"
+        ))
+        .into()),
     }
 }

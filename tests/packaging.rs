@@ -712,7 +712,11 @@ fn debian_package() {
         assert_eq!(f["Section"], "admin", "{name}");
         assert_eq!(f["Priority"], "optional", "{name}");
         // No public URL is known yet: without CK_HOMEPAGE there is no Homepage field.
-        assert!(!f.contains_key("Homepage"), "{name}: {:?}", f.get("Homepage"));
+        assert!(
+            !f.contains_key("Homepage"),
+            "{name}: {:?}",
+            f.get("Homepage")
+        );
         let desc = &f["Description"];
         let (synopsis, long) = desc.split_once('\n').expect("a long description");
         assert!(
@@ -899,7 +903,10 @@ fn check_dep5(text: &str, crates: bool) {
         paras[0]
     );
     assert!(paras[0].contains("\nUpstream-Name: ck-cgroup\n"));
-    assert!(!paras[0].contains("\nSource: "), "no public URL is known yet");
+    assert!(
+        !paras[0].contains("\nSource: "),
+        "no public URL is known yet"
+    );
     let field = |p: &str, k: &str| -> Option<String> {
         p.lines()
             .find_map(|l| l.strip_prefix(&format!("{k}: ")).map(str::to_string))

@@ -384,9 +384,11 @@ mod tests {
             .join("../..")
             .join("packaging/policy.toml.example");
         let text = std::fs::read_to_string(&path).unwrap();
+        // As shipped (the conffile), every line is a comment: an empty policy.
         let p = Policy::parse(&text, &path).unwrap();
-        assert_eq!(p.defaults.limits.cpu_weight, Some(100));
-        // Uncommented, the module tables parse too.
+        assert_eq!(p.defaults.limits, Limits::default());
+        assert!(p.modules.is_empty());
+        // Uncommented, the defaults and the module tables parse.
         let all: String = text
             .lines()
             .map(|l| {
@@ -397,6 +399,7 @@ mod tests {
             .collect::<Vec<_>>()
             .join("\n");
         let p = Policy::parse(&all, &path).unwrap();
+        assert_eq!(p.defaults.limits.cpu_weight, Some(100), "{all}");
         assert_eq!(p.modules.len(), 2, "{all}");
     }
 

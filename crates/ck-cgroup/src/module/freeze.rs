@@ -101,29 +101,7 @@ impl Root {
             Err(e) => return Err(e),
         };
         if now != Some(frozen) {
-            let procs = members(&self.dir, &rel).map_or_else(
-                |_| "its processes could not be read".to_string(),
-                |p| {
-                    let list: Vec<String> = p.iter().map(u32::to_string).collect();
-                    format!("{} process(es) in it: {}", p.len(), list.join(" "))
-                },
-            );
-            let state = match now {
-                Some(true) => "frozen 1",
-                Some(false) => "frozen 0",
-                None => "no frozen key",
-            };
-            let left = if frozen {
-                "cgroup.freeze stays 1: the kernel goes on freezing it"
-            } else {
-                "an ancestor's cgroup.freeze may hold it frozen"
-            };
-            return Err(Error::failed(format!(
-                "{name}: not {} after {waited_ms} ms: {}/cgroup.events says {state} ({procs}; {left})",
-                if frozen { "frozen" } else { "thawed" },
-                path.display()
-            ))
-            .with_kind(crate::error::ErrorKind::NotFrozen));
+            return Err(self.not_reached(name, &rel, frozen, now, waited_ms));
         }
         Ok(FreezeReport {
             module: name.to_string(),
@@ -133,5 +111,40 @@ impl Root {
             changed: before != Some(frozen),
             waited_ms,
         })
+    }
+
+    /// The error of a freeze or thaw that did not reach `frozen` within its timeout: what
+    /// `cgroup.events` says (`now`) and which processes are in the module.
+    fn not_reached(
+        &self,
+        name: &str,
+        rel: &str,
+        frozen: bool,
+        now: Option<bool>,
+        waited_ms: f64,
+    ) -> Error {
+        let procs = members(&self.dir, rel).map_or_else(
+            |_| "its processes could not be read".to_string(),
+            |p| {
+                let list: Vec<String> = p.iter().map(u32::to_string).collect();
+                format!("{} process(es) in it: {}", p.len(), list.join(" "))
+            },
+        );
+        let state = match now {
+            Some(true) => "frozen 1",
+            Some(false) => "frozen 0",
+            None => "no frozen key",
+        };
+        let left = if frozen {
+            "cgroup.freeze stays 1: the kernel goes on freezing it"
+        } else {
+            "an ancestor's cgroup.freeze may hold it frozen"
+        };
+        Error::failed(format!(
+            "{name}: not {} after {waited_ms} ms: {}/cgroup.events says {state} ({procs}; {left})",
+            if frozen { "frozen" } else { "thawed" },
+            self.dir.display_path(rel).display()
+        ))
+        .with_kind(crate::error::ErrorKind::NotFrozen)
     }
 }
