@@ -2,7 +2,9 @@
 #
 #   make demo       the main job: a real demonstration on an isolated root (needs root, cgroup2)
 #   make test       the tests, the live-service isolation check, the mutation controls, the units
-#   make check      fmt, clippy -D warnings, rustdoc -D warnings, unit verification, shellcheck
+#   make check      fmt, clippy -D warnings (the workspace, and the library without its systemd
+#                   feature), rustdoc -D warnings, the library's dependency tree (no clap, zbus,
+#                   tokio: scripts/check-library), unit verification, and shellcheck
 #                   over every shell script (scripts/shellcheck-all)
 #   make install    the helper, the units, man pages, completions, docs; never runs cargo when
 #                   the helper is built (CK_CGROUP_BIN=path installs another build)
