@@ -64,7 +64,7 @@ const GOAL_X_SHELL: f64 = 10.0;
 /// Longest wait for the spawned processes to become `sleep`.
 const TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The files `status` reads in each module (`src/telemetry.rs`, `Root::list`), in the order it
+/// The files `status` reads in each module (`crates/ck-cgroup/src/telemetry/`, `Root::list`), in the order it
 /// reads them. On a host without the memory, pids or cpu controllers most of them are absent.
 const FILES: [&str; 17] = [
     "cgroup.events",
