@@ -38,6 +38,7 @@ pub fn dev_null() -> Res<OwnedFd> {
 }
 
 /// The process runs `sleep` (the shell that forked it is done with it).
+#[allow(dead_code)] // the vm bench does not use it
 pub fn is_sleep(pid: u32) -> bool {
     fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == "sleep")
 }
