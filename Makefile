@@ -14,6 +14,7 @@
 #   make bench      the benchmarks (scripts/bench), once there are any
 #   make vm-test    the guest lane (scripts/vm-test), once it is built
 #   make vm-mutation the guest lane's mutation controls (scripts/vm-mutation)
+#   make vm-bench   the guest bench on lane 2's image (scripts/vm-bench; not part of make test)
 #
 # docs/packaging.md describes every variable below and every line of the units.
 
@@ -100,7 +101,7 @@ install_units = $(call render,units/ck-subc.service.in,$(1),"$(2)/ck-subc.servic
 	$(call render,units/module.slice.in,$(1),"$(2)/module.slice") && \
 	$(call render,units/module-.slice.d/ck-cgroup.conf.in,$(1),"$(2)/module-.slice.d/ck-cgroup.conf")
 
-.PHONY: all build test demo check clean install uninstall bench deb rpm vm-test vm-mutation fuzz
+.PHONY: all build test demo check clean install uninstall bench deb rpm vm-test vm-mutation vm-bench fuzz
 
 all: build
 
@@ -172,6 +173,9 @@ vm-test:
 
 vm-mutation:
 	scripts/vm-mutation
+
+vm-bench:
+	scripts/vm-bench
 
 fuzz:
 	scripts/fuzz
