@@ -275,8 +275,6 @@ fn ck(ctx: &Ctx, args: &[&str]) -> Command {
 /// A process's run: spawn to reaped exit (stdout read to the end when piped).
 struct Proc {
     ms: f64,
-    /// wait4's ru_maxrss, KiB: the peak of the process across execve and of its reaped children.
-    rss_kib: u64,
     out: Vec<u8>,
 }
 
@@ -288,7 +286,7 @@ fn run_proc(cmd: &mut Command, what: &str) -> Res<Proc> {
     if let Some(mut o) = child.stdout.take() {
         o.read_to_end(&mut out)?;
     }
-    let (status, rss_kib) = wait4(child.id() as i32)?;
+    let (status, _) = wait4(child.id() as i32)?;
     let ms = ms_since(t0);
     if status != 0 {
         let err = child
@@ -302,7 +300,7 @@ fn run_proc(cmd: &mut Command, what: &str) -> Res<Proc> {
             .unwrap_or_default();
         return Err(format!("{what}: wait status {status:#x} {}", err.trim()).into());
     }
-    Ok(Proc { ms, rss_kib, out })
+    Ok(Proc { ms, out })
 }
 
 /// wait4(pid): the raw wait status and ru_maxrss (KiB).
@@ -321,6 +319,37 @@ fn wait4(pid: i32) -> Res<(i32, u64)> {
             return Err(format!("wait4 {pid}: {e}").into());
         }
     }
+}
+
+/// The peak RSS (KiB) of `ck-cgroup --root <root> ARGS`, or of `prog ARGS`, through the static
+/// `peakrss` tool (scripts/vm/tools/peakrss.c, `/lane/bin/peakrss` in the guest;
+/// `VM_BENCH_PEAKRSS`); None without the tool.
+fn peak_rss(ctx: &Ctx, prog: Option<&Path>, args: &[&str]) -> Res<Option<u64>> {
+    let tool = std::env::var_os("VM_BENCH_PEAKRSS")
+        .map_or_else(|| PathBuf::from("/lane/bin/peakrss"), PathBuf::from);
+    if !tool.exists() {
+        return Ok(None);
+    }
+    let mut cmd = Command::new(tool);
+    match prog {
+        Some(p) => cmd.arg(p),
+        None => cmd.arg(&ctx.bin).arg("--root").arg(&ctx.rpath),
+    };
+    let p = run_proc(
+        cmd.args(args)
+            .env_remove("CK_CGROUP_ROOT")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+        "peakrss",
+    )?;
+    let out = String::from_utf8_lossy(&p.out);
+    let mut w = out.split_whitespace();
+    let kib: u64 = w.next().ok_or("peakrss printed nothing")?.parse()?;
+    if w.next() != Some("0") {
+        return Err(format!("peakrss {args:?}: {}", out.trim()).into());
+    }
+    Ok(Some(kib))
 }
 
 fn id(s: &str) -> Res<ModuleId> {
@@ -742,17 +771,22 @@ fn live_stop(ctx: &Ctx, live: Live) -> Res<()> {
     Ok(())
 }
 
-/// Lives per second: `n` lives, one at a time (`at_once` false) or all started, then all stopped.
-fn churn(ctx: &Ctx, k: Ch, n: usize, at_once: bool, base: usize) -> Res<f64> {
+/// Lives per second: `n` lives, one at a time (`at_once` false) or all started, then all stopped;
+/// with `at_once`, also the ms per life of the starts and of the stops.
+fn churn(ctx: &Ctx, k: Ch, n: usize, at_once: bool, base: usize) -> Res<(f64, f64, f64)> {
     let t0 = Instant::now();
+    let (mut start_ms, mut stop_ms) = (f64::NAN, f64::NAN);
     if at_once {
         let mut lives = Vec::with_capacity(n);
         for i in 0..n {
             lives.push(live_start(ctx, k, base + i)?);
         }
+        start_ms = ms_since(t0) / n as f64;
+        let t1 = Instant::now();
         for l in lives {
             live_stop(ctx, l)?;
         }
+        stop_ms = ms_since(t1) / n as f64;
     } else {
         for i in 0..n {
             let l = live_start(ctx, k, base + i)?;
@@ -761,17 +795,22 @@ fn churn(ctx: &Ctx, k: Ch, n: usize, at_once: bool, base: usize) -> Res<f64> {
     }
     let s = t0.elapsed().as_secs_f64();
     reap_all();
-    Ok(n as f64 / s)
+    Ok((n as f64 / s, start_ms, stop_ms))
 }
 
 fn section_churn(ctx: &mut Ctx) -> Res<()> {
     let (one, many) = (ctx.cfg.lives, ctx.cfg.at_once);
     let mut rates = [[0.0f64; 2]; 3];
+    let mut phases = [(0.0f64, 0.0f64); 3];
     let mut base = 0;
     for (s, (n, at_once)) in [(one, false), (many, true)].into_iter().enumerate() {
         for j in 0..CHS.len() {
             let i = (j + s) % CHS.len();
-            rates[i][s] = churn(ctx, CHS[i], n, at_once, base)?;
+            let (rate, start, stop) = churn(ctx, CHS[i], n, at_once, base)?;
+            rates[i][s] = rate;
+            if at_once {
+                phases[i] = (start, stop);
+            }
             base += n;
         }
     }
@@ -787,9 +826,9 @@ fn section_churn(ctx: &mut Ctx) -> Res<()> {
         "ms/life (1)",
         format!("ms/life ({many})")
     );
-    for (k, r) in CHS.iter().zip(&rates) {
+    for ((k, r), (start, stop)) in CHS.iter().zip(&rates).zip(&phases) {
         println!(
-            "{:<38} {:>14.2} {:>14.2} {:>12.1} {:>12.1}",
+            "{:<38} {:>14.2} {:>14.2} {:>12.1} {:>12.1}   ({many} at once: start {start:.1} + stop {stop:.1} ms/life)",
             k.label(),
             r[0],
             r[1],
@@ -1132,8 +1171,7 @@ fn spawn_victim(ctx: &Ctx) -> Res<()> {
     Ok(())
 }
 
-fn scale_once(ctx: &Ctx, k: Sc, seen: &Seen, n: usize, rss: &mut [u64; 6]) -> Res<f64> {
-    let i = SCS.iter().position(|x| *x == k).unwrap_or(0);
+fn scale_once(ctx: &Ctx, k: Sc, seen: &Seen, n: usize) -> Res<f64> {
     let ms = match k {
         Sc::Limit => {
             let t0 = Instant::now();
@@ -1158,7 +1196,6 @@ fn scale_once(ctx: &Ctx, k: Sc, seen: &Seen, n: usize, rss: &mut [u64; 6]) -> Re
                     .stderr(Stdio::piped()),
                 "limit-loop",
             )?;
-            rss[i] = rss[i].max(p.rss_kib);
             p.ms
         }
         Sc::LibStatus => {
@@ -1179,7 +1216,6 @@ fn scale_once(ctx: &Ctx, k: Sc, seen: &Seen, n: usize, rss: &mut [u64; 6]) -> Re
                     .stderr(Stdio::piped()),
                 what,
             )?;
-            rss[i] = rss[i].max(p.rss_kib);
             if p.out.len() < n * 10 {
                 return Err(
                     format!("{what} --json wrote {} bytes for {n} modules", p.out.len()).into(),
@@ -1189,7 +1225,6 @@ fn scale_once(ctx: &Ctx, k: Sc, seen: &Seen, n: usize, rss: &mut [u64; 6]) -> Re
         }
         Sc::Kill => {
             let p = run_proc(ck(ctx, &["kill", VICTIM]).stderr(Stdio::piped()), "kill")?;
-            rss[i] = rss[i].max(p.rss_kib);
             // Untimed: the victim back, with its sleep.
             let _ = ctx.root.create(&id(VICTIM)?)?;
             spawn_victim(ctx)?;
@@ -1248,13 +1283,28 @@ fn section_scale(ctx: &mut Ctx) -> Res<()> {
             for rep in 0..reps + usize::from(!big) {
                 for j in 0..SCS.len() {
                     let i = (j + rep) % SCS.len();
-                    let ms = scale_once(ctx, SCS[i], seen, n, &mut rss)?;
+                    let ms = scale_once(ctx, SCS[i], seen, n)?;
                     // Round 0 is the warm-up (none at the big sizes).
                     if big || rep > 0 {
                         samples[i].push(ms);
                     }
                 }
             }
+        }
+        if ctx.cfg.on(3) {
+            // Untimed: the peak RSS of each process row, through peakrss.
+            let me = std::env::current_exe()?;
+            let (r, e, p) = (
+                seen.root.join(","),
+                seen.empty.join(","),
+                seen.populated.join(","),
+            );
+            let rp = ctx.rpath.to_string_lossy().into_owned();
+            let i = |k: Sc| SCS.iter().position(|x| *x == k).unwrap_or(0);
+            rss[i(Sc::LimitProc)] =
+                peak_rss(ctx, Some(&me), &["limit-loop", &rp, &r, &e, &p])?.unwrap_or(0);
+            rss[i(Sc::List)] = peak_rss(ctx, None, &["--json", "list"])?.unwrap_or(0);
+            rss[i(Sc::Status)] = peak_rss(ctx, None, &["--json", "status"])?.unwrap_or(0);
         }
         println!(
             "size {n}: {added} modules made in {:.1} s ({:.2} ms each), measured {reps} x{}",
@@ -1292,8 +1342,11 @@ fn section_scale(ctx: &mut Ctx) -> Res<()> {
     for r in &rows {
         for (k, v) in SCS.iter().zip(r.rss) {
             if v > 0 && matches!(k, Sc::List | Sc::Status | Sc::LimitProc) {
-                ctx.rss
-                    .push((format!("{} over {}", k.label(), r.n), v, "wait4 ru_maxrss"));
+                ctx.rss.push((
+                    format!("{} over {}", k.label(), r.n),
+                    v,
+                    "peakrss (wait4 ru_maxrss)",
+                ));
             }
         }
     }
@@ -1560,6 +1613,7 @@ fn section_watch(ctx: &mut Ctx, n: usize) -> Res<String> {
         let ino = Inotify::new()?;
         ino.add(&events, libc::IN_MODIFY)?;
         let (mut up, mut down) = (Vec::new(), Vec::new());
+        let (mut up_act, mut down_act) = (Vec::new(), Vec::new());
         for _ in 0..ctx.cfg.watch_events {
             let mut cmd = ModuleCommand::new("/bin/sleep");
             cmd.arg("600")
@@ -1567,15 +1621,19 @@ fn section_watch(ctx: &mut Ctx, n: usize) -> Res<String> {
                 .stdout(dev_null()?)
                 .stderr(dev_null()?);
             let _ = ino.drain()?;
+            let t_act = Instant::now();
             let mut c = ctx.root.spawn(&id(target)?, &cmd)?;
             let changed = ino.wait(TIMEOUT)?.ok_or("no cgroup.events change seen")?;
             let line = wait_line(&rx, target, "populated")?;
             up.push(signed_ms(line, changed));
+            up_act.push(signed_ms(line, t_act));
             let _ = ino.drain()?;
+            let t_act = Instant::now();
             c.signal(rustix::process::Signal::KILL)?;
             let changed = ino.wait(TIMEOUT)?.ok_or("no cgroup.events change seen")?;
             let line = wait_line(&rx, target, "emptied")?;
             down.push(signed_ms(line, changed));
+            down_act.push(signed_ms(line, t_act));
             let _ = c.wait();
         }
         let cpu2 = cpu_secs(pid)?;
@@ -1586,7 +1644,7 @@ fn section_watch(ctx: &mut Ctx, n: usize) -> Res<String> {
         writeln!(s, "section 4: watch over {n} modules")?;
         writeln!(
             s,
-            "ready (a module made after its start reported) in {ready_ms:.1} ms; CPU by then {cpu0:.2} s; VmHWM {rss} KiB"
+            "ready (a module made after its start reported; 3 s per miss) within {ready_ms:.1} ms; CPU by then {cpu0:.2} s; VmHWM {rss} KiB"
         )?;
         writeln!(
             s,
@@ -1598,11 +1656,13 @@ fn section_watch(ctx: &mut Ctx, n: usize) -> Res<String> {
         writeln!(
             s,
             "{:<42} {:>9} {:>8} {:>8} {:>8}",
-            "latency, cgroup.events change -> line", "median", "min", "p90", "max"
+            "watch latency to the JSON line", "median", "min", "p90", "max"
         )?;
         for (what, v) in [
-            ("populated (a sleep spawned in)", &up),
-            ("emptied (the sleep SIGKILLed)", &down),
+            ("populated, from the spawn into it", &up_act),
+            ("emptied, from the SIGKILL of its process", &down_act),
+            ("populated, from the file's change", &up),
+            ("emptied, from the file's change", &down),
         ] {
             writeln!(
                 s,
@@ -1649,17 +1709,22 @@ fn section_watch(ctx: &mut Ctx, n: usize) -> Res<String> {
 
 fn section_memory(ctx: &mut Ctx) -> Res<()> {
     let mut rows: Vec<(String, u64, &'static str)> = Vec::new();
-    let p = run_proc(Command::new("/bin/true").stdin(Stdio::null()), "/bin/true")?;
-    rows.push(("/bin/true (reference)".into(), p.rss_kib, "wait4 ru_maxrss"));
-    let p = run_proc(&mut ck(ctx, &["--version"]), "--version")?;
-    rows.push(("ck-cgroup --version".into(), p.rss_kib, "wait4 ru_maxrss"));
-    let p = run_proc(&mut ck(ctx, &["exec", "r-exec", "--", "/bin/true"]), "exec")?;
-    let _ = ctx.root.remove("r-exec")?;
-    rows.push((
-        "ck-cgroup exec -- /bin/true".into(),
-        p.rss_kib,
-        "wait4 ru_maxrss (kept across execve)",
-    ));
+    const HOW: &str = "peakrss (wait4 ru_maxrss)";
+    match peak_rss(ctx, Some(Path::new("/bin/true")), &[])? {
+        None => println!("\n(section 5: no peakrss tool: only the VmHWM figures)"),
+        Some(kib) => {
+            rows.push(("/bin/true (reference)".into(), kib, HOW));
+            let kib = peak_rss(ctx, None, &["--version"])?.unwrap_or(0);
+            rows.push(("ck-cgroup --version".into(), kib, HOW));
+            let kib = peak_rss(ctx, None, &["exec", "r-exec", "--", "/bin/true"])?.unwrap_or(0);
+            let _ = ctx.root.remove("r-exec")?;
+            rows.push((
+                "ck-cgroup exec -- /bin/true".into(),
+                kib,
+                "peakrss (ru_maxrss, kept across execve)",
+            ));
+        }
+    }
     // run: resident for the module's life.
     let mut child = ck(ctx, &["run", "r-run", "--", "/bin/sleep", "600"]).spawn()?;
     let pid = child.id();
@@ -1686,7 +1751,7 @@ fn section_memory(ctx: &mut Ctx) -> Res<()> {
         rustix::process::Pid::from_raw(pid as i32).ok_or("pid 0")?,
         rustix::process::Signal::TERM,
     )?;
-    let (_, ru) = wait4(pid as i32)?;
+    let _ = wait4(pid as i32)?;
     drop(child);
     rows.push((
         "ck-cgroup run (resident, module alive)".into(),
@@ -1697,11 +1762,6 @@ fn section_memory(ctx: &mut Ctx) -> Res<()> {
         "ck-cgroup run (resident, now)".into(),
         now,
         "VmRSS of the helper",
-    ));
-    rows.push((
-        "ck-cgroup run (whole life, after TERM)".into(),
-        ru,
-        "wait4 ru_maxrss",
     ));
     rows.append(&mut ctx.rss);
     println!();
