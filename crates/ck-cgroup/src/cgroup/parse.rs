@@ -87,12 +87,18 @@ pub fn mountinfo(text: &str) -> Vec<Mount> {
 /// Whether the cgroup2 hierarchy is mounted with `nsdelegate` (a super option, the same on every
 /// cgroup2 mount: the first one's options after ` - cgroup2 <source> `); `None` without cgroup2.
 pub fn cgroup2_nsdelegate(text: &str) -> Option<bool> {
+    cgroup2_has_option(text, "nsdelegate")
+}
+
+/// Whether the first cgroup2 mount in `mountinfo` has the super option `option` (`nsdelegate`,
+/// `favordynmods`, `memory_recursiveprot`); `None` without a cgroup2 mount.
+pub fn cgroup2_has_option(text: &str, option: &str) -> Option<bool> {
     text.lines().find_map(|line| {
         let (_, post) = line.split_once(" - ")?;
         let mut f = post.split(' ');
         (f.next()? == "cgroup2").then(|| {
             f.nth(1)
-                .is_some_and(|opts| opts.split(',').any(|o| o == "nsdelegate"))
+                .is_some_and(|opts| opts.split(',').any(|o| o == option))
         })
     })
 }

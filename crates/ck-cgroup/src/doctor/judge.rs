@@ -21,6 +21,7 @@ pub fn judge(f: &Facts) -> Vec<Check> {
     let v1 = hybrid(mountinfo);
     let mut checks = vec![cgroup2_mounted(mountinfo)];
     checks.extend(nsdelegate_check(mountinfo));
+    checks.extend(favordynmods_check(mountinfo, &f.kernel_release));
     if let Some(s) = &f.scopes {
         checks.push(systemd_backend(s));
         checks.extend(scope_controllers(s, v1));
@@ -97,6 +98,32 @@ pub fn nsdelegate_check(mountinfo: &str) -> Option<Check> {
             Outcome::Warn,
             "cgroup2 is mounted without nsdelegate: a module's cgroup namespace only changes what it sees; it can still move itself out of its module and write its own limits where its uid may write".into(),
             Some("mount cgroup2 with nsdelegate: `mount -o remount,nsdelegate <cgroup2 mount point>` (from the initial namespaces), or fstab's option; systemd mounts it so when it is PID 1".into()),
+        )
+    })
+}
+
+/// `cgroup2 favordynmods`: without it (kernel 6.0 and later have the option), every move of a
+/// process into a cgroup through `cgroup.procs` waits for an RCU grace period; `exec` and `place`
+/// move that way (`spawn` and `run` place with `CLONE_INTO_CGROUP` and do not). `None` without a
+/// cgroup2 mount or on a kernel before 6.0 (or one whose release cannot be read).
+pub fn favordynmods_check(mountinfo: &str, release: &str) -> Option<Check> {
+    if !kernel_at_least(release, 6, 0) {
+        return None;
+    }
+    let on = parse::cgroup2_has_option(mountinfo, "favordynmods")?;
+    Some(if on {
+        check(
+            "cgroup2 favordynmods",
+            Outcome::Ok,
+            "cgroup2 is mounted with favordynmods: moving a process into a module does not wait for an RCU grace period".into(),
+            None,
+        )
+    } else {
+        check(
+            "cgroup2 favordynmods",
+            Outcome::Warn,
+            "cgroup2 is mounted without favordynmods: each exec or place into a module waits for an RCU grace period in its cgroup.procs write (spawn and run place with CLONE_INTO_CGROUP and do not; docs/performance.md)".into(),
+            Some("`mount -o remount,<the mount's options>,favordynmods <cgroup2 mount point>` (systemd's: nsdelegate,memory_recursiveprot) from a oneshot unit before the service; it makes fork and exit slower host-wide (docs/packaging.md)".into()),
         )
     })
 }

@@ -96,6 +96,7 @@ fn a_ready_host_passes_every_check_in_order() {
         [
             "cgroup2 mounted",
             "cgroup2 nsdelegate",
+            "cgroup2 favordynmods",
             "service root",
             "controllers delegated",
             "controllers enabled for the modules",
@@ -112,9 +113,32 @@ fn a_ready_host_passes_every_check_in_order() {
         ]
     );
     for c in &checks {
+        // systemd mounts cgroup2 without favordynmods: a warning with its trade-off, not a failure.
+        if c.name == "cgroup2 favordynmods" {
+            assert_eq!(c.outcome, Outcome::Warn, "{c:?}");
+            continue;
+        }
         assert_eq!((c.outcome, c.fix.as_deref()), (Outcome::Ok, None), "{c:?}");
     }
     assert!(super::super::Report::new(checks).ready);
+}
+
+#[test]
+fn favordynmods_is_a_warning_with_the_fix_and_its_cost_and_absent_before_6_0() {
+    let off = fixture("mountinfo.unified");
+    let c = favordynmods_check(&off, "6.1.0-26-amd64").unwrap();
+    assert_eq!(c.outcome, Outcome::Warn);
+    assert!(c.detail.contains("RCU grace period"), "{}", c.detail);
+    let fix = c.fix.unwrap();
+    assert!(
+        fix.contains("favordynmods") && fix.contains("slower host-wide"),
+        "{fix}"
+    );
+    let on = off.replace("nsdelegate", "nsdelegate,favordynmods");
+    let c = favordynmods_check(&on, "6.1.0-26-amd64").unwrap();
+    assert_eq!((c.outcome, c.fix), (Outcome::Ok, None));
+    assert!(favordynmods_check(&off, "5.15.0-91-generic").is_none());
+    assert!(favordynmods_check("", "6.1.0-26-amd64").is_none());
 }
 
 #[test]
@@ -255,8 +279,8 @@ fn the_systemd_backend_answers_or_fails_with_the_errors_hint() {
         [
             "cgroup2 mounted",
             "cgroup2 nsdelegate",
+            "cgroup2 favordynmods",
             "systemd backend",
-            "kernel: CLONE_INTO_CGROUP"
         ]
     );
 }
