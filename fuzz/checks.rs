@@ -177,7 +177,7 @@ pub fn unit_names(data: &[u8]) {
         let id = ModuleId::new(&id).expect("an id");
         assert_eq!(ck_cgroup::layout::scope_unit(&id), s);
     }
-    let _ = ck_cgroup::backend::systemd::module_id(s);
+    let _ = ck_cgroup::layout::module_id(s);
     let escaped = ck_cgroup::layout::unit_escape(s);
     assert!(
         escaped

@@ -14,6 +14,7 @@
 
 use serde::Serialize;
 
+use crate::error::Error;
 use crate::id::{DirName, ModuleId, decode_daemon_name};
 
 /// The daemon's leaf, as `DelegateSubgroup=daemon` names it.
@@ -164,4 +165,12 @@ fn unit_unescape(s: &str) -> Option<String> {
         }
     }
     String::from_utf8(out).ok()
+}
+
+/// The module named on the command line: its id, or its scope's name as `list` shows it.
+pub fn module_id(name: &str) -> Result<ModuleId, Error> {
+    match module_of_scope(name) {
+        Some(id) => ModuleId::new(&id),
+        None => ModuleId::new(name),
+    }
 }

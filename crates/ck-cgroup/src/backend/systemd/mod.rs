@@ -33,7 +33,7 @@ use crate::stop::{KillMethod, StopOptions, stop_tree_by};
 pub mod manager;
 
 use crate::backend::Bus;
-use crate::layout::{MODULES_SLICE, module_of_scope, scope_unit, slice_unit};
+use crate::layout::{MODULES_SLICE, module_id, module_of_scope, scope_unit, slice_unit};
 use crate::telemetry::{ModuleStatus, module_status_with};
 use manager::{Manager, ScopeSpec};
 #[cfg(test)]
@@ -41,14 +41,6 @@ use {crate::cgroup::parse::Limit, zbus::Variant};
 
 /// How long `exec` waits for systemd to start a module's scope.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The module named on the command line: its id, or its scope's name as `list` shows it.
-pub fn module_id(name: &str) -> Result<ModuleId> {
-    match module_of_scope(name) {
-        Some(id) => ModuleId::new(&id),
-        None => ModuleId::new(name),
-    }
-}
 
 /// Where `module.slice`'s cgroup is: `None` when systemd has not loaded it (no module scope was
 /// ever started, or all are gone and it was unloaded).
