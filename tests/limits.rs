@@ -248,7 +248,7 @@ fn bad_values_of_the_new_knobs_are_refused_in_one_line_before_anything_is_made()
         (
             "--io-max",
             "/dev/null:rbps=1M",
-            "/dev/null is not a block device",
+            "\"/dev/null\" is not a block device",
         ),
         ("--cpus", "3-1", "the range 3-1 runs backwards"),
         ("--memory-low", "1Q", "invalid size"),

@@ -333,9 +333,9 @@ const IO_MAX_HINT: &str = "say DEV:KEY=VALUE,... with DEV a block device (MAJ:MI
 pub fn parse_io_max(s: &str) -> Result<IoMax> {
     parse_io_max_with(s, |path| {
         use std::os::unix::fs::{FileTypeExt, MetadataExt};
-        let meta = std::fs::metadata(path).map_err(|e| format!("{path}: {e}"))?;
+        let meta = std::fs::metadata(path).map_err(|e| format!("{path:?}: {e}"))?;
         if !meta.file_type().is_block_device() {
-            return Err(format!("{path} is not a block device"));
+            return Err(format!("{path:?} is not a block device"));
         }
         Ok((
             rustix::fs::major(meta.rdev()),
@@ -351,6 +351,18 @@ pub fn parse_io_max_with(
     resolve: impl Fn(&str) -> std::result::Result<(u32, u32), String>,
 ) -> Result<IoMax> {
     let bad = |what: String| {
+        // One line whatever the resolver said (a device path may hold any byte).
+        let what: String = what
+            .chars()
+            .flat_map(|c| {
+                let e: Vec<char> = if c.is_control() {
+                    c.escape_default().collect()
+                } else {
+                    vec![c]
+                };
+                e
+            })
+            .collect();
         Error::bad_input(format!("invalid io max {s:?}: {what}")).with_hint(IO_MAX_HINT)
     };
     let eq = s.find('=').ok_or_else(|| bad("no KEY=VALUE".into()))?;

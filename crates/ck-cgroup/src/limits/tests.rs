@@ -230,7 +230,7 @@ fn the_new_parsers_refuse_bad_input_in_one_line_with_the_fix() {
     assert_eq!(m.device_path(), "/dev/disk/by-path/pci-0:1");
     // A path that is not a block device, resolved for real.
     let e = line(parse_io_max("/dev/null:rbps=1").unwrap_err());
-    assert!(e.contains("/dev/null is not a block device"), "{e}");
+    assert!(e.contains("\"/dev/null\" is not a block device"), "{e}");
     let e = line(parse_io_max("/nonexistent/sdz:rbps=1").unwrap_err());
     assert!(e.contains("/nonexistent/sdz"), "{e}");
     line(parse_bool("yes").unwrap_err());
@@ -326,4 +326,14 @@ fn without_the_memory_controller_nothing_is_added() {
         .unwrap();
         assert!(ok.is_empty() && skipped.is_empty());
     }
+}
+
+/// Found by the `sizes` fuzz target: a device path with a newline made `--io-max`'s refusal
+/// two lines (the resolver's message held the path as it was).
+#[test]
+fn io_max_refusal_of_a_device_path_with_a_newline_is_one_line() {
+    let e = parse_io_max_with("/m\n5:\n5:rbps=1", |p| Err(format!("{p}: not here"))).unwrap_err();
+    assert!(!e.to_string().contains('\n'), "{e}");
+    let e = parse_io_max("/no\nsuch:rbps=1").unwrap_err();
+    assert!(!e.to_string().contains('\n'), "{e}");
 }
