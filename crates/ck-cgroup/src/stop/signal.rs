@@ -66,7 +66,21 @@ pub(crate) fn signal_members(dir: &CgroupDir, rel: &str, sig: Signal) -> Result<
             i += 1;
         }
         next = i;
-        let still: HashSet<u32> = members(dir, rel)?.into_iter().collect();
+        // The list is read again with the batch held. Should the descriptors held elsewhere
+        // leave no room for it (EMFILE, ENFILE), half of the batch is let go and read again.
+        let still: HashSet<u32> = loop {
+            match members(dir, rel) {
+                Ok(m) => break m.into_iter().collect(),
+                Err(e)
+                    if matches!(e.errno(), Some(Errno::MFILE) | Some(Errno::NFILE))
+                        && fds.len() > 1 =>
+                {
+                    fds.truncate(fds.len() / 2);
+                    next = fds.last().map_or(next, |(j, _, _)| j + 1);
+                }
+                Err(e) => return Err(e),
+            }
+        };
         for (_, pid, fd) in fds {
             if still.contains(&pid) && pidfd_send_signal(&fd, sig).is_ok() {
                 sent.push(pid);
