@@ -40,7 +40,7 @@ pub enum Layout {
     /// The daemon's built-in placement: `daemon/subc-modules/m-<escaped>_<n>`.
     Daemon,
     /// The systemd backend: a transient scope
-    /// `module.slice/module-<id>.slice/subc-module-<id>.scope` ([`crate::backend::systemd`]).
+    /// `module.slice/module-<id>.slice/subc-module-<id>.scope` (the systemd backend, `backend::systemd`).
     Systemd,
 }
 
@@ -58,7 +58,7 @@ impl Layout {
         match self {
             Layout::Ck => MODULES_DIR,
             Layout::Daemon => "daemon/subc-modules",
-            // Not under a service root; see crate::backend::systemd.
+            // Not under a service root; see the systemd backend (backend/systemd/).
             Layout::Systemd => MODULES_SLICE,
         }
     }

@@ -344,6 +344,54 @@ impl Root {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::{LIMITS, Unit};
+
+    /// Every row has a policy key, which takes its example (a TOML string, or a boolean for a
+    /// switch) into the row's value; a row's getter and setter are of its field.
+    #[test]
+    fn every_limit_has_a_policy_key() {
+        for s in LIMITS {
+            let want = (s.parse)(s.example).unwrap_or_else(|e| panic!("{}: {e}", s.key));
+            let toml = if s.unit == Unit::Bool {
+                format!("[defaults]\n{} = {}\n", s.key, s.example)
+            } else {
+                format!("[defaults]\n{} = \"{}\"\n", s.key, s.example)
+            };
+            let p = Policy::parse(&toml, std::path::Path::new("p.toml"))
+                .unwrap_or_else(|e| panic!("{}: no policy key: {e}", s.key));
+            assert_eq!(
+                p.defaults.limits.get(s.key),
+                Some(want.clone()),
+                "{}",
+                s.key
+            );
+            assert_eq!(p.defaults.limits.values().len(), 1, "{}", s.key);
+            let mut l = Limits::default();
+            assert!(l.set(s.key, want.clone()), "{}", s.key);
+            assert_eq!(l.writes(), vec![(s.file, s.controller, (s.text)(&want))]);
+            assert!((s.same)(&(s.text)(&want), &want), "{}: same", s.key);
+        }
+        let keys: std::collections::BTreeSet<&str> = LIMITS.iter().map(|s| s.key).collect();
+        let files: std::collections::BTreeSet<&str> = LIMITS.iter().map(|s| s.file).collect();
+        assert_eq!(keys.len(), LIMITS.len(), "a key twice");
+        assert_eq!(files.len(), LIMITS.len(), "a file twice");
+    }
+
+    /// The policy's `oom_group = false`, merged under flags that say nothing of it, is kept when
+    /// a module is made (the default `memory.oom.group` 1 is not added).
+    #[test]
+    fn the_policys_oom_group_false_wins_over_the_creation_default() {
+        let all: Vec<String> = ["cpu", "io", "memory", "pids"].map(String::from).to_vec();
+        let policy = Limits {
+            oom_group: Some(false),
+            ..Limits::default()
+        };
+        let asked = merge(&Limits::default(), &policy);
+        assert_eq!(
+            crate::limits::creation_limits(&all, &asked).writes(),
+            vec![("memory.oom.group", "memory", "0".to_string())]
+        );
+    }
 
     #[test]
     fn parses_defaults_and_modules() {

@@ -37,7 +37,7 @@ pub struct Cgroupfs(pub Option<PathBuf>);
 impl Cgroupfs {
     /// The service root, for an operation on modules: the explicit one, else discovered, and
     /// checked to be laid out ([`Root::check_service_root`]): a root with neither `daemon/` nor
-    /// `subc-modules/` is refused (exit 2, [`ErrorKind::NotAServiceRoot`](crate::ErrorKind)),
+    /// `subc-modules/` is refused (exit 2, [`ErrorKind::NotAServiceRoot`](crate::error::ErrorKind)),
     /// never shown as a root without modules.
     pub fn open(&self) -> Result<Root, Error> {
         let root = self.open_unchecked()?;
@@ -176,7 +176,7 @@ impl Backend {
     }
 
     /// The systemd manager whose scopes hold the modules; `None` on cgroupfs (what
-    /// [`crate::doctor::doctor_for`] takes as `scopes`).
+    /// `doctor::doctor_for` takes as `scopes`).
     pub fn scopes_bus(&self) -> Option<Bus> {
         match self {
             #[cfg(feature = "systemd")]

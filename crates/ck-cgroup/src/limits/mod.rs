@@ -292,13 +292,13 @@ impl Limits {
 }
 
 /// What a module made now gets: `asked` (the flags over the policy, see
-/// [`crate::policy::merge`]) and, where `enabled` (the controllers in
+/// `policy::merge`) and, where `enabled` (the controllers in
 /// `subc-modules/cgroup.subtree_control`) has `memory` and `asked` says nothing of
 /// `memory.oom.group`, `memory.oom.group` 1, so that an OOM kill takes the module's whole tree
 /// and nothing else. Without the memory controller nothing is added: nothing is written for it
 /// and nothing can fail for it. `--no-oom-group` or the policy's `oom_group = false` is
 /// `Some(false)` in `asked` and is kept. Applied once, when the module is made
-/// ([`Root::create_module`](crate::Root::create_module)); a module that exists keeps what it has.
+/// (`Root::create_module`); a module that exists keeps what it has.
 pub fn creation_limits(enabled: &[String], asked: &Limits) -> Limits {
     let mut limits = asked.clone();
     // Mutation: no default; a module made without the flag keeps the kernel's 0.

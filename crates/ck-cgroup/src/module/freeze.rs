@@ -28,8 +28,8 @@ impl Root {
     /// Every process of the module and of its sub-cgroups stops where it is until
     /// [`Root::thaw`]; `kill` takes a frozen module as it is.
     ///
-    /// A module that does not exist is [`ErrorKind::NoSuchModule`](crate::ErrorKind) (exit 2);
-    /// one still not frozen after `timeout` is [`ErrorKind::NotFrozen`](crate::ErrorKind)
+    /// A module that does not exist is [`ErrorKind::NoSuchModule`](crate::error::ErrorKind) (exit 2);
+    /// one still not frozen after `timeout` is [`ErrorKind::NotFrozen`](crate::error::ErrorKind)
     /// (exit 1), naming the module and what it holds (its `cgroup.freeze` stays `1`: the kernel
     /// goes on freezing it).
     ///

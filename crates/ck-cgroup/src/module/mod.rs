@@ -53,7 +53,7 @@ pub struct Root {
 impl Root {
     /// Open `path` as a service root: a cgroup2 directory (statfs-checked) below the hierarchy's
     /// root. The hierarchy's root itself is refused: it would hold every process of the machine.
-    /// A path not on cgroup2 is an error of kind [`ErrorKind::NoCgroup2`](crate::ErrorKind::NoCgroup2).
+    /// A path not on cgroup2 is an error of kind [`ErrorKind::NoCgroup2`](crate::error::ErrorKind::NoCgroup2).
     ///
     /// ```no_run
     /// # fn main() -> ck_cgroup::Result<()> {
@@ -70,7 +70,7 @@ impl Root {
     /// Open `path` as a service root and check that it is one: [`Root::open`], then
     /// [`Root::check_service_root`] (it has `daemon/` or `subc-modules/`). What a program that
     /// acts on modules opens: a root that is not laid out (the caller's own cgroup in a login
-    /// shell) is refused with [`ErrorKind::NotAServiceRoot`](crate::ErrorKind::NotAServiceRoot)
+    /// shell) is refused with [`ErrorKind::NotAServiceRoot`](crate::error::ErrorKind::NotAServiceRoot)
     /// (exit 2) instead of showing no modules. `init` lays a root out; it takes [`Root::open`].
     ///
     /// ```no_run
@@ -99,7 +99,7 @@ impl Root {
     }
 
     /// Refuse a root that [`Root::is_service_root`] says is not laid out: bad input (exit 2) of
-    /// kind [`ErrorKind::NotAServiceRoot`](crate::ErrorKind::NotAServiceRoot), one line that
+    /// kind [`ErrorKind::NotAServiceRoot`](crate::error::ErrorKind::NotAServiceRoot), one line that
     /// names the root, `found` (how it was found, e.g. `" (discovered from this process's
     /// cgroup)"`; may be empty) and how to name the right one.
     pub fn check_service_root(&self, found: &str) -> Result<()> {

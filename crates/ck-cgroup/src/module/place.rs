@@ -326,7 +326,7 @@ impl Root {
     /// By default the program starts in a cgroup namespace rooted at the module
     /// ([`crate::spawn::ModuleCommand::cgroup_namespace`]); when none can be made nothing is
     /// started and the error is of kind
-    /// [`ErrorKind::NoCgroupNamespace`](crate::ErrorKind::NoCgroupNamespace).
+    /// [`ErrorKind::NoCgroupNamespace`](crate::error::ErrorKind::NoCgroupNamespace).
     ///
     /// ```no_run
     /// use ck_cgroup::spawn::ModuleCommand;

@@ -224,9 +224,9 @@ impl Root {
     /// A module that does not exist, or that disappears while it is being stopped (another
     /// stop removed it), is reported as already gone (`Ok`, [`StopReport::already_gone`]). A
     /// module whose subtree holds the calling process is refused
-    /// ([`ErrorKind::ModuleHoldsCaller`](crate::ErrorKind::ModuleHoldsCaller), exit 2). A stop
+    /// ([`ErrorKind::ModuleHoldsCaller`](crate::error::ErrorKind::ModuleHoldsCaller), exit 2). A stop
     /// that did not end with the tree empty and the directory removed is an `Err` of kind
-    /// [`ErrorKind::StillPopulated`](crate::ErrorKind::StillPopulated) (or, for a removal that
+    /// [`ErrorKind::StillPopulated`](crate::error::ErrorKind::StillPopulated) (or, for a removal that
     /// failed otherwise, the kind of its errno) whose message is the report's `error` and which
     /// carries the report: [`Error::stop_report`], [`Error::into_stop_report`]. So an `Ok`
     /// report is always [`StopReport::ok`].

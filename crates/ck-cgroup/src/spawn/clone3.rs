@@ -1,7 +1,7 @@
 //! All the `unsafe` code of the crate, in one place (with its submodule [`init`], the PID
 //! namespace's init): `clone3(2)` with fork semantics and the child it runs up to `execve(2)`,
 //! the steps of the `pre_exec` path, and the signal-mask and `signalfd(2)` calls of
-//! [`crate::signals`]. Every `unsafe` block carries a `SAFETY:` argument; everything else in the
+//! `signals`. Every `unsafe` block carries a `SAFETY:` argument; everything else in the
 //! crate is `#![deny(unsafe_code)]` and calls the safe functions here.
 //!
 //! Code that runs in a child between the clone and `execve` (the `child_*` functions, the
@@ -249,7 +249,7 @@ impl Drop for SavedMask {
 }
 
 /// Restore the default action of `sig` (`sigaction(2)`) and unblock it in the calling thread
-/// ([`crate::signals::reraise`]).
+/// (`signals::reraise`).
 pub(crate) fn default_and_unblock(sig: c_int) {
     // SAFETY: sigaction with SIG_DFL and an empty mask is valid for any catchable signal; for
     // SIGKILL/SIGSTOP or an invalid number the calls fail harmlessly. The structs are

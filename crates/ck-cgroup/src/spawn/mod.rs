@@ -35,7 +35,7 @@
 //! `child.rs`, the `PATH` search in `program.rs`, what the clone3 child borrows in `prepare.rs`,
 //! the fallback and its hooks in `pre_exec.rs`, and in `clone3.rs` (with `clone3/init.rs`, the
 //! PID namespace's init) all the `unsafe` code of the crate, every block with a `SAFETY:`
-//! argument. The signal relay of `ck-cgroup run` is [`crate::signals`].
+//! argument. The signal relay of `ck-cgroup run` is `signals`.
 //!
 //! # Mutation testing
 //!
@@ -278,6 +278,3 @@ fn read_report(rd: &std::os::fd::OwnedFd) -> io::Result<Option<i32>> {
         )),
     }
 }
-
-#[cfg(test)]
-mod tests;

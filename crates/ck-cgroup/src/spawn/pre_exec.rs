@@ -124,7 +124,7 @@ pub(super) fn spawn_pre_exec(
 
 /// Give `cmd`'s child an empty signal mask before `execve(2)`. The mask is inherited across
 /// fork and exec and `std::process::Command` does not reset it, so a parent that blocks signals
-/// (a [`crate::signals::SignalRelay`]) would otherwise start a child that can never receive them.
+/// (a `signals::SignalRelay`) would otherwise start a child that can never receive them.
 pub fn unblock_signals_before_exec(cmd: &mut Command) {
     super::clone3::pre_exec(cmd, super::clone3::PreExecStep::UnblockSignals);
 }

@@ -118,7 +118,7 @@ impl Default for StopOptions {
     }
 }
 
-/// What stopping a tree did (without the removal, which [`crate::Root::stop`] adds).
+/// What stopping a tree did (without the removal, which `Root::stop` adds).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 #[must_use]
 #[non_exhaustive]
@@ -172,7 +172,7 @@ pub(crate) fn stop_tree(dir: &CgroupDir, rel: &str, opts: &StopOptions) -> Resul
 /// which sends SIGKILL and sets `method` (and `fell_through`); then a wait for `populated 0`
 /// until the deadline. [`stop_tree`] signals through pidfds and kills by `cgroup.kill`, the
 /// freezer or pidfds; the systemd backend through systemd's `KillUnit`
-/// ([`crate::backend::systemd::stop`]).
+/// (the systemd backend's `stop`, in backend/systemd/).
 pub(crate) fn stop_tree_by(
     dir: &CgroupDir,
     rel: &str,

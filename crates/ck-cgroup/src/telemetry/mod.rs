@@ -188,7 +188,7 @@ fn absent_is_unknown(text: Option<String>) -> Option<String> {
 
 impl Root {
     /// The figures of every module (ours and the daemon's), or of those named. A name that is
-    /// no module is an error of kind [`ErrorKind::NoSuchModule`](crate::ErrorKind::NoSuchModule).
+    /// no module is an error of kind [`ErrorKind::NoSuchModule`](crate::error::ErrorKind::NoSuchModule).
     ///
     /// ```no_run
     /// # fn main() -> ck_cgroup::Result<()> {

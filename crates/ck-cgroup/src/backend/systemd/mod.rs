@@ -59,7 +59,7 @@ fn modules_dir(m: &Manager) -> Result<Option<CgroupDir>> {
 /// absolute with the cgroup2 mount. The only D-Bus call of the cgroupfs backend, made only when a
 /// unit is named. Every failure is bad input (exit 2) in one line without a hint, naming the unit
 /// and `--root`/`CK_CGROUP_ROOT` as the way without systemd: the manager cannot be reached
-/// ([`ErrorKind::SystemdUnavailable`](crate::ErrorKind::SystemdUnavailable)), the unit is not
+/// ([`ErrorKind::SystemdUnavailable`](crate::error::ErrorKind::SystemdUnavailable)), the unit is not
 /// loaded or has no cgroup (it is not running).
 pub fn unit_root(bus: Bus, unit: &str) -> Result<PathBuf> {
     let which = match bus {
@@ -288,7 +288,7 @@ fn no_module(n: &str) -> Error {
 /// `populated 0`, then `KillUnit(all, SIGKILL)` and a wait of at most `opts.timeout`, then
 /// `StopUnit` of the scope and of its slice (systemd removes their cgroups). The report's
 /// method is `systemd`. A scope that is not loaded is reported as already gone. A stop that did
-/// not end is an `Err` that carries its report, as of [`crate::Root::stop`].
+/// not end is an `Err` that carries its report, as of `Root::stop`.
 pub fn stop(bus: Bus, name: &str, opts: &StopOptions) -> Result<StopReport> {
     if opts.method != crate::stop::Method::Auto {
         return Err(method_forced());

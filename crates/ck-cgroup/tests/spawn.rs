@@ -1,8 +1,12 @@
-//! The spawn paths against scratch cgroups of their own.
+//! The spawn paths against scratch cgroups of their own (an integration test: it uses a
+//! `Sandbox`, which is a layer above `spawn`, so it stays outside the library's import graph).
 
-use super::*;
-use crate::{CgroupDir, Sandbox};
+use ck_cgroup::Signal;
+use ck_cgroup::spawn::*;
+use ck_cgroup::{CgroupDir, Sandbox};
+use std::io;
 use std::io::Read;
+use std::os::fd::BorrowedFd;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -23,10 +27,10 @@ struct Scratch {
 impl Scratch {
     fn new() -> Self {
         let sandbox = Sandbox::create(&Sandbox::default_parent().unwrap()).unwrap();
-        let path = sandbox.dir().join(crate::sandbox::CMD_LEAF);
+        let path = sandbox.dir().join(ck_cgroup::sandbox::CMD_LEAF);
         let dir = CgroupDir::open(&path).unwrap();
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-        let mount = crate::cgroup::parse::cgroup2_mounts(&mountinfo)
+        let mount = ck_cgroup::cgroup::parse::cgroup2_mounts(&mountinfo)
             .into_iter()
             .next()
             .expect("a cgroup2 mount");
@@ -49,12 +53,12 @@ impl Scratch {
 
     fn populated(&self) -> bool {
         let events = self.dir.read("cgroup.events").unwrap();
-        crate::cgroup::parse::events(&events).populated == Some(true)
+        ck_cgroup::cgroup::parse::events(&events).populated == Some(true)
     }
 
     fn wait_unpopulated(&self) -> bool {
-        crate::cgroup::wait::wait_empty(&self.dir, "", Duration::from_secs(5)).unwrap()
-            == crate::cgroup::wait::Waited::Empty
+        ck_cgroup::cgroup::wait::wait_empty(&self.dir, "", Duration::from_secs(5)).unwrap()
+            == ck_cgroup::cgroup::wait::Waited::Empty
     }
 }
 
@@ -219,11 +223,12 @@ fn program_found_in_path() {
         let mut cmd = ModuleCommand::new("sh");
         cmd.args(["-c", "cat /proc/self/cgroup; echo \"$0\""])
             .cgroup_namespace(false);
-        let (out, child) = run(&cg, cmd, strategy);
+        let (out, mut child) = run(&cg, cmd, strategy);
         assert_eq!(cgroup_line(&out), cg.rel);
         // argv[0] stays the name as given.
         assert_eq!(out.lines().last(), Some("sh"));
-        assert!(child.status.unwrap().success());
+        // The status run reaped, as the child keeps it.
+        assert!(child.try_wait().unwrap().unwrap().success());
     }
 }
 
