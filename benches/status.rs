@@ -46,8 +46,8 @@ use ck_cgroup::discover::cgroup2_mount;
 use ck_cgroup::spawn::ModuleCommand;
 use ck_cgroup::{ModuleId, Root, Sandbox};
 use common::{
-    Res, binary, dev_null, is_sleep, median, min, print_cgroup_and_binary, print_machine, reap_all,
-    report_cleanup,
+    Res, binary, dev_null, is_sleep, median, min, ms_since, print_cgroup_and_binary, print_machine,
+    reap_all, report_cleanup,
 };
 use rustix::fs::{Dir, FileType, Mode, OFlags};
 
@@ -386,10 +386,6 @@ fn measure(root: &Root, sandbox: &Path, bin: &Path, kind: Kind, populated: usize
         }
     }
     Ok(timed)
-}
-
-fn ms_since(t0: Instant) -> f64 {
-    t0.elapsed().as_secs_f64() * 1e3
 }
 
 /// Every module is there, the populated ones have their process and a memory figure.

@@ -47,7 +47,7 @@ use ck_cgroup::discover::cgroup2_mount;
 use ck_cgroup::spawn::ModuleCommand;
 use ck_cgroup::{ModuleId, Root, Sandbox};
 use common::{
-    Res, binary, dev_null, median, min, print_cgroup_and_binary, print_machine, reap_all,
+    Res, binary, dev_null, median, min, ms_since, print_cgroup_and_binary, print_machine, reap_all,
     report_cleanup,
 };
 use rustix::fs::{Dir, FileType, Mode, OFlags};
@@ -228,10 +228,6 @@ fn sections(ctx: &mut Ctx) -> Res<()> {
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
-
-fn ms_since(t0: Instant) -> f64 {
-    t0.elapsed().as_secs_f64() * 1000.0
-}
 
 fn max(v: &[f64]) -> f64 {
     v.iter().copied().fold(f64::NEG_INFINITY, f64::max)

@@ -94,7 +94,7 @@ impl Root {
                 e.frozen == Some(frozen)
             })?;
         }
-        let waited_ms = stop::ms_since(start);
+        let waited_ms = crate::stop::ms_since(start);
         let now = match self.events(&rel) {
             Ok(e) => e.frozen,
             Err(_) if !self.dir.is_dir(&rel)? => return Err(missing()),

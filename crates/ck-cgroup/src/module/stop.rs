@@ -21,10 +21,6 @@ pub(super) fn gone_meanwhile(mut report: StopReport) -> StopReport {
     report
 }
 
-pub(super) fn ms_since(start: Instant) -> f64 {
-    (start.elapsed().as_secs_f64() * 1e6).round() / 1e3
-}
-
 /// `prune`'s decisions over `modules`, the same for every layout: `--keep` ones are kept;
 /// populated ones are stopped with `stop` under `kill` and skipped otherwise; empty ones are
 /// removed with `remove`; `dry_run` only says what would be done.
@@ -308,7 +304,7 @@ impl Root {
                     )?;
                     report.tree.killed += again.killed;
                     report.tree.empty = again.empty;
-                    report.tree.waited_ms = ms_since(start);
+                    report.tree.waited_ms = crate::stop::ms_since(start);
                     for f in again.fell_through {
                         if !report.tree.fell_through.contains(&f) {
                             report.tree.fell_through.push(f);

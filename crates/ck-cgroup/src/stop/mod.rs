@@ -214,7 +214,7 @@ pub(crate) fn stop_tree_by(
         if waited == Waited::Empty {
             out.left_after_grace = Some(0);
             out.empty = true;
-            out.waited_ms = ms(start);
+            out.waited_ms = ms_since(start);
             return Ok(out);
         }
         out.left_after_grace = members(dir, rel).ok().map(|p| p.len());
@@ -229,7 +229,7 @@ pub(crate) fn stop_tree_by(
     kill(deadline, &mut out)?;
     let left = deadline.saturating_duration_since(Instant::now());
     out.empty = wait_events(dir, rel, left, |e| e.populated == Some(false))? == Waited::Empty;
-    out.waited_ms = ms(start);
+    out.waited_ms = ms_since(start);
     Ok(out)
 }
 
@@ -318,7 +318,8 @@ fn kill_by_method(
     Ok(())
 }
 
-fn ms(start: Instant) -> f64 {
+/// Milliseconds since `start`, to the microsecond (the `waited_ms` of every report).
+pub(crate) fn ms_since(start: Instant) -> f64 {
     (start.elapsed().as_secs_f64() * 1e6).round() / 1e3
 }
 
