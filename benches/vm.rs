@@ -136,7 +136,8 @@ struct Ctx<'a> {
     bin: PathBuf,
     mount: PathBuf,
     /// Peak RSS figures for section 5: (what, KiB, how it was read).
-    rss: Vec<(String, u64, &'static str)>,
+    /// Peak RSS rows (KiB; `None`: could not be read, printed `-`).
+    rss: Vec<(String, Option<u64>, &'static str)>,
 }
 
 fn main() -> Res<()> {
@@ -1236,7 +1237,8 @@ struct SizeRow {
     reps: usize,
     create_ms: f64,
     samples: Vec<Vec<f64>>,
-    rss: [u64; 6],
+    /// Peak RSS (KiB) of the process rows; `None` where it could not be read.
+    rss: [Option<u64>; 6],
 }
 
 fn section_scale(ctx: &mut Ctx) -> Res<()> {
@@ -1274,7 +1276,7 @@ fn section_scale(ctx: &mut Ctx) -> Res<()> {
         let big = n >= ctx.cfg.big;
         let reps = if big { ctx.cfg.big_reps } else { ctx.cfg.reps };
         let mut samples: Vec<Vec<f64>> = SCS.iter().map(|_| Vec::new()).collect();
-        let mut rss = [0u64; 6];
+        let mut rss = [None; 6];
         if ctx.cfg.on(3) {
             for rep in 0..reps + usize::from(!big) {
                 for j in 0..SCS.len() {
@@ -1297,10 +1299,9 @@ fn section_scale(ctx: &mut Ctx) -> Res<()> {
             );
             let rp = ctx.rpath.to_string_lossy().into_owned();
             let i = |k: Sc| SCS.iter().position(|x| *x == k).unwrap_or(0);
-            rss[i(Sc::LimitProc)] =
-                peak_rss(ctx, Some(&me), &["limit-loop", &rp, &r, &e, &p])?.unwrap_or(0);
-            rss[i(Sc::List)] = peak_rss(ctx, None, &["--json", "list"])?.unwrap_or(0);
-            rss[i(Sc::Status)] = peak_rss(ctx, None, &["--json", "status"])?.unwrap_or(0);
+            rss[i(Sc::LimitProc)] = peak_rss(ctx, Some(&me), &["limit-loop", &rp, &r, &e, &p])?;
+            rss[i(Sc::List)] = peak_rss(ctx, None, &["--json", "list"])?;
+            rss[i(Sc::Status)] = peak_rss(ctx, None, &["--json", "status"])?;
         }
         println!(
             "size {n}: {added} modules made in {:.1} s ({:.2} ms each), measured {reps} x{}",
@@ -1337,7 +1338,7 @@ fn section_scale(ctx: &mut Ctx) -> Res<()> {
     }
     for r in &rows {
         for (k, v) in SCS.iter().zip(r.rss) {
-            if v > 0 && matches!(k, Sc::List | Sc::Status | Sc::LimitProc) {
+            if v.is_some() && matches!(k, Sc::List | Sc::Status | Sc::LimitProc) {
                 ctx.rss.push((
                     format!("{} over {}", k.label(), r.n),
                     v,
@@ -1394,11 +1395,7 @@ fn print_scale(rows: &[SizeRow]) {
                 max(v),
                 m * 1000.0 / r.n as f64,
                 m / lim,
-                if r.rss[i] > 0 {
-                    r.rss[i].to_string()
-                } else {
-                    "-".into()
-                }
+                r.rss[i].map_or_else(|| "-".into(), |k| k.to_string())
             );
         }
         println!(
@@ -1691,8 +1688,11 @@ fn section_watch(ctx: &mut Ctx, n: usize) -> Res<String> {
             median(&up),
             median(&down)
         )?;
-        ctx.rss
-            .push((format!("watch over {n} modules (resident)"), rss, "VmHWM"));
+        ctx.rss.push((
+            format!("watch over {n} modules (resident)"),
+            Some(rss),
+            "VmHWM",
+        ));
         Ok(s)
     })();
     let _ = child.kill();
@@ -1704,15 +1704,15 @@ fn section_watch(ctx: &mut Ctx, n: usize) -> Res<String> {
 // Section 5: memory
 
 fn section_memory(ctx: &mut Ctx) -> Res<()> {
-    let mut rows: Vec<(String, u64, &'static str)> = Vec::new();
+    let mut rows: Vec<(String, Option<u64>, &'static str)> = Vec::new();
     const HOW: &str = "peakrss (wait4 ru_maxrss)";
     match peak_rss(ctx, Some(Path::new("/bin/true")), &[])? {
         None => println!("\n(section 5: no peakrss tool: only the VmHWM figures)"),
         Some(kib) => {
-            rows.push(("/bin/true (reference)".into(), kib, HOW));
-            let kib = peak_rss(ctx, None, &["--version"])?.unwrap_or(0);
+            rows.push(("/bin/true (reference)".into(), Some(kib), HOW));
+            let kib = peak_rss(ctx, None, &["--version"])?;
             rows.push(("ck-cgroup --version".into(), kib, HOW));
-            let kib = peak_rss(ctx, None, &["exec", "r-exec", "--", "/bin/true"])?.unwrap_or(0);
+            let kib = peak_rss(ctx, None, &["exec", "r-exec", "--", "/bin/true"])?;
             let _ = ctx.root.remove("r-exec")?;
             rows.push((
                 "ck-cgroup exec -- /bin/true".into(),
@@ -1751,12 +1751,12 @@ fn section_memory(ctx: &mut Ctx) -> Res<()> {
     drop(child);
     rows.push((
         "ck-cgroup run (resident, module alive)".into(),
-        hwm,
+        Some(hwm),
         "VmHWM of the helper",
     ));
     rows.push((
         "ck-cgroup run (resident, now)".into(),
-        now,
+        Some(now),
         "VmRSS of the helper",
     ));
     rows.append(&mut ctx.rss);
@@ -1764,6 +1764,7 @@ fn section_memory(ctx: &mut Ctx) -> Res<()> {
     println!("section 5: peak RSS");
     println!("{:<52} {:>10}   read from", "process", "KiB");
     for (what, kib, how) in &rows {
+        let kib = kib.map_or_else(|| "-".to_string(), |k| k.to_string());
         println!("{what:<52} {kib:>10}   {how}");
     }
     println!("goal: none given; the figures are recorded in docs/performance.md");
