@@ -157,7 +157,7 @@ fn scope_controllers(s: &ScopeFacts, v1: bool) -> Option<Check> {
     let m = s.manager.as_ref().ok()?;
     Some(controllers_check(
         "controllers for module scopes",
-        m.controllers.as_deref().unwrap_or_default(),
+        m.controllers.as_deref(),
         |missing| {
             if missing.iter().any(|c| *c == "memory" || *c == "pids") {
                 Outcome::Fail
@@ -205,7 +205,7 @@ fn service_root(r: &ServiceRoot) -> Check {
 fn controllers_delegated(r: &RootFacts, v1: bool) -> Check {
     controllers_check(
         "controllers delegated",
-        r.controllers.as_deref().unwrap_or_default(),
+        r.controllers.as_deref(),
         |_| Outcome::Fail,
         if v1 {
             "this hybrid host keeps those controllers in cgroup v1: boot with systemd.unified_cgroup_hierarchy=1 (and cgroup_no_v1=all), then add Delegate=memory pids cpu io"
@@ -216,13 +216,23 @@ fn controllers_delegated(r: &RootFacts, v1: bool) -> Check {
 }
 
 /// The controllers the helper uses, against those `available`: ok when none is missing, else
-/// `outcome(missing)` with `fix`.
+/// `outcome(missing)` with `fix`. `available` is `None` when `cgroup.controllers` could not be
+/// read: a failure that says so, not a list of "missing" controllers (absent is not none).
 fn controllers_check(
     name: &str,
-    available: &[String],
+    available: Option<&[String]>,
     outcome: impl Fn(&[&str]) -> Outcome,
     fix: &str,
 ) -> Check {
+    let Some(available) = available else {
+        return check(
+            name,
+            Outcome::Fail,
+            "cgroup.controllers could not be read: which controllers are available is unknown"
+                .into(),
+            Some("run doctor as the service's user, or as root".to_string()),
+        );
+    };
     let missing: Vec<&str> = WANTED_CONTROLLERS
         .iter()
         .copied()
@@ -253,35 +263,64 @@ fn controllers_check(
 }
 
 /// `controllers enabled for the modules`: `subc-modules/` exists and every wanted controller the
-/// root has is in its `cgroup.subtree_control`; a warning (`init` fixes it) otherwise.
+/// root has is in its `cgroup.subtree_control`; a warning (`init` fixes it) otherwise. A fact that
+/// could not be read is a warning that says so, never "does not exist" or "nothing enabled".
 fn controllers_enabled(r: &RootFacts) -> Check {
-    let available = r.controllers.as_deref().unwrap_or_default();
-    let enabled = r.enabled.as_deref().unwrap_or_default();
+    const NAME: &str = "controllers enabled for the modules";
+    let unknown = |what: &str| {
+        check(
+            NAME,
+            Outcome::Warn,
+            format!(
+                "{what} could not be read: whether the modules get their controllers is unknown"
+            ),
+            Some("run doctor as the service's user, or as root".to_string()),
+        )
+    };
+    let layout = match r.layout {
+        Some(l) => l,
+        None => return unknown("subc-modules/"),
+    };
+    let init =
+        || Some("run `ck-cgroup init` (the daemon does, before its first spawn)".to_string());
+    if !layout {
+        return check(
+            NAME,
+            Outcome::Warn,
+            "subc-modules/ does not exist yet".into(),
+            init(),
+        );
+    }
+    let (Some(available), Some(enabled)) = (r.controllers.as_deref(), r.enabled.as_deref()) else {
+        return unknown(if r.controllers.is_none() {
+            "cgroup.controllers"
+        } else {
+            "subc-modules/cgroup.subtree_control"
+        });
+    };
     let not_enabled: Vec<&str> = WANTED_CONTROLLERS
         .iter()
         .copied()
         .filter(|c| available.iter().any(|a| a == c) && !enabled.iter().any(|e| e == c))
         .collect();
-    let layout = r.layout.unwrap_or(false);
-    let ok = not_enabled.is_empty() && layout;
-    check(
-        "controllers enabled for the modules",
-        if ok { Outcome::Ok } else { Outcome::Warn },
-        if !layout {
-            "subc-modules/ does not exist yet".into()
-        } else if not_enabled.is_empty() {
-            format!(
-                "subc-modules/cgroup.subtree_control: {}",
-                if enabled.is_empty() {
-                    "-".into()
-                } else {
-                    enabled.join(" ")
-                }
-            )
+    if not_enabled.is_empty() {
+        let on = if enabled.is_empty() {
+            "-".to_string()
         } else {
-            format!("available but not enabled: {}", not_enabled.join(" "))
-        },
-        (!ok).then(|| "run `ck-cgroup init` (the daemon does, before its first spawn)".to_string()),
+            enabled.join(" ")
+        };
+        return check(
+            NAME,
+            Outcome::Ok,
+            format!("subc-modules/cgroup.subtree_control: {on}"),
+            None,
+        );
+    }
+    check(
+        NAME,
+        Outcome::Warn,
+        format!("available but not enabled: {}", not_enabled.join(" ")),
+        init(),
     )
 }
 

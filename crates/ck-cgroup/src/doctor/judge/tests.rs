@@ -303,7 +303,7 @@ fn scope_controllers_fail_without_memory_or_pids_and_warn_without_the_others() {
             .unwrap()
             .contains("keeps those controllers in cgroup v1")
     );
-    // Unreadable: nothing is available, said as such.
+    // Unreadable is unknown, said as such: not "none available" (absent is not zero).
     let mut unread = scopes(Bus::System, "");
     if let Ok(m) = &mut unread.manager {
         m.controllers = None;
@@ -313,7 +313,7 @@ fn scope_controllers_fail_without_memory_or_pids_and_warn_without_the_others() {
         (c.outcome, c.detail.as_str()),
         (
             Outcome::Fail,
-            "missing from cgroup.controllers: memory pids cpu io (available: none)"
+            "cgroup.controllers could not be read: which controllers are available is unknown"
         )
     );
 }
@@ -375,12 +375,21 @@ fn controllers_delegated_fails_with_the_drop_in_or_the_hybrid_fix() {
         "fail: missing from cgroup.controllers: io (available: cpuset cpu memory pids)\nfix: add a drop-in (systemctl edit ck-subc.service):\n[Service]\nDelegate=memory pids cpu io"
     );
     let none = RootFacts {
-        controllers: None,
+        controllers: strings(""),
         ..root()
     };
     assert_eq!(
         seen(&controllers_delegated(&none, true)),
         "fail: missing from cgroup.controllers: memory pids cpu io (available: none)\nfix: this hybrid host keeps those controllers in cgroup v1: boot with systemd.unified_cgroup_hierarchy=1 (and cgroup_no_v1=all), then add Delegate=memory pids cpu io"
+    );
+    // Unreadable is unknown, not "none available".
+    let unread = RootFacts {
+        controllers: None,
+        ..root()
+    };
+    assert_eq!(
+        seen(&controllers_delegated(&unread, true)),
+        "fail: cgroup.controllers could not be read: which controllers are available is unknown\nfix: run doctor as the service's user, or as root"
     );
 }
 
@@ -409,11 +418,42 @@ fn controllers_enabled_warns_until_init_made_the_layout_and_enabled_them() {
         seen(&controllers_enabled(&half)),
         format!("warn: available but not enabled: cpu io{init}")
     );
-    for layout in [Some(false), None] {
-        let fresh = RootFacts { layout, ..root() };
+    let fresh = RootFacts {
+        layout: Some(false),
+        ..root()
+    };
+    assert_eq!(
+        seen(&controllers_enabled(&fresh)),
+        format!("warn: subc-modules/ does not exist yet{init}")
+    );
+    // What could not be read is unknown, never "does not exist" nor "nothing enabled".
+    let unknown = "could not be read: whether the modules get their controllers is unknown\nfix: run doctor as the service's user, or as root";
+    for (facts, what) in [
+        (
+            RootFacts {
+                layout: None,
+                ..root()
+            },
+            "subc-modules/",
+        ),
+        (
+            RootFacts {
+                enabled: None,
+                ..root()
+            },
+            "subc-modules/cgroup.subtree_control",
+        ),
+        (
+            RootFacts {
+                controllers: None,
+                ..root()
+            },
+            "cgroup.controllers",
+        ),
+    ] {
         assert_eq!(
-            seen(&controllers_enabled(&fresh)),
-            format!("warn: subc-modules/ does not exist yet{init}")
+            seen(&controllers_enabled(&facts)),
+            format!("warn: {what} {unknown}")
         );
     }
 }
