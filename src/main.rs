@@ -14,7 +14,12 @@ use cli::commands::*;
 use cli::exit::{self, Fail};
 
 fn main() -> ExitCode {
-    exit::code(parse().and_then(|(cli, name)| run(cli, &name)))
+    // With --json errors are JSON, a usage error too: clap finds one before --json is parsed.
+    exit::set_json(exit::json_in_args(std::env::args_os()));
+    exit::code(parse().and_then(|(cli, name)| {
+        exit::set_json(cli.json);
+        run(cli, &name)
+    }))
 }
 
 /// The arguments, and the command's name as clap knows it (the one a refusal names).

@@ -389,6 +389,8 @@ fn sandbox_runs_cmd_with_its_root_and_removes_everything() {
     #[serde(deny_unknown_fields)]
     #[allow(dead_code)]
     struct Sb {
+        #[serde(deserialize_with = "common::version_1")]
+        version: u32,
         sandbox: String,
         kept: bool,
         removed: bool,
@@ -469,6 +471,9 @@ fn human_list_and_init_output() {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct List {
+    #[allow(dead_code)] // checked while parsing
+    #[serde(deserialize_with = "common::version_1")]
+    version: u32,
     root: String,
     modules: Vec<Entry>,
 }
@@ -478,6 +483,7 @@ struct List {
 #[allow(dead_code)]
 struct Entry {
     name: String,
+    id: Option<String>,
     module: Option<String>,
     layout: String,
     path: String,
@@ -490,6 +496,8 @@ struct Entry {
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct Kill {
+    #[serde(deserialize_with = "common::version_1")]
+    version: u32,
     module: String,
     layout: Option<String>,
     path: Option<String>,
@@ -513,6 +521,8 @@ struct Kill {
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct Place {
+    #[serde(deserialize_with = "common::version_1")]
+    version: u32,
     module: String,
     path: String,
     placed: Vec<u32>,
@@ -522,6 +532,8 @@ struct Place {
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct Remove {
+    #[serde(deserialize_with = "common::version_1")]
+    version: u32,
     module: String,
     path: Option<String>,
     removed: bool,
@@ -532,6 +544,8 @@ struct Remove {
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct Init {
+    #[serde(deserialize_with = "common::version_1")]
+    version: u32,
     root: String,
     created: Vec<String>,
     moved: Vec<u32>,
@@ -898,6 +912,8 @@ fn sandbox_json_leaves_stdout_to_cmd_and_puts_its_result_last_on_stderr() {
     #[serde(deny_unknown_fields)]
     #[allow(dead_code)]
     struct Sb {
+        #[serde(deserialize_with = "common::version_1")]
+        version: u32,
         sandbox: String,
         kept: bool,
         removed: bool,
@@ -1043,12 +1059,25 @@ fn cmd(w: &World, args: &[&str]) -> Command {
 
 /// The helper's JSON parses into the library's own types, as a daemon in another process would
 /// parse it, and nothing is lost: the parsed value serializes back to the very same JSON (as
-/// strict as `deny_unknown_fields`: a field the type does not know would be dropped).
+/// strict as `deny_unknown_fields`: a field the type does not know would be dropped), but for
+/// what the CLI adds to the library's objects (docs/json.md): `version` (1) on the top level and
+/// `id` (the same as `module`) on `list`'s modules.
 #[test]
 fn json_output_parses_into_the_library_types_without_loss() {
     fn strictly<T: serde::de::DeserializeOwned + serde::Serialize>(line: &str) -> T {
-        let v: T = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
-        let raw: serde_json::Value = serde_json::from_str(line).unwrap();
+        let mut raw: serde_json::Value = serde_json::from_str(line).unwrap();
+        let top = raw.as_object_mut().unwrap();
+        assert_eq!(top.remove("version"), Some(1.into()), "{line}");
+        for m in top
+            .get_mut("modules")
+            .and_then(|m| m.as_array_mut())
+            .into_iter()
+            .flatten()
+        {
+            let m = m.as_object_mut().unwrap();
+            assert_eq!(m.remove("id").as_ref(), m.get("module"), "{line}");
+        }
+        let v: T = serde_json::from_value(raw.clone()).unwrap_or_else(|e| panic!("{e}: {line}"));
         assert_eq!(serde_json::to_value(&v).unwrap(), raw, "{line}");
         v
     }
@@ -1096,8 +1125,19 @@ fn json_output_parses_into_the_library_types_without_loss() {
 #[track_caller]
 fn refused_as_no_service_root(o: &std::process::Output, root: &std::path::Path, what: &str) {
     assert_eq!(o.status.code(), Some(2), "{what}: {}", stderr(o));
-    let e = stderr(o);
+    let mut e = stderr(o);
     assert_eq!(e.lines().count(), 1, "{what}: one line: {e}");
+    if what.contains("--json") {
+        // With --json the line is the error object (docs/json.md): its message is the text's.
+        let v: serde_json::Value = serde_json::from_str(&e).expect(&e);
+        assert_eq!(v["version"], 1, "{what}: {e}");
+        assert_eq!(v["error"]["kind"], "not_a_service_root", "{what}: {e}");
+        assert_eq!(v["error"]["exit"], 2, "{what}: {e}");
+        e = format!(
+            "ck-cgroup: {}",
+            v["error"]["message"].as_str().unwrap_or_default()
+        );
+    }
     assert!(
         e.starts_with(&format!("ck-cgroup: {}", root.display()))
             && e.contains("is not a service root")
@@ -1478,7 +1518,17 @@ fn freeze_or_thaw_of_a_missing_module_is_exit_2() {
     ] {
         let o = w.run(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(stderr(&o).starts_with("ck-cgroup: ") || stderr(&o).starts_with("error: "));
+        let e = stderr(&o);
+        if args.contains(&"--json") {
+            let v: serde_json::Value = serde_json::from_str(&e).expect(&e);
+            assert_eq!(v["error"]["kind"], "no_such_module", "{e}");
+            assert_eq!(v["error"]["exit"], 2, "{e}");
+        } else {
+            assert!(
+                e.starts_with("ck-cgroup: ") || e.starts_with("error: "),
+                "{e}"
+            );
+        }
         assert!(stdout(&o).is_empty());
     }
     assert_eq!(w.tree(), before);

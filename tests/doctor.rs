@@ -8,6 +8,9 @@ use serde::Deserialize;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Report {
+    #[allow(dead_code)] // checked while parsing
+    #[serde(deserialize_with = "common::version_1")]
+    version: u32,
     checks: Vec<Check>,
     ready: bool,
 }

@@ -10,6 +10,9 @@ use serde_json::Value;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Status {
+    #[allow(dead_code)] // checked while parsing
+    #[serde(deserialize_with = "common::version_1")]
+    version: u32,
     modules: Vec<Module>,
 }
 
@@ -18,6 +21,7 @@ struct Status {
 #[allow(dead_code)]
 struct Module {
     name: String,
+    id: Option<String>,
     module: Option<String>,
     layout: String,
     path: String,

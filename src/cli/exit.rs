@@ -1,17 +1,24 @@
 //! Exit codes and stderr: the one place an error becomes an exit code ([`code`]), the one place
 //! CMD's fate becomes a status ([`cmd_status`]), and the lines on stderr ([`note`], [`written`]).
 //!
+//! With `--json` an error is one JSON object on stderr instead of its text lines
+//! (`{"version":1,"error":{"kind","message","hint","exit"}}`, docs/json.md); notes that are not
+//! errors stay text.
+//!
 //! Nothing here panics on a stdout or stderr that cannot be written (closed, full, a closed
 //! pipe): a line on stderr that cannot be written is lost ([`note`]), and a result that cannot
 //! be written to stdout changes the exit code only for the commands whose output is the result
 //! (`list`, `status`, `doctor`, `watch`, `generate`); for the others the code stays the
 //! operation's ([`written`]).
 
+use std::ffi::OsString;
 use std::io::{self, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitCode, ExitStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use ck_cgroup::Error;
+use serde::Serialize;
 
 use super::program::NotRunnable;
 
@@ -42,6 +49,10 @@ impl From<io::Error> for Fail {
 pub fn code(r: Result<ExitCode, Fail>) -> ExitCode {
     match r {
         Ok(code) => code,
+        Err(Fail::Usage(e)) if e.use_stderr() && json() => {
+            usage_json(&e);
+            ExitCode::from(2)
+        }
         Err(Fail::Usage(e)) => {
             // clap prints help/version to stdout (exit 0) and usage errors to stderr (exit 2).
             let _ = e.print();
@@ -53,7 +64,7 @@ pub fn code(r: Result<ExitCode, Fail>) -> ExitCode {
         }
         Err(Fail::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(Fail::Io(e)) => {
-            note(format_args!("failed to write output: {e}"));
+            failure("io", format_args!("failed to write output: {e}"), None, 1);
             ExitCode::from(1)
         }
     }
@@ -91,18 +102,33 @@ pub fn cmd_exit(status: i32) -> ExitCode {
 /// CMD could not be started (`execve(2)` or a spawn failed with `e`): its message on stderr, and
 /// its [`cmd_status`].
 pub fn cmd_failed(prog: &str, e: &io::Error) -> i32 {
-    note(format_args!("failed to execute {prog:?}: {e}"));
-    cmd_status(if e.kind() == io::ErrorKind::NotFound {
+    let status = cmd_status(if e.kind() == io::ErrorKind::NotFound {
         CmdEnd::NotFound
     } else {
         CmdEnd::NotExecutable
-    })
+    });
+    failure(
+        cmd_kind(status),
+        format_args!("failed to execute {prog:?}: {e}"),
+        None,
+        status,
+    );
+    status
 }
 
 /// CMD was refused by the lookup before anything was made: its message on stderr, and 126 or 127.
 pub fn not_runnable(e: NotRunnable) -> ExitCode {
-    note(&e.message);
+    failure(cmd_kind(e.code.into()), &e.message, None, e.code.into());
     ExitCode::from(e.code)
+}
+
+/// The `kind` of an error about CMD with status 127 or 126.
+fn cmd_kind(status: i32) -> &'static str {
+    if status == 127 {
+        "cmd_not_found"
+    } else {
+        "cmd_not_executable"
+    }
 }
 
 /// One line on stderr, `ck-cgroup: <line>`, in one write. A stderr that cannot be written
@@ -127,10 +153,102 @@ pub fn written(r: io::Result<()>) {
 }
 
 fn report(e: &Error) {
-    let mut text = format!("ck-cgroup: {e}\n");
-    if let Some(h) = e.hint() {
-        text += &format!("ck-cgroup: hint: {h}\n");
+    failure(&kind_name(e.kind()), e, e.hint(), e.exit_code());
+}
+
+/// `--json` was given: errors are JSON ([`set_json`]).
+static JSON: AtomicBool = AtomicBool::new(false);
+
+/// Say whether errors are to be JSON: from the raw arguments before they are parsed (a usage
+/// error), then from the parsed `--json`.
+pub fn set_json(on: bool) {
+    JSON.store(on, Ordering::Relaxed);
+}
+
+fn json() -> bool {
+    JSON.load(Ordering::Relaxed)
+}
+
+/// Whether the raw arguments hold `--json` before any `--` (after it they are CMD's): what a usage
+/// error, which clap finds before `--json` is parsed, goes by.
+pub fn json_in_args(args: impl IntoIterator<Item = OsString>) -> bool {
+    args.into_iter()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
+}
+
+/// An [`ErrorKind`](ck_cgroup::ErrorKind) as JSON names it: its name in snake_case
+/// (`NoSuchModule`: `no_such_module`), so that a kind added later is named without a change here.
+pub fn kind_name(kind: ck_cgroup::ErrorKind) -> String {
+    let mut s = String::new();
+    for (i, c) in format!("{kind:?}").chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                s.push('_');
+            }
+            s.push(c.to_ascii_lowercase());
+        } else {
+            s.push(c);
+        }
     }
-    // One write; a stderr that cannot be written loses it, and the exit code is still e's.
+    s
+}
+
+/// The JSON form of an error: `{"version":1,"error":{...}}`.
+#[derive(Serialize)]
+struct ErrorLine<'a> {
+    error: ErrorObject<'a>,
+}
+
+#[derive(Serialize)]
+struct ErrorObject<'a> {
+    kind: &'a str,
+    message: String,
+    hint: Option<&'a str>,
+    exit: i32,
+}
+
+/// An error on stderr, in one write: with `--json` one JSON line, else `ck-cgroup: <message>`
+/// and a `ck-cgroup: hint:` line where there is a hint. A stderr that cannot be written loses
+/// it, and the exit code is still the error's.
+fn failure(kind: &str, message: impl std::fmt::Display, hint: Option<&str>, exit: i32) {
+    let text = if json() {
+        let line = super::output::versioned(ErrorLine {
+            error: ErrorObject {
+                kind,
+                message: message.to_string(),
+                hint,
+                exit,
+            },
+        });
+        match serde_json::to_string(&line) {
+            Ok(j) => j + "\n",
+            Err(e) => format!("ck-cgroup: {message} ({e})\n"),
+        }
+    } else {
+        let mut text = format!("ck-cgroup: {message}\n");
+        if let Some(h) = hint {
+            text += &format!("ck-cgroup: hint: {h}\n");
+        }
+        text
+    };
     let _ = io::stderr().lock().write_all(text.as_bytes());
+}
+
+/// A usage error with `--json`: clap's first line (without `error: `) as the message, the rest
+/// (its tip and usage lines) as the hint.
+fn usage_json(e: &clap::Error) {
+    let text = e.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("usage error");
+    let message = first.strip_prefix("error: ").unwrap_or(first);
+    let rest: Vec<&str> = lines.collect();
+    let hint = rest.join("; ");
+    failure(
+        "usage",
+        message,
+        (!hint.is_empty()).then_some(hint.as_str()),
+        2,
+    );
 }

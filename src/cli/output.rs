@@ -12,6 +12,37 @@ use ck_cgroup::module::{
     StopReport,
 };
 
+/// The version of the CLI's JSON (docs/json.md): every top-level object the CLI prints carries it
+/// as `version`. Added fields keep it; a field renamed or removed, or a meaning changed, bumps it.
+pub const JSON_VERSION: u32 = 1;
+
+/// A top-level JSON object as the CLI prints it: `version` first, then the object's own fields
+/// (`inner` must serialize as an object).
+#[derive(Serialize)]
+pub struct Versioned<T> {
+    pub version: u32,
+    #[serde(flatten)]
+    pub inner: T,
+}
+
+/// `value` with its `version`.
+pub fn versioned<T>(inner: T) -> Versioned<T> {
+    Versioned {
+        version: JSON_VERSION,
+        inner,
+    }
+}
+
+/// A module in `list` and `status` as the CLI prints it: the library's object with `id` added,
+/// so that `list`, `status` and `watch` name a module by the same pair, `name` (its directory)
+/// and `id` (the module id, `null` where the name does not decode; the same as `module` here).
+#[derive(Serialize)]
+struct Named<'a, T> {
+    id: Option<&'a str>,
+    #[serde(flatten)]
+    inner: &'a T,
+}
+
 /// Where results go, and in which form.
 pub struct Output {
     json: bool,
@@ -39,7 +70,7 @@ impl Output {
         let mut out = io::stdout().lock();
         if self.json {
             // One write(2): stdout is line-buffered and JSON has its newline at the end only.
-            let mut buf = serde_json::to_vec(value).map_err(io::Error::other)?;
+            let mut buf = serde_json::to_vec(&versioned(value)).map_err(io::Error::other)?;
             buf.push(b'\n');
             out.write_all(&buf)?;
         } else {
@@ -268,9 +299,20 @@ impl Output {
         #[derive(Serialize)]
         struct List<'a> {
             root: Option<&'a Path>,
-            modules: &'a [ModuleEntry],
+            modules: Vec<Named<'a, ModuleEntry>>,
         }
-        self.emit(&List { root, modules }, || {
+        let named = modules
+            .iter()
+            .map(|m| Named {
+                id: m.module.as_deref(),
+                inner: m,
+            })
+            .collect();
+        let list = List {
+            root,
+            modules: named,
+        };
+        self.emit(&list, || {
             let mut rows = vec![[
                 "NAME".to_string(),
                 "MODULE".into(),
@@ -301,12 +343,19 @@ impl Output {
         use super::args::Format;
         #[derive(Serialize)]
         struct Status<'a> {
-            modules: &'a [ck_cgroup::telemetry::ModuleStatus],
+            modules: Vec<Named<'a, ck_cgroup::telemetry::ModuleStatus>>,
         }
         let mut out = io::stdout().lock();
         match format {
             Format::Json => {
-                serde_json::to_writer(&mut out, &Status { modules: rows })
+                let modules = rows
+                    .iter()
+                    .map(|m| Named {
+                        id: m.module.as_deref(),
+                        inner: m,
+                    })
+                    .collect();
+                serde_json::to_writer(&mut out, &versioned(Status { modules }))
                     .map_err(io::Error::other)?;
                 writeln!(out)?;
             }
@@ -389,7 +438,7 @@ impl Output {
 /// it is the last line there (`tail -n 1`), as time(1) reports after its command. stdout carries
 /// CMD's output only.
 fn result_line(value: &impl Serialize) -> io::Result<()> {
-    let mut buf = serde_json::to_vec(value).map_err(io::Error::other)?;
+    let mut buf = serde_json::to_vec(&versioned(value)).map_err(io::Error::other)?;
     buf.push(b'\n');
     let mut err = io::stderr().lock();
     err.write_all(&buf)?;

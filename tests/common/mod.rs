@@ -230,3 +230,13 @@ pub fn ck_as_shared_uid(w: &World) -> std::process::Command {
     .env("CK_CGROUP_POLICY", "/dev/null");
     c
 }
+
+/// For `#[serde(deserialize_with = "common::version_1")]` on a `version` field of a CLI JSON
+/// shape parsed with `deny_unknown_fields`: the field is there and is 1 (docs/json.md).
+pub fn version_1<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let v = <u32 as serde::Deserialize>::deserialize(d)?;
+    if v != 1 {
+        return Err(serde::de::Error::custom(format!("version {v}, not 1")));
+    }
+    Ok(v)
+}

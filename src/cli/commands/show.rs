@@ -5,12 +5,14 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use ck_cgroup::cgroup::parse::Limit;
-use ck_cgroup::telemetry::watch::WatchOptions;
+use ck_cgroup::telemetry::watch::{WatchEvent, WatchOptions};
+use ck_cgroup::{DirName, ModuleRef};
 
 use super::Ctx;
 use crate::cli::args::Format;
 use crate::cli::backend::{Backend, Cgroupfs};
 use crate::cli::exit::Fail;
+use crate::cli::output::{Versioned, versioned};
 
 /// `list`.
 pub fn cmd_list(ctx: &Ctx, backend: Backend) -> Result<ExitCode, Fail> {
@@ -67,7 +69,7 @@ pub fn cmd_watch(
     };
     let mut failed = None;
     ck_cgroup::telemetry::watch::watch(&root, &opts, |e| {
-        let mut line = serde_json::to_vec(e).map_err(io::Error::other)?;
+        let mut line = serde_json::to_vec(&watch_line(e)).map_err(io::Error::other)?;
         line.push(b'\n');
         let mut o = io::stdout().lock();
         let r = o.write_all(&line).and_then(|()| o.flush());
@@ -80,4 +82,30 @@ pub fn cmd_watch(
         Some(e) => Err(e.into()),
         None => Ok(ExitCode::SUCCESS),
     }
+}
+
+/// One `watch` line as the CLI prints it: the library's event with `version`, and the module
+/// named as `list` and `status` name it: `name` (its directory; the same as the event's legacy
+/// `module`) and `id` (the module id, `null` where the name does not decode).
+fn watch_line(e: &WatchEvent) -> Versioned<WatchLine<'_>> {
+    let id = DirName::new(&e.module).ok().and_then(|name| {
+        ModuleRef {
+            layout: e.layout,
+            name,
+        }
+        .module_name()
+    });
+    versioned(WatchLine {
+        name: &e.module,
+        id,
+        event: e,
+    })
+}
+
+#[derive(serde::Serialize)]
+struct WatchLine<'a> {
+    name: &'a str,
+    id: Option<String>,
+    #[serde(flatten)]
+    event: &'a WatchEvent,
 }
