@@ -223,16 +223,14 @@ fn last_err_line(o: &std::process::Output) -> String {
     stderr(o).lines().last().unwrap_or_default().to_string()
 }
 
-/// A `sleep` placed in module `id` of `w` (tracked, so it dies with the test).
-fn sleeper(w: &World, id: &str) -> u32 {
+/// A `sleep` (tracked, so it dies with the test); the caller waits for it once it was killed.
+fn sleep(w: &World) -> std::process::Child {
     let c = std::process::Command::new("sleep")
         .arg("600")
         .spawn()
         .unwrap();
     w.track(c.id());
-    let pid = c.id();
-    ok(w.run(&["place", id, &pid.to_string()]));
-    pid
+    c
 }
 
 #[test]
@@ -253,12 +251,8 @@ fn every_json_shape_is_the_one_docs_json_md_documents() {
     let set = ok(w.run(&["--json", "set", "aft", "--pids-max", "10", "--best-effort"]));
     c.check("set", "set", &set);
 
-    let pid = std::process::Command::new("sleep")
-        .arg("600")
-        .spawn()
-        .unwrap();
-    w.track(pid.id());
-    let placed = ok(w.run(&["--json", "place", "aft", &pid.id().to_string()]));
+    let mut first = sleep(&w);
+    let placed = ok(w.run(&["--json", "place", "aft", &first.id().to_string()]));
     c.check("place", "place", &placed);
 
     // Both layouts, and a daemon directory whose name does not decode (`id` null).
@@ -326,7 +320,8 @@ fn every_json_shape_is_the_one_docs_json_md_documents() {
 
     // prune --kill of a populated module: a stop in it.
     ok(w.run(&["create", "busy"]));
-    sleeper(&w, "busy");
+    let mut second = sleep(&w);
+    ok(w.run(&["place", "busy", &second.id().to_string()]));
     c.check(
         "prune",
         "prune --dry-run --kill",
@@ -335,6 +330,9 @@ fn every_json_shape_is_the_one_docs_json_md_documents() {
     let pruned = ok(w.run(&["--json", "prune", "--kill"]));
     c.check("prune", "prune --kill", &pruned);
     assert!(pruned.contains("\"stop\":{"), "a stop reported: {pruned}");
+    // Both were killed with their modules.
+    first.wait().unwrap();
+    second.wait().unwrap();
 
     ok(w.run(&["create", "x"]));
     c.check("remove", "remove", &ok(w.run(&["--json", "remove", "x"])));
