@@ -55,7 +55,10 @@ pub struct Cli {
     pub user: bool,
 
     /// Print a machine-readable JSON result on stdout; `run` and `sandbox` print it as the last
-    /// line on stderr instead (their stdout is CMD's).
+    /// line on stderr instead (their stdout is CMD's). Every object has "version": 1 (added
+    /// fields keep it; a rename or removal bumps it). An error, a usage error too, is then one
+    /// JSON line on stderr, {"version":1,"error":{"kind","message","hint","exit"}}, with the same
+    /// exit code. Every field: docs/json.md.
     #[arg(long, global = true)]
     pub json: bool,
 
