@@ -84,7 +84,8 @@ else
 DELEGATE_SUBGROUP_LINE := \#DelegateSubgroup=daemon (off: rendered for systemd $(or $(SYSTEMD_VERSION),unknown), before 254)
 endif
 
-DOCS := README.md docs/design.md docs/packaging.md docs/daemon-integration.md docs/operations.md
+DOCS := README.md docs/design.md docs/packaging.md docs/daemon-integration.md docs/operations.md \
+	docs/json.md
 MAN1 = $(DESTDIR)$(MANDIR)/man1
 
 # $(call render,TEMPLATE,system|user,OUTPUT): fill a unit template for one service manager.
