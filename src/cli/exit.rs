@@ -252,3 +252,48 @@ fn usage_json(e: &clap::Error) {
         2,
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ck_cgroup::ErrorKind;
+
+    #[test]
+    fn kinds_are_snake_case() {
+        for (k, name) in [
+            (ErrorKind::BadInput, "bad_input"),
+            (ErrorKind::NoSuchModule, "no_such_module"),
+            (ErrorKind::NotAServiceRoot, "not_a_service_root"),
+            (ErrorKind::NoCgroup2, "no_cgroup2"),
+            (ErrorKind::SystemdUnavailable, "systemd_unavailable"),
+            (ErrorKind::Io, "io"),
+            (ErrorKind::Other, "other"),
+        ] {
+            assert_eq!(kind_name(k), name);
+        }
+    }
+
+    #[test]
+    fn json_is_looked_for_before_the_command_only() {
+        let args = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        assert!(json_in_args(args(&[
+            "ck-cgroup",
+            "--json",
+            "list",
+            "--frob"
+        ])));
+        assert!(json_in_args(args(&["ck-cgroup", "list", "--json"])));
+        assert!(!json_in_args(args(&[
+            "ck-cgroup",
+            "exec",
+            "a",
+            "--",
+            "x",
+            "--json"
+        ])));
+        assert!(
+            !json_in_args(args(&["--json"])),
+            "argv[0] is not an argument"
+        );
+    }
+}
