@@ -464,3 +464,41 @@ fn errors(w: &World, c: &mut Contract) {
     assert!(stderr(&o).starts_with("ck-cgroup: "), "{}", stderr(&o));
     assert!(!w.root().join("subc-modules/e").exists(), "nothing made");
 }
+
+/// Every command `--help` lists has its section in docs/json.md (a heading that names it), or is
+/// named under "Commands without a JSON result".
+#[test]
+fn every_command_has_its_section_or_is_said_to_print_no_json() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/json.md"))
+        .expect("docs/json.md");
+    let mut named = BTreeSet::new();
+    let mut without = false;
+    for line in text.lines() {
+        if let Some(h) = line.strip_prefix("## ") {
+            without = h == "Commands without a JSON result";
+            // `a`, `b`: every odd piece between backquotes, its first word.
+            for w in h.split('`').skip(1).step_by(2) {
+                named.insert(w.split(' ').next().unwrap_or_default().to_string());
+            }
+        } else if without {
+            for w in line.split('`').skip(1).step_by(2) {
+                named.insert(w.split(' ').next().unwrap_or_default().to_string());
+            }
+        }
+    }
+    let help = ok(bare().arg("--help").output().unwrap());
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.len() > 10, "commands in --help: {help}");
+    let missing: Vec<&&str> = commands.iter().filter(|c| !named.contains(**c)).collect();
+    assert!(
+        missing.is_empty(),
+        "commands with no section in docs/json.md: {missing:?}"
+    );
+}
