@@ -354,14 +354,31 @@ fn every_json_shape_is_the_one_docs_json_md_documents() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     c.check("sandbox", "sandbox", &last_err_line(&o));
+    // A sandbox whose helper was SIGKILLed: what `sandbox --prune` removes.
     let sweep = w.root().join("sweep");
     std::fs::create_dir(&sweep).unwrap();
+    let script = format!("echo $$ > {}; exec sleep 600", w.tmp("sbcmd").display());
+    let mut helper = bare()
+        .args(["sandbox", "--parent"])
+        .arg(&sweep)
+        .args(["--", "sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    w.track(helper.id());
+    w.pid_from("sbcmd");
+    helper.kill().unwrap();
+    helper.wait().unwrap();
     let o = bare()
         .args(["--json", "sandbox", "--prune", "--parent"])
         .arg(&sweep)
         .output()
         .unwrap();
-    c.check("sandbox --prune", "sandbox --prune", &ok(o));
+    let swept = ok(o);
+    c.check("sandbox --prune", "sandbox --prune", &swept);
+    assert!(
+        swept.contains("\"removed\":[{"),
+        "a sandbox removed: {swept}"
+    );
     std::fs::remove_dir(&sweep).unwrap();
 
     errors(&w, &mut c);
