@@ -355,9 +355,11 @@ impl Output {
                         inner: m,
                     })
                     .collect();
-                serde_json::to_writer(&mut out, &versioned(Status { modules }))
+                // One write(2), as `emit` does: a reader never sees half a status.
+                let mut buf = serde_json::to_vec(&versioned(Status { modules }))
                     .map_err(io::Error::other)?;
-                writeln!(out)?;
+                buf.push(b'\n');
+                out.write_all(&buf)?;
             }
             Format::Table => out.write_all(super::status::table(rows).as_bytes())?,
             Format::Prometheus => out.write_all(super::status::prometheus(rows).as_bytes())?,
