@@ -1,7 +1,9 @@
 //! One error type for the crate, with the exit code each variant maps to.
 //!
 //! Every message follows `<what failed>: <path>: <errno>` and may carry a hint that says what to
-//! run instead. The binary prints `ck-cgroup: <message>` and, on a second line, `hint: <hint>`.
+//! run instead. The binary prints `ck-cgroup: <message>` and, on a second line, `hint: <hint>`;
+//! with `--json` it prints one JSON object on stderr instead, whose `kind` is [`Error::kind`] in
+//! snake_case (the CLI's docs/json.md).
 //!
 //! A caller tells failures apart by [`Error::kind`] (an [`ErrorKind`]), never by the message,
 //! which is for people. The errno of a failed system call stays reachable ([`Error::errno`]),
