@@ -3,7 +3,7 @@
 #   make demo       the main job: a real demonstration on an isolated root (needs root, cgroup2)
 #   make test       the tests, the live-service isolation check, the mutation controls, the units
 #   make check      fmt, clippy -D warnings (the workspace, and the library without its systemd
-#                   feature), rustdoc -D warnings, the library's dependency tree (no clap, zbus,
+#                   feature), rustdoc -D warnings (both ways too), the library's dependency tree (no clap, zbus,
 #                   tokio: scripts/check-library), unit verification, and shellcheck
 #                   over every shell script (scripts/shellcheck-all)
 #   make install    the helper, the units, man pages, completions, docs; never runs cargo when
@@ -124,6 +124,7 @@ check:
 	$(CARGO) clippy --all-targets --locked -- -D warnings
 	$(CARGO) clippy -p ck-cgroup --all-targets --locked -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --locked
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --locked -p ck-cgroup
 	scripts/check-library
 	scripts/verify-units
 	scripts/shellcheck-all

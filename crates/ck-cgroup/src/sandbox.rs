@@ -185,7 +185,7 @@ impl Sandbox {
         Ok(sandbox)
     }
 
-    /// The scope's unit name, for a sandbox made by [`Sandbox::create_in_scope`].
+    /// The scope's unit name, for a sandbox made by `Sandbox::create_in_scope` (feature `systemd`).
     pub fn scope(&self) -> Option<&str> {
         self.scope.as_deref()
     }

@@ -1,5 +1,5 @@
 //! Backends: who makes and stops a module's cgroup, as one type, [`Backend`]. The cgroupfs
-//! backend is [`crate::module::Root`] on a delegated subtree; the systemd backend ([`systemd`],
+//! backend is [`crate::module::Root`] on a delegated subtree; the systemd backend (`systemd`,
 //! behind the `systemd` feature) makes each module a transient scope over D-Bus. A new operation
 //! both have is one method here; an operation only cgroupfs has takes [`Cgroupfs`].
 
