@@ -95,7 +95,11 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
         Command::Doctor { backend } => cmd_doctor(&ctx, chosen(&backend), cli.unit.as_deref()),
         Command::Freeze { id, timeout } => cmd_freeze(&ctx, fs()?, &id, true, timeout),
         Command::Thaw { id, timeout } => cmd_freeze(&ctx, fs()?, &id, false, timeout),
-        Command::Watch { ids, report_above } => cmd_watch(&ctx, fs()?, ids, report_above),
+        Command::Watch {
+            ids,
+            report_above,
+            pressure,
+        } => cmd_watch(&ctx, fs()?, ids, report_above, pressure),
         other @ (Command::Exec { .. }
         | Command::Run { .. }
         | Command::Sandbox { .. }

@@ -27,6 +27,8 @@ const CONTROLS: &[&str] = &[
     "no-service-root-check",
     "no-thaw",
     "no-threads-fallback",
+    "pressure-no-trigger",
+    "pressure-sampling",
     "run-term-to-cmd",
     "sandbox-cmd-outside",
     "sandbox-no-lock",

@@ -262,6 +262,12 @@ fn telemetry_round_trips() {
         previous: Some(1),
         threshold: None,
         source: Some("memory.events".into()),
+        resource: None,
+        kind: None,
+        threshold_us: None,
+        window_us: None,
+        avg10: None,
+        error: None,
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
@@ -272,6 +278,28 @@ fn telemetry_round_trips() {
         previous: None,
         threshold: None,
         source: None,
+        resource: None,
+        kind: None,
+        threshold_us: None,
+        window_us: None,
+        avg10: None,
+        error: None,
+    });
+    round_trip(&WatchEvent {
+        ts: "2026-01-01T00:00:00.000Z".into(),
+        module: "a".into(),
+        layout: Layout::Ck,
+        event: "pressure".into(),
+        value: None,
+        previous: None,
+        threshold: None,
+        source: Some("cpu.pressure".into()),
+        resource: Some("cpu".into()),
+        kind: Some("some".into()),
+        threshold_us: Some(100_000),
+        window_us: Some(1_000_000),
+        avg10: Some(42.5),
+        error: None,
     });
 }
 

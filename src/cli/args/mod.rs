@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use ck_cgroup::cgroup::parse::Limit;
+use ck_cgroup::telemetry::pressure::PressureTrigger;
 use clap::{Parser, Subcommand, ValueEnum};
 
 const EXIT_CODES: &str = "\
@@ -232,7 +233,7 @@ pub enum Command {
         best_effort: bool,
     },
     /// Module events as JSON Lines as they happen (appeared, emptied, removed, OOM and pids
-    /// counters rising, memory above a threshold). Reports; never kills.
+    /// counters rising, memory above a threshold, pressure triggers firing). Reports; never kills.
     Watch {
         /// Modules to watch (ids or directory names); all when none, new ones included.
         ids: Vec<String>,
@@ -240,6 +241,18 @@ pub enum Command {
         /// policy's memory_report.
         #[arg(long, value_parser = size, value_name = "SIZE")]
         report_above: Option<Limit>,
+        /// Report a `pressure` event when a module's tasks stall on RES for THRESHOLD in total
+        /// within a WINDOW (repeatable): SPEC is RES:KIND:THRESHOLD/WINDOW, RES memory, cpu or
+        /// io, KIND some (at least one task waited) or full (all of them at once), durations
+        /// whole numbers with us, ms or s, e.g. cpu:some:100ms/1s or memory:full:50ms/2s. The
+        /// kernel's PSI trigger on each module's RES.pressure wakes watch (no sampling), at most
+        /// once per window. The window must be 500ms to 10s, the threshold not longer than it
+        /// (else exit 2, nothing opened); a trigger the kernel refuses is exit 1 naming the
+        /// file and the errno (without CAP_SYS_RESOURCE the window must be a multiple of 2s:
+        /// EINVAL; PSI off: EOPNOTSUPP); a module without the file is a pressure_unavailable
+        /// event.
+        #[arg(long, value_parser = pressure_trigger, value_name = "SPEC")]
+        pressure: Vec<PressureTrigger>,
     },
     /// Per-module figures: memory, swap, OOM events, pids, cpu, pressure, and the limits in force.
     Status {
@@ -297,6 +310,11 @@ mod limits;
 
 pub use limits::LimitArgs;
 use limits::size;
+
+/// `--pressure SPEC`: the library's parser, its one-line message (problem and an example).
+fn pressure_trigger(s: &str) -> Result<PressureTrigger, String> {
+    s.parse().map_err(|e: ck_cgroup::Error| e.to_string())
+}
 
 /// `status` output formats.
 /// Where modules live.

@@ -5,6 +5,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use ck_cgroup::cgroup::parse::Limit;
+use ck_cgroup::telemetry::pressure::PressureTrigger;
 use ck_cgroup::telemetry::watch::{WatchEvent, WatchOptions};
 use ck_cgroup::{DirName, ModuleRef};
 
@@ -46,12 +47,15 @@ pub fn cmd_doctor(ctx: &Ctx, backend: Backend, unit: Option<&str>) -> Result<Exi
 }
 
 /// `watch`: events as JSON Lines until the output cannot be written: a closed pipe (the reader
-/// is done) is exit 0, any other failure (a full disk) exit 1.
+/// is done) is exit 0, any other failure (a full disk) exit 1. A trigger the kernel refuses
+/// (`--pressure`) is exit 1; a module without the trigger's pressure file is a
+/// `pressure_unavailable` event and one line on stderr.
 pub fn cmd_watch(
     ctx: &Ctx,
     fs: Cgroupfs,
     ids: Vec<String>,
     report_above: Option<Limit>,
+    pressure: Vec<PressureTrigger>,
 ) -> Result<ExitCode, Fail> {
     let policy = ctx.policy()?;
     let root = fs.open()?;
@@ -66,9 +70,17 @@ pub fn cmd_watch(
             .iter()
             .filter_map(|(id, e)| e.memory_report.map(|v| (id.to_string(), v)))
             .collect(),
+        pressure,
     };
     let mut failed = None;
     ck_cgroup::telemetry::watch::watch(&root, &opts, |e| {
+        if e.event == "pressure_unavailable" {
+            crate::cli::exit::note(format_args!(
+                "watch: module {}: {}",
+                e.module,
+                e.error.as_deref().unwrap_or("no pressure file")
+            ));
+        }
         let mut line = serde_json::to_vec(&watch_line(e)).map_err(io::Error::other)?;
         line.push(b'\n');
         let mut o = io::stdout().lock();

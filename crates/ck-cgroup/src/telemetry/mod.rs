@@ -6,6 +6,7 @@
 //! source says so. Kernel reference: <https://docs.kernel.org/admin-guide/cgroup-v2.html>
 //! ("Memory Interface Files", "PID Interface Files", "CPU Interface Files", "PSI").
 
+pub mod pressure;
 pub mod watch;
 
 use serde::Serialize;

@@ -4,7 +4,9 @@
 //! (the kernel generates a modify event when their values change) and on the directories that
 //! hold modules (a module appeared or was removed). The process sleeps in `poll(2)` until the
 //! kernel reports something; the one exception is `memory.current`, which generates no event:
-//! with a report threshold it is read once a second. Watches are added through
+//! with a report threshold it is read once a second. PSI triggers (`--pressure`,
+//! [`PressureTrigger`]) are descriptors of each module's `<res>.pressure` in the same `poll(2)`,
+//! which the kernel wakes with `POLLPRI` (at most once per window). Watches are added through
 //! `/proc/self/fd/<fd>` of directories opened beneath the root, so no path outside it is used.
 //!
 //! A module is followed by identity, not by name: the directory events (`IN_CREATE`,
@@ -26,11 +28,12 @@ use serde::Serialize;
 
 use crate::cgroup::parse;
 use crate::cgroup::wait::join;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, errno_text};
 use crate::id::DirName;
 use crate::layout::{Layout, ModuleRef};
 use crate::module::{ModuleEntry, Root};
 use crate::telemetry::memory_current;
+use crate::telemetry::pressure::{PressureTrigger, PsiKind};
 
 /// One event line.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
@@ -44,7 +47,8 @@ pub struct WatchEvent {
     pub layout: Layout,
     /// `appeared`, `populated`, `emptied`, `removed`, `memory_low`, `memory_high`, `memory_max`,
     /// `memory_oom`, `memory_oom_kill`, `memory_oom_group_kill`, `pids_max`, `memory_above`,
-    /// `memory_below`.
+    /// `memory_below`, `pressure` (a PSI trigger fired), `pressure_unavailable` (the module has
+    /// no pressure file for a trigger, which is then not set: `error` says why).
     pub event: String,
     /// The counter or figure now (counters: the file's value; thresholds: memory in bytes).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -58,6 +62,25 @@ pub struct WatchEvent {
     /// The file the value came from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// `pressure`: the trigger's resource, `memory`, `cpu` or `io`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    /// `pressure`: the trigger's kind, `some` or `full`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// `pressure`: the trigger's stall time, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold_us: Option<u64>,
+    /// `pressure`: the trigger's window, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_us: Option<u64>,
+    /// `pressure`: the file's `avg10` of the trigger's kind (percent) when it fired, read once
+    /// then; absent when it could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avg10: Option<f64>,
+    /// `pressure_unavailable`: why the trigger could not be set (the errno and what it means).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// What to watch.
@@ -70,6 +93,15 @@ pub struct WatchOptions {
     pub report_above: Option<u64>,
     /// Per-module thresholds (module id to bytes), over `report_above`.
     pub per_module: BTreeMap<String, u64>,
+    /// PSI triggers set on every module watched (`pressure` events).
+    pub pressure: Vec<PressureTrigger>,
+}
+
+/// A PSI trigger set on a module: the index of its spec in [`WatchOptions::pressure`], and the
+/// descriptor that holds it.
+struct Armed {
+    idx: usize,
+    fd: OwnedFd,
 }
 
 #[derive(Default)]
@@ -83,6 +115,8 @@ struct State {
     above: bool,
     /// The watches on its files.
     wds: Vec<i32>,
+    /// Its PSI triggers.
+    triggers: Vec<Armed>,
     _dir: Option<OwnedFd>,
 }
 
@@ -148,17 +182,49 @@ pub fn watch(
             tv_nsec: 0,
         };
         let thresholds = opts.report_above.is_some() || !opts.per_module.is_empty();
-        let timeout = thresholds.then_some(&ts);
-        let ready = {
-            let mut fds = [PollFd::new(&w.ino, PollFlags::IN)];
+        // Mutation: a 10 ms loop that reads the pressure files instead of sleeping until the
+        // kernel reports.
+        let sampling = cfg!(ck_mutation = "pressure-sampling") && !opts.pressure.is_empty();
+        let tick = Timespec {
+            tv_sec: 0,
+            tv_nsec: 10_000_000,
+        };
+        let timeout = if sampling {
+            Some(&tick)
+        } else {
+            thresholds.then_some(&ts)
+        };
+        // The inotify descriptor, then every module's PSI triggers.
+        let (inotify_ready, triggers) = {
+            let mut keys = Vec::new();
+            let mut fds = vec![PollFd::new(&w.ino, PollFlags::IN)];
+            for (k, st) in &w.modules {
+                for a in &st.triggers {
+                    fds.push(PollFd::new(&a.fd, PollFlags::PRI));
+                    keys.push((k.clone(), a.fd.as_raw_fd()));
+                }
+            }
             match poll(&mut fds, timeout) {
-                Ok(n) => n > 0,
-                Err(Errno::INTR) => false,
+                Ok(_) => {}
+                Err(Errno::INTR) => continue,
                 Err(e) => return Err(Error::io("poll inotify for", root.path(), e)),
             }
+            let ready: Vec<_> = keys
+                .into_iter()
+                .zip(fds[1..].iter().map(PollFd::revents))
+                .filter(|(_, r)| !r.is_empty())
+                .collect();
+            (!fds[0].revents().is_empty(), ready)
         };
-        if !ready {
-            w.thresholds(&mut out);
+        // A trigger's report comes before what inotify says of its module (a `removed`).
+        w.pressure(triggers, &mut out);
+        if !inotify_ready {
+            if sampling {
+                w.sample();
+            }
+            if thresholds {
+                w.thresholds(&mut out);
+            }
             continue;
         }
         let batch = w.read_events(&mut buf)?;
@@ -244,7 +310,7 @@ impl Watcher<'_> {
         }
         for d in b.dir_events {
             match d {
-                DirEvent::Made(layout, name) => self.made(layout, &name, out),
+                DirEvent::Made(layout, name) => self.made(layout, &name, out)?,
                 DirEvent::Gone(layout, name) => self.went(&(layout, name), out),
             }
         }
@@ -276,13 +342,13 @@ impl Watcher<'_> {
 
     /// A directory appeared under `name` in `layout`'s directory: a module, when it is one that
     /// is wanted. One watched under that name already is checked to be the same directory.
-    fn made(&mut self, layout: Layout, name: &str, out: &mut Vec<WatchEvent>) {
+    fn made(&mut self, layout: Layout, name: &str, out: &mut Vec<WatchEvent>) -> Result<()> {
         let Ok(dir) = DirName::new(name) else {
-            return;
+            return Ok(());
         };
         let m = ModuleRef { layout, name: dir };
         if !self.wanted(name, m.module_name().as_ref()) {
-            return;
+            return Ok(());
         }
         let k = (layout, name.to_string());
         let fd = self
@@ -293,12 +359,12 @@ impl Watcher<'_> {
         let ino = fd.as_ref().and_then(inode);
         if let Some(st) = self.modules.get(&k) {
             if ino.is_some() && st.ino == ino {
-                return;
+                return Ok(());
             }
             // Not the directory watched under this name: that one went.
             self.gone(&k, out);
         }
-        self.follow(k, m.rel(), fd, true, out);
+        self.follow(k, m.rel(), fd, true, out)
     }
 
     /// A directory event says the directory under `k`'s name went. The one watched went, unless
@@ -334,7 +400,8 @@ impl Watcher<'_> {
     }
 
     /// Start following module `k` at `rel` (its directory opened as `fd`, when it still exists):
-    /// watch its event files, report it as appeared (with `report`) and its state.
+    /// watch its event files, set its PSI triggers, report it as appeared (with `report`) and its
+    /// state. A trigger the kernel refuses is the error.
     fn follow(
         &mut self,
         k: Key,
@@ -342,7 +409,7 @@ impl Watcher<'_> {
         fd: Option<OwnedFd>,
         report: bool,
         out: &mut Vec<WatchEvent>,
-    ) {
+    ) -> Result<()> {
         // A new cgroup starts empty: a module that already holds a process is reported as
         // populated right after it appeared.
         let mut st = State {
@@ -360,11 +427,116 @@ impl Watcher<'_> {
             }
             st._dir = Some(fd);
         }
+        let mut unavailable = Vec::new();
+        if st._dir.is_some() {
+            st.triggers = self.arm(&k, &st.rel, st.ino, &mut unavailable)?;
+        }
         self.modules.insert(k.clone(), st);
         if report {
             out.push(event(&k, "appeared", None, None, None));
         }
+        out.append(&mut unavailable);
         self.update(&k, report, out);
+        Ok(())
+    }
+
+    /// Set every PSI trigger on module `k` at `rel` (its directory's inode `ino`). A module that
+    /// has gone meanwhile gets none (its directory event reports it); a pressure file that is not
+    /// there is a `pressure_unavailable` event; any other refusal is the error: the file and the
+    /// kernel's errno.
+    fn arm(
+        &self,
+        k: &Key,
+        rel: &str,
+        ino: Option<u64>,
+        out: &mut Vec<WatchEvent>,
+    ) -> Result<Vec<Armed>> {
+        let mut armed = Vec::new();
+        for (idx, t) in self.opts.pressure.iter().enumerate() {
+            let errno = match t.arm(self.root.dir(), rel) {
+                Ok(fd) => {
+                    armed.push(Armed { idx, fd });
+                    continue;
+                }
+                Err(errno) => errno,
+            };
+            let now = self
+                .root
+                .dir()
+                .open_beneath(rel, OFlags::RDONLY | OFlags::DIRECTORY)
+                .ok()
+                .and_then(|fd| inode(&fd));
+            if now.is_none() || now != ino {
+                // The module went (or was made again) while its triggers were set.
+                return Ok(Vec::new());
+            }
+            let file = t.resource().file();
+            if errno == Errno::NOENT {
+                let mut e = pressure_event(k, "pressure_unavailable", t);
+                e.error = Some(format!(
+                    "{}: the kernel has no {file} for this module (PSI is off for it: \
+                     cgroup.pressure 0, or a kernel without PSI); the trigger {t} is not set",
+                    errno_text(errno)
+                ));
+                out.push(e);
+                continue;
+            }
+            return Err(t.refused(&self.root.dir().display_path(&join(rel, file)), errno));
+        }
+        Ok(armed)
+    }
+
+    /// Triggers that `poll(2)` found ready: `POLLPRI` is a `pressure` event; `POLLERR` (the
+    /// cgroup went, or there is no trigger on the descriptor) drops the descriptor.
+    fn pressure(&mut self, ready: Vec<((Key, i32), PollFlags)>, out: &mut Vec<WatchEvent>) {
+        for ((k, raw), revents) in ready {
+            let Some(st) = self.modules.get_mut(&k) else {
+                continue;
+            };
+            if revents.intersects(PollFlags::ERR | PollFlags::HUP | PollFlags::NVAL) {
+                st.triggers.retain(|a| a.fd.as_raw_fd() != raw);
+                continue;
+            }
+            if !revents.contains(PollFlags::PRI) {
+                continue;
+            }
+            let Some(t) = st
+                .triggers
+                .iter()
+                .find(|a| a.fd.as_raw_fd() == raw)
+                .and_then(|a| self.opts.pressure.get(a.idx))
+            else {
+                continue;
+            };
+            // Read once, now: what the kernel's running average says as the trigger fires.
+            let figures = self
+                .root
+                .dir()
+                .read_raw(&join(&st.rel, t.resource().file()))
+                .ok()
+                .map(|text| parse::pressure(&text));
+            let mut e = pressure_event(&k, "pressure", t);
+            e.avg10 = figures.and_then(|p| match t.kind() {
+                PsiKind::Some => p.some_avg10,
+                PsiKind::Full => p.full_avg10,
+            });
+            out.push(e);
+        }
+    }
+
+    /// The mutation `pressure-sampling`: read every pressure file (instead of waiting for the
+    /// kernel to report).
+    fn sample(&self) {
+        for st in self.modules.values() {
+            for a in &st.triggers {
+                if let Some(t) = self.opts.pressure.get(a.idx) {
+                    let _ = self
+                        .root
+                        .dir()
+                        .read_raw(&join(&st.rel, t.resource().file()));
+                }
+            }
+        }
     }
 
     /// (Re)watch the directories that hold modules, then find modules that appeared, went, or
@@ -423,7 +595,7 @@ impl Watcher<'_> {
                 // Made again under the same name since it was watched.
                 self.gone(&k, out);
             }
-            self.follow(k, m.path.clone(), fd, report, out);
+            self.follow(k, m.path.clone(), fd, report, out)?;
         }
         Ok(())
     }
@@ -541,7 +713,23 @@ fn event(
         previous,
         threshold: None,
         source,
+        resource: None,
+        kind: None,
+        threshold_us: None,
+        window_us: None,
+        avg10: None,
+        error: None,
     }
+}
+
+/// A `pressure` or `pressure_unavailable` event of trigger `t` on module `k`.
+fn pressure_event(k: &Key, name: &str, t: &PressureTrigger) -> WatchEvent {
+    let mut e = event(k, name, None, None, Some(t.resource().file().into()));
+    e.resource = Some(t.resource().as_str().into());
+    e.kind = Some(t.kind().as_str().into());
+    e.threshold_us = Some(t.threshold_us());
+    e.window_us = Some(t.window_us());
+    e
 }
 
 /// The time now, `2026-11-30T05:10:00.123Z`.
