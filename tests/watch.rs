@@ -13,6 +13,8 @@ use serde_json::Value;
 struct Watch {
     child: Child,
     rx: mpsc::Receiver<Value>,
+    /// The events reported before it was ready (of modules there at its start).
+    early: std::cell::RefCell<std::collections::VecDeque<Value>>,
 }
 
 impl Watch {
@@ -38,14 +40,21 @@ impl Watch {
         // Ready when it reports a module made after it started (a new name each try: a module
         // made before its first scan is never reported as appearing). Not a sleep: under
         // emulation the start-up takes longer than any fixed pause.
+        let mut early = std::collections::VecDeque::new();
         for n in 0..50 {
             let probe = format!("watch-ready-{n}");
             ok(w.run(&["create", &probe]));
             let deadline = std::time::Instant::now() + Duration::from_millis(200);
             while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
                 match rx.recv_timeout(left) {
-                    Ok(v) if v["module"] == probe.as_str() => return Watch { child, rx },
-                    Ok(_) => {}
+                    Ok(v) if v["module"] == probe.as_str() => {
+                        return Watch {
+                            child,
+                            rx,
+                            early: early.into(),
+                        };
+                    }
+                    Ok(v) => early.push_back(v),
                     Err(_) => break,
                 }
             }
@@ -150,4 +159,284 @@ fn watch_follows_a_module_removed_and_made_again_under_the_same_id() {
     }
     ok(w.run(&["remove", "again"]));
     assert_eq!(watch.next("again")["event"], "removed");
+}
+
+/// A PSI window every user may set: a whole multiple of 2 s (the kernel refuses other windows
+/// with EINVAL to a process without CAP_SYS_RESOURCE, as in a container).
+const CPU_TRIGGER: &str = "cpu:some:50ms/2s";
+
+/// Start `n` busy loops in a new module `id` (more of them than there are CPUs: they wait for a
+/// CPU, which is cpu pressure). The sandbox's teardown kills them if the test fails.
+fn spin(w: &World, id: &str) -> Child {
+    let n = std::thread::available_parallelism().map_or(2, |n| n.get()) + 1;
+    let script = format!(
+        "for i in $(seq {}); do (while :; do :; done) & done; wait",
+        n.max(3)
+    );
+    let c = w
+        .ck()
+        .args(["exec", id, "--", "sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    w.track(c.id());
+    c
+}
+
+impl Watch {
+    /// The next `event` of `module`, skipping others, as the library's type; panics after 20 s.
+    /// Parsed strictly: the event serializes back to the very same JSON (no field dropped).
+    fn wait_for(&self, module: &str, event: &str) -> ck_cgroup::telemetry::watch::WatchEvent {
+        let deadline = std::time::Instant::now() + scaled(Duration::from_secs(20));
+        loop {
+            let left = deadline
+                .checked_duration_since(std::time::Instant::now())
+                .unwrap_or_else(|| panic!("no {event} event for {module} within 20 s"));
+            let early = self.early.borrow_mut().pop_front();
+            let Some(v) = early.or_else(|| self.rx.recv_timeout(left).ok()) else {
+                panic!("no {event} event for {module} within 20 s");
+            };
+            if v["module"] == module && v["event"] == event {
+                let e: ck_cgroup::telemetry::watch::WatchEvent =
+                    serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("{e}: {v}"));
+                assert_eq!(serde_json::to_value(&e).unwrap(), v);
+                return e;
+            }
+        }
+    }
+
+    /// Every event that comes within `d`.
+    fn during(&self, d: Duration) -> Vec<Value> {
+        let deadline = std::time::Instant::now() + d;
+        let mut seen = Vec::new();
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            if let Ok(v) = self.rx.recv_timeout(left) {
+                seen.push(v);
+            }
+        }
+        seen
+    }
+}
+
+fn assert_cpu_pressure(e: &ck_cgroup::telemetry::watch::WatchEvent) {
+    assert_eq!(e.source.as_deref(), Some("cpu.pressure"), "{e:?}");
+    assert_eq!(e.resource.as_deref(), Some("cpu"), "{e:?}");
+    assert_eq!(e.kind.as_deref(), Some("some"), "{e:?}");
+    assert_eq!(e.threshold_us, Some(50_000), "{e:?}");
+    assert_eq!(e.window_us, Some(2_000_000), "{e:?}");
+    let avg10 = e.avg10.expect("the avg10 of a cpu.pressure that is there");
+    assert!((0.0..=100.0).contains(&avg10), "{e:?}");
+}
+
+/// A module whose tasks wait for a CPU: the kernel's trigger on its cpu.pressure fires, and
+/// `watch` reports it with the trigger and the file's avg10. It kills nothing.
+#[test]
+fn watch_pressure_reports_a_module_whose_tasks_wait_for_cpu() {
+    let w = World::new();
+    ok(w.run(&["create", "busy"]));
+    let mut c = spin(&w, "busy");
+    let watch = Watch::start(&w, &["--pressure", CPU_TRIGGER]);
+    let e = watch.wait_for("busy", "pressure");
+    assert_cpu_pressure(&e);
+    assert!(alive(c.id()), "watch must never kill");
+    ok(w.run(&["kill", "--timeout", "3s", "busy"]));
+    c.wait().unwrap();
+}
+
+/// A module made after `watch` started gets its triggers when it appears.
+#[test]
+fn watch_pressure_sets_the_trigger_on_a_module_made_after_it_started() {
+    let w = World::new();
+    let watch = Watch::start(&w, &["--pressure", CPU_TRIGGER]);
+    ok(w.run(&["create", "late"]));
+    watch.wait_for("late", "appeared");
+    let mut c = spin(&w, "late");
+    assert_cpu_pressure(&watch.wait_for("late", "pressure"));
+    ok(w.run(&["kill", "--timeout", "3s", "late"]));
+    c.wait().unwrap();
+}
+
+/// Context switches (every thread's, voluntary and not) and CPU ticks (utime + stime) of `pid`.
+fn activity(pid: u32) -> (u64, u64) {
+    let mut switches = 0;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        for line in status.lines() {
+            if let Some(v) = line
+                .strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+            {
+                switches += v.trim().parse::<u64>().unwrap();
+            }
+        }
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    // utime and stime are fields 14 and 15; after the command's ')' they are the 12th and 13th.
+    let ticks = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    (switches, ticks)
+}
+
+/// A quiet module (its process sleeps) makes no pressure event, and `watch` with triggers on
+/// every resource sleeps in poll(2) meanwhile: next to no context switches in 2 s. A sampling
+/// loop (even at 10 ms) would switch hundreds of times.
+#[test]
+fn watch_pressure_sleeps_until_the_kernel_reports() {
+    let w = World::new();
+    let mut c = w
+        .ck()
+        .args(["exec", "quiet", "--", "sleep", "600"])
+        .spawn()
+        .unwrap();
+    w.track(c.id());
+    eventually("sleep placed", || {
+        cgroup_of(c.id()) == v2_path(&w.root().join("subc-modules/quiet"))
+    });
+    let watch = Watch::start(
+        &w,
+        &[
+            "--pressure",
+            CPU_TRIGGER,
+            "--pressure",
+            "memory:some:50ms/2s",
+            "--pressure",
+            "io:some:50ms/2s",
+        ],
+    );
+    // What the start-up made (its probe modules) is reported before the count starts.
+    watch.during(Duration::from_millis(300));
+    let pid = watch.child.id();
+    let (s0, t0) = activity(pid);
+    let seen = watch.during(Duration::from_secs(2));
+    let (s1, t1) = activity(pid);
+    assert!(
+        !seen
+            .iter()
+            .any(|v| v["module"] == "quiet" && v["event"] == "pressure"),
+        "a quiet module made a pressure event: {seen:?}"
+    );
+    assert!(
+        s1 - s0 <= 10,
+        "watch woke {} times in 2 s with nothing to report ({} CPU ticks): it polls instead of \
+         sleeping until the kernel reports; events: {seen:?}",
+        s1 - s0,
+        t1 - t0
+    );
+    assert!(t1 - t0 <= 5, "watch used {} CPU ticks in 2 s idle", t1 - t0);
+    ok(w.run(&["kill", "--timeout", "3s", "quiet"]));
+    c.wait().unwrap();
+}
+
+/// Run the binary with `args`; its output, or a panic when it does not exit within 10 s (a bad
+/// spec that started watching would never exit).
+fn run_briefly(mut c: std::process::Command) -> std::process::Output {
+    let child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(scaled(Duration::from_secs(10))) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            if let Some(p) = rustix::process::Pid::from_raw(pid as i32) {
+                let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+            }
+            panic!("still running after 10 s");
+        }
+    }
+}
+
+/// Bad specs are refused with exit 2 and one line that names the problem and shows the form,
+/// before anything is opened: a root that does not exist is not even looked at.
+#[test]
+fn watch_pressure_refuses_bad_specs_before_anything_is_opened() {
+    for (spec, says) in [
+        ("disk:some:100ms/1s", "unknown resource \"disk\""),
+        ("cpu:most:100ms/1s", "unknown kind \"most\""),
+        ("cpu:some:2s/1s", "longer than the window"),
+        ("cpu:some:100ms/400ms", "outside the kernel's 500ms..10s"),
+        ("cpu:some:100ms/20s", "outside the kernel's 500ms..10s"),
+        ("cpu:some:0us/1s", "is zero"),
+        ("cpu:some:100/1s", "no unit"),
+        ("cpu:some:1x/1s", "unknown unit"),
+        ("cpu:some:100ms", "no '/'"),
+        ("cpu", "three parts"),
+    ] {
+        let mut c = bare();
+        c.args([
+            "--root",
+            "/nonexistent/ck-root",
+            "watch",
+            "--pressure",
+            spec,
+        ]);
+        let out = run_briefly(c);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{spec}: {err}");
+        assert!(stdout(&out).is_empty(), "{spec}: nothing is watched");
+        let first = err.lines().next().unwrap_or_default();
+        assert!(first.contains(says), "{spec}: {err}");
+        assert!(first.contains(&format!("{spec:?}")), "{spec}: {err}");
+        assert!(first.contains("e.g. cpu:some:100ms/1s"), "{spec}: {err}");
+        assert!(
+            !err.contains("nonexistent"),
+            "{spec}: the root was looked at: {err}"
+        );
+    }
+}
+
+/// A trigger the kernel refuses is exit 1 and one error naming the file and the real errno:
+/// here a 1 s window from a process without CAP_SYS_RESOURCE (EINVAL; only multiples of 2 s).
+#[test]
+fn watch_pressure_trigger_the_kernel_refuses_is_exit_1_naming_the_file_and_errno() {
+    let w = World::new();
+    ok(w.run(&["create", "m"]));
+    let mut c = std::process::Command::new("setpriv");
+    c.args([
+        "--inh-caps=-sys_resource",
+        "--bounding-set=-sys_resource",
+        bin(),
+    ])
+    .arg("--root")
+    .arg(w.root())
+    .args(["watch", "--pressure", "cpu:some:100ms/1s"])
+    .env_remove("CK_CGROUP_ROOT")
+    .env("CK_CGROUP_POLICY", "/dev/null");
+    let out = run_briefly(c);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let file = w.root().join("subc-modules/m/cpu.pressure");
+    let first = err.lines().next().unwrap_or_default();
+    assert!(first.contains(&file.display().to_string()), "{err}");
+    assert!(first.contains("EINVAL"), "{err}");
+    assert!(err.contains("multiple of 2 s"), "{err}");
+}
+
+/// A module whose pressure files the kernel does not show (`cgroup.pressure` 0) gets no
+/// trigger, and that is said: a `pressure_unavailable` event with the errno and a line on
+/// stderr, not silence; `watch` goes on.
+#[test]
+fn watch_pressure_reports_a_module_without_the_pressure_file() {
+    let w = World::new();
+    ok(w.run(&["create", "nopsi"]));
+    std::fs::write(w.root().join("subc-modules/nopsi/cgroup.pressure"), "0").unwrap();
+    let watch = Watch::start(&w, &["--pressure", CPU_TRIGGER]);
+    let e = watch.wait_for("nopsi", "pressure_unavailable");
+    assert_eq!(e.source.as_deref(), Some("cpu.pressure"), "{e:?}");
+    assert_eq!(e.window_us, Some(2_000_000), "{e:?}");
+    let error = e.error.clone().unwrap_or_default();
+    assert!(error.contains("ENOENT"), "{e:?}");
+    assert!(alive(watch.child.id()), "watch goes on");
 }
