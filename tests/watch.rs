@@ -438,5 +438,11 @@ fn watch_pressure_reports_a_module_without_the_pressure_file() {
     assert_eq!(e.window_us, Some(2_000_000), "{e:?}");
     let error = e.error.clone().unwrap_or_default();
     assert!(error.contains("ENOENT"), "{e:?}");
+    // The files hidden after the trigger was set: the kernel ends the trigger (POLLERR).
+    ok(w.run(&["create", "hidden"]));
+    watch.wait_for("hidden", "appeared");
+    std::fs::write(w.root().join("subc-modules/hidden/cgroup.pressure"), "0").unwrap();
+    let e = watch.wait_for("hidden", "pressure_unavailable");
+    assert!(e.error.unwrap_or_default().contains("POLLERR"));
     assert!(alive(watch.child.id()), "watch goes on");
 }

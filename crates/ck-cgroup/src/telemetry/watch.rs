@@ -48,7 +48,8 @@ pub struct WatchEvent {
     /// `appeared`, `populated`, `emptied`, `removed`, `memory_low`, `memory_high`, `memory_max`,
     /// `memory_oom`, `memory_oom_kill`, `memory_oom_group_kill`, `pids_max`, `memory_above`,
     /// `memory_below`, `pressure` (a PSI trigger fired), `pressure_unavailable` (the module has
-    /// no pressure file for a trigger, which is then not set: `error` says why).
+    /// no pressure file for a trigger, or the kernel ended the trigger while the module stays:
+    /// it is not set; `error` says why).
     pub event: String,
     /// The counter or figure now (counters: the file's value; thresholds: memory in bytes).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -494,7 +495,32 @@ impl Watcher<'_> {
                 continue;
             };
             if revents.intersects(PollFlags::ERR | PollFlags::HUP | PollFlags::NVAL) {
+                let idx = st
+                    .triggers
+                    .iter()
+                    .find(|a| a.fd.as_raw_fd() == raw)
+                    .map(|a| a.idx);
                 st.triggers.retain(|a| a.fd.as_raw_fd() != raw);
+                // Gone with its module (its directory event says so), or taken while the module
+                // stays (`cgroup.pressure` 0 hides the files): that is said, not left silent.
+                let now = self
+                    .root
+                    .dir()
+                    .open_beneath(&st.rel, OFlags::RDONLY | OFlags::DIRECTORY)
+                    .ok()
+                    .and_then(|fd| inode(&fd));
+                if let Some(t) = idx.and_then(|i| self.opts.pressure.get(i))
+                    && now.is_some()
+                    && now == st.ino
+                {
+                    let mut e = pressure_event(&k, "pressure_unavailable", t);
+                    e.error = Some(format!(
+                        "the kernel ended the trigger {t} (POLLERR): the module's {} went \
+                         (cgroup.pressure 0?)",
+                        t.resource().file()
+                    ));
+                    out.push(e);
+                }
                 continue;
             }
             if !revents.contains(PollFlags::PRI) {
