@@ -59,6 +59,19 @@ pub fn cmd_watch(
 ) -> Result<ExitCode, Fail> {
     let policy = ctx.policy()?;
     let root = fs.open()?;
+    if !pressure.is_empty() {
+        // Each module holds a descriptor per trigger: take the hard limit on descriptors (the
+        // default soft 1024 is some 300 modules with three triggers). poll(2), not select(2), so
+        // high descriptor numbers are fine; a limit that cannot be raised stays as it was.
+        use rustix::process::{Resource, getrlimit, setrlimit};
+        let mut lim = getrlimit(Resource::Nofile);
+        if let (Some(soft), Some(hard)) = (lim.current, lim.maximum)
+            && soft < hard
+        {
+            lim.current = Some(hard);
+            let _ = setrlimit(Resource::Nofile, lim);
+        }
+    }
     let opts = WatchOptions {
         ids,
         report_above: match report_above {

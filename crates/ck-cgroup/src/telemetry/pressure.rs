@@ -183,6 +183,10 @@ impl PressureTrigger {
                 "the pressure file must be writable: run as root or as the owner of the \
                  delegated subtree",
             ),
+            Errno::MFILE | Errno::NFILE => Some(
+                "each module holds one descriptor per trigger: raise the limit on open files \
+                 (LimitNOFILE=, ulimit -n) or watch fewer modules or triggers",
+            ),
             _ => None,
         };
         match hint {
