@@ -356,8 +356,8 @@ impl Output {
                     })
                     .collect();
                 // One write(2), as `emit` does: a reader never sees half a status.
-                let mut buf = serde_json::to_vec(&versioned(Status { modules }))
-                    .map_err(io::Error::other)?;
+                let mut buf =
+                    serde_json::to_vec(&versioned(Status { modules })).map_err(io::Error::other)?;
                 buf.push(b'\n');
                 out.write_all(&buf)?;
             }
