@@ -9,4 +9,5 @@ pub mod exit;
 pub mod generate;
 pub mod output;
 pub mod program;
+pub mod prometheus;
 pub mod status;

@@ -362,7 +362,7 @@ impl Output {
                 out.write_all(&buf)?;
             }
             Format::Table => out.write_all(super::status::table(rows).as_bytes())?,
-            Format::Prometheus => out.write_all(super::status::prometheus(rows).as_bytes())?,
+            Format::Prometheus => out.write_all(super::prometheus::prometheus(rows).as_bytes())?,
         }
         out.flush()
     }
