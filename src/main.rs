@@ -90,8 +90,9 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
         Command::Status {
             ids,
             format,
+            output,
             backend,
-        } => cmd_status(&ctx, chosen(&backend), &ids, format),
+        } => cmd_status(&ctx, chosen(&backend), &ids, format, output.as_deref()),
         Command::Doctor { backend } => cmd_doctor(&ctx, chosen(&backend), cli.unit.as_deref()),
         Command::Freeze { id, timeout } => cmd_freeze(&ctx, fs()?, &id, true, timeout),
         Command::Thaw { id, timeout } => cmd_freeze(&ctx, fs()?, &id, false, timeout),

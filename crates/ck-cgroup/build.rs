@@ -29,6 +29,7 @@ const CONTROLS: &[&str] = &[
     "no-threads-fallback",
     "pressure-no-trigger",
     "pressure-sampling",
+    "prometheus-no-rename",
     "run-term-to-cmd",
     "sandbox-cmd-outside",
     "sandbox-no-lock",

@@ -335,18 +335,20 @@ impl Output {
         })
     }
 
+    /// `status`'s figures in `format`, to stdout, or with `output` (`--output FILE`) to FILE,
+    /// replaced whole (see [`super::prometheus::replace`]).
     pub fn status(
         &self,
         rows: &[ck_cgroup::telemetry::ModuleStatus],
         format: super::args::Format,
-    ) -> io::Result<()> {
+        output: Option<&Path>,
+    ) -> Result<(), super::exit::Fail> {
         use super::args::Format;
         #[derive(Serialize)]
         struct Status<'a> {
             modules: Vec<Named<'a, ck_cgroup::telemetry::ModuleStatus>>,
         }
-        let mut out = io::stdout().lock();
-        match format {
+        let mut text = match format {
             Format::Json => {
                 let modules = rows
                     .iter()
@@ -355,16 +357,20 @@ impl Output {
                         inner: m,
                     })
                     .collect();
-                // One write(2), as `emit` does: a reader never sees half a status.
-                let mut buf =
-                    serde_json::to_vec(&versioned(Status { modules })).map_err(io::Error::other)?;
-                buf.push(b'\n');
-                out.write_all(&buf)?;
+                serde_json::to_vec(&versioned(Status { modules })).map_err(io::Error::other)?
             }
-            Format::Table => out.write_all(super::status::table(rows).as_bytes())?,
-            Format::Prometheus => out.write_all(super::prometheus::prometheus(rows).as_bytes())?,
+            Format::Table => super::status::table(rows).into_bytes(),
+            Format::Prometheus => super::prometheus::prometheus(rows).into_bytes(),
+        };
+        if format == Format::Json {
+            text.push(b'\n');
         }
-        out.flush()
+        if let Some(file) = output {
+            return Ok(super::prometheus::replace(file, &text)?);
+        }
+        let mut out = io::stdout().lock();
+        out.write_all(&text)?;
+        Ok(out.flush()?)
     }
 
     /// `run`'s result: with `--json` the stop of the module, as `kill --json` prints it, as the

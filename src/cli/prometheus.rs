@@ -1,9 +1,27 @@
-//! The Prometheus text exposition format of `status`.
+//! The Prometheus text exposition format of `status`, and the file `status --output` replaces
+//! whole (for the node exporter's textfile collector, which may read it at any moment).
+//!
+//! One series per module, keyed by stable labels: `module` (the module id, decoded for the
+//! daemon's layout: never its directory name, which carries the launch number), `layout`, and
+//! `slot` (`swap` for the daemon's alternate slot, else `main`). Where several directories share
+//! those labels (a launch still being torn down beside the next one) the newest launch is the
+//! series and `ck_cgroup_module_directories` counts them. One metric per limit, named after its
+//! file with its unit, driven by the limits table; the old `ck_cgroup_limit` is kept, with its old
+//! labels, for one release, marked deprecated.
 
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write as _};
+use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
 
+use ck_cgroup::Error;
+use ck_cgroup::Layout;
 use ck_cgroup::cgroup::parse::Limit;
+use ck_cgroup::id::decode_daemon_name;
+use ck_cgroup::limits::{LIMITS, Unit};
 use ck_cgroup::telemetry::{Figure, ModuleStatus, PROC_RSS_SOURCE};
+use rustix::io::Errno;
 
 fn escape(v: &str) -> String {
     v.replace('\\', "\\\\")
@@ -11,10 +29,52 @@ fn escape(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
+/// A sample's value: an integer as it was read, a float, or `+Inf` (a limit of `max`).
+#[derive(Clone, Copy)]
+enum Num {
+    Int(u64),
+    Float(f64),
+    Inf,
+}
+
+impl fmt::Display for Num {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Num::Int(v) => write!(f, "{v}"),
+            Num::Float(v) if v.is_nan() => f.write_str("NaN"),
+            Num::Float(v) if v == f64::INFINITY => f.write_str("+Inf"),
+            Num::Float(v) if v == f64::NEG_INFINITY => f.write_str("-Inf"),
+            Num::Float(v) => write!(f, "{v}"),
+            Num::Inf => f.write_str("+Inf"),
+        }
+    }
+}
+
+fn limit(l: Limit) -> Num {
+    match l {
+        Limit::Max => Num::Inf,
+        Limit::Value(v) => Num::Int(v),
+    }
+}
+
+/// One metric family: name, type, help, and its samples (labels, value); none: left out.
+struct Metric(String, &'static str, String, Vec<(String, Num)>);
+
+impl Metric {
+    fn new(name: &str, kind: &'static str, help: &str, samples: Vec<(String, Num)>) -> Metric {
+        Metric(name.into(), kind, help.into(), samples)
+    }
+}
+
 /// The Prometheus text exposition format. Unknown figures are left out, never written as 0.
 pub fn prometheus(rows: &[ModuleStatus]) -> String {
+    let series = series(rows);
     let mut s = String::new();
-    let metrics = figures(rows).into_iter().chain(counted(rows));
+    let metrics = figures(&series)
+        .into_iter()
+        .chain(counted(&series))
+        .chain(limit_metrics(&series))
+        .chain([deprecated_limit(rows)]);
     for Metric(name, kind, help, values) in metrics {
         if values.is_empty() {
             continue;
@@ -25,86 +85,135 @@ pub fn prometheus(rows: &[ModuleStatus]) -> String {
             let _ = writeln!(s, "{name}{{{l}}} {v}");
         }
     }
-    s.replace("inf\n", "+Inf\n")
+    s
 }
 
-/// One metric: name, type, help, and its samples (labels, value); none: left out.
-struct Metric(&'static str, &'static str, &'static str, Vec<(String, f64)>);
-
-fn labels(m: &ModuleStatus) -> String {
-    format!(
-        "name=\"{}\",module=\"{}\",layout=\"{}\"",
-        escape(&m.name),
-        escape(m.module.as_deref().unwrap_or("")),
-        m.layout.name()
-    )
+/// A module as the series see it: the newest directory of its labels, and how many there are.
+struct Series<'a> {
+    m: &'a ModuleStatus,
+    labels: String,
+    directories: usize,
 }
 
-/// `f` of every module that has it, labelled.
-fn each(rows: &[ModuleStatus], f: impl Fn(&ModuleStatus) -> Option<f64>) -> Vec<(String, f64)> {
-    rows.iter()
-        .filter_map(|m| f(m).map(|v| (labels(m), v)))
+/// What tells one module's series from another's: `(module, layout, slot)`; and the launch
+/// number (the daemon's layout), which picks the newest directory of those.
+fn identity(m: &ModuleStatus) -> ((String, &'static str, &'static str), Option<String>) {
+    let layout = m.layout.name();
+    if m.layout == Layout::Daemon
+        && let Some(d) = decode_daemon_name(&m.name)
+    {
+        let slot = if d.swap { "swap" } else { "main" };
+        return ((d.module, layout, slot), Some(d.launch));
+    }
+    // Not the daemon's encoding (or not its layout): the id, else the name as found, which
+    // carries no launch number that we know of.
+    let module = m.module.clone().unwrap_or_else(|| m.name.clone());
+    ((module, layout, "main"), None)
+}
+
+/// A launch number for comparison: its digits without leading zeros, shorter is older.
+fn launch_order(launch: &Option<String>) -> (usize, String) {
+    let digits = launch.as_deref().unwrap_or("").trim_start_matches('0');
+    (digits.len(), digits.to_string())
+}
+
+fn series(rows: &[ModuleStatus]) -> Vec<Series<'_>> {
+    type Key = (String, &'static str, &'static str);
+    let mut out: Vec<(Key, Option<String>, Series<'_>)> = Vec::new();
+    for m in rows {
+        let (key, launch) = identity(m);
+        if let Some((_, newest, s)) = out.iter_mut().find(|(k, _, _)| *k == key) {
+            s.directories += 1;
+            if launch_order(&launch) > launch_order(newest) {
+                *newest = launch;
+                s.m = m;
+            }
+            continue;
+        }
+        let labels = format!(
+            "module=\"{}\",layout=\"{}\",slot=\"{}\"",
+            escape(&key.0),
+            key.1,
+            key.2
+        );
+        out.push((
+            key,
+            launch,
+            Series {
+                m,
+                labels,
+                directories: 1,
+            },
+        ));
+    }
+    out.into_iter().map(|(_, _, s)| s).collect()
+}
+
+/// `f` of every series that has it, labelled.
+fn each(series: &[Series<'_>], f: impl Fn(&ModuleStatus) -> Option<Num>) -> Vec<(String, Num)> {
+    series
+        .iter()
+        .filter_map(|s| f(s.m).map(|v| (s.labels.clone(), v)))
         .collect()
 }
 
 /// The metrics of one figure per module: populated, processes, memory.
-fn figures(rows: &[ModuleStatus]) -> Vec<Metric> {
+fn figures(series: &[Series<'_>]) -> Vec<Metric> {
     let from_kernel = |m: &ModuleStatus| m.memory_current.source != PROC_RSS_SOURCE;
     let kernel = |f: &Figure<u64>, m: &ModuleStatus| f.value.filter(|_| from_kernel(m));
     let proc = |f: &Figure<u64>, m: &ModuleStatus| f.value.filter(|_| !from_kernel(m));
     vec![
-        Metric(
+        Metric::new(
             "ck_cgroup_module_populated",
             "gauge",
             "1 when a process is in the module or below (cgroup.events).",
-            each(rows, |m| m.populated.value.map(|b| b as u8 as f64)),
+            each(series, |m| m.populated.value.map(|b| Num::Int(b.into()))),
         ),
-        Metric(
+        Metric::new(
             "ck_cgroup_module_processes",
             "gauge",
             "Processes in the module and its sub-cgroups (cgroup.procs).",
-            each(rows, |m| m.procs.value.map(|v| v as f64)),
+            each(series, |m| m.procs.value.map(|v| Num::Int(v as u64))),
         ),
-        Metric(
+        Metric::new(
             "ck_cgroup_memory_current_bytes",
             "gauge",
             "memory.current of the module.",
-            each(rows, |m| kernel(&m.memory_current, m).map(|v| v as f64)),
+            each(series, |m| kernel(&m.memory_current, m).map(Num::Int)),
         ),
-        Metric(
+        Metric::new(
             "ck_cgroup_memory_rss_proc_bytes",
             "gauge",
             "Sum of VmRSS of the module's processes (/proc; the memory controller is not enabled).",
-            each(rows, |m| proc(&m.memory_current, m).map(|v| v as f64)),
+            each(series, |m| proc(&m.memory_current, m).map(Num::Int)),
         ),
-        Metric(
+        Metric::new(
             "ck_cgroup_memory_peak_bytes",
             "gauge",
             "memory.peak of the module.",
-            each(rows, |m| m.memory_peak.value.map(|v| v as f64)),
+            each(series, |m| m.memory_peak.value.map(Num::Int)),
         ),
-        Metric(
+        Metric::new(
             "ck_cgroup_memory_swap_current_bytes",
             "gauge",
             "memory.swap.current of the module.",
-            each(rows, |m| {
-                kernel(&m.memory_swap_current, m).map(|v| v as f64)
-            }),
+            each(series, |m| kernel(&m.memory_swap_current, m).map(Num::Int)),
         ),
-        Metric(
+        Metric::new(
             "ck_cgroup_memory_swap_proc_bytes",
             "gauge",
             "Sum of VmSwap of the module's processes (/proc; the memory controller is not enabled).",
-            each(rows, |m| proc(&m.memory_swap_current, m).map(|v| v as f64)),
+            each(series, |m| proc(&m.memory_swap_current, m).map(Num::Int)),
         ),
     ]
 }
 
-/// The metrics after those: memory events, pids, cpu, pressure, limits.
-fn counted(rows: &[ModuleStatus]) -> Vec<Metric> {
+/// The metrics after those: memory events, pids, cpu, pressure, directories.
+fn counted(series: &[Series<'_>]) -> Vec<Metric> {
     let mut events = Vec::new();
     let mut psi = Vec::new();
-    for m in rows {
+    for s in series {
+        let m = s.m;
         if let Some(e) = m.memory_events.value {
             for (k, v) in [
                 ("low", e.low),
@@ -115,7 +224,7 @@ fn counted(rows: &[ModuleStatus]) -> Vec<Metric> {
                 ("oom_group_kill", e.oom_group_kill),
             ] {
                 if let Some(v) = v {
-                    events.push((format!("{},event=\"{k}\"", labels(m)), v as f64));
+                    events.push((format!("{},event=\"{k}\"", s.labels), Num::Int(v)));
                 }
             }
         }
@@ -125,57 +234,362 @@ fn counted(rows: &[ModuleStatus]) -> Vec<Metric> {
             ("io", &m.io_pressure_avg10),
         ] {
             if let Some(v) = f.value {
-                psi.push((format!("{},resource=\"{r}\"", labels(m)), v));
+                psi.push((format!("{},resource=\"{r}\"", s.labels), Num::Float(v)));
             }
         }
     }
     vec![
-        Metric(
+        Metric::new(
             "ck_cgroup_memory_events_total",
             "counter",
             "memory.events counters of the module.",
             events,
         ),
-        Metric(
+        Metric::new(
             "ck_cgroup_pids_current",
             "gauge",
             "pids.current of the module.",
-            each(rows, |m| m.pids_current.value.map(|v| v as f64)),
+            each(series, |m| m.pids_current.value.map(Num::Int)),
         ),
-        Metric(
+        Metric::new(
             "ck_cgroup_cpu_usage_seconds_total",
             "counter",
             "cpu.stat usage_usec of the module, in seconds.",
-            each(rows, |m| m.cpu_usage_usec.value.map(|v| v as f64 / 1e6)),
+            each(series, |m| {
+                m.cpu_usage_usec.value.map(|u| Num::Float(u as f64 / 1e6))
+            }),
         ),
-        Metric(
+        Metric::new(
             "ck_cgroup_pressure_some_avg10",
             "gauge",
             "PSI some avg10 of the module, percent.",
             psi,
         ),
-        Metric(
-            "ck_cgroup_limit",
+        Metric::new(
+            "ck_cgroup_module_directories",
             "gauge",
-            "A limit in force on the module (the file's value; max is +Inf).",
-            limits(rows),
+            "Directories of the module with these labels; above 1, an older launch is still there (its figures are not in the other series, the newest launch's are).",
+            series
+                .iter()
+                .map(|s| (s.labels.clone(), Num::Int(s.directories as u64)))
+                .collect(),
         ),
     ]
 }
 
-/// The limits in force, one sample per file (max is +Inf).
-fn limits(rows: &[ModuleStatus]) -> Vec<(String, f64)> {
+/// The metric of a limit of `unit`: its name's suffix (`_bytes`), or `None` for a limit that is
+/// not one number (a CPU list, per-device limits, a quota and its period), which has no metric.
+/// Counts, weights and booleans are dimensionless: no suffix (`_count` is a histogram's).
+fn unit_suffix(unit: Unit) -> Option<&'static str> {
+    match unit {
+        Unit::Bytes => Some("_bytes"),
+        Unit::Count | Unit::Weight | Unit::Bool => Some(""),
+        _ => None,
+    }
+}
+
+/// The name of the metric of the limit in `file` of `unit`: `ck_cgroup_memory_max_bytes`.
+pub fn limit_metric_name(file: &str, unit: Unit) -> Option<String> {
+    unit_suffix(unit).map(|u| format!("ck_cgroup_{}{u}", file.replace('.', "_")))
+}
+
+/// One metric per limit `status` reads (each row of the limits table with `status`), named after
+/// its file with its unit; `max` is `+Inf`; a file that could not be read is left out.
+fn limit_metrics(series: &[Series<'_>]) -> Vec<Metric> {
+    let mut out = Vec::new();
+    for spec in LIMITS.iter().filter(|s| s.status) {
+        let Some(name) = limit_metric_name(spec.file, spec.unit) else {
+            continue;
+        };
+        let max = match spec.unit {
+            Unit::Bytes | Unit::Count => "; max is +Inf",
+            _ => "",
+        };
+        let help = format!(
+            "{} of the module ({}{max}; left out where it could not be read).",
+            spec.file,
+            spec.unit.name()
+        );
+        let samples = each(series, |m| {
+            m.limits
+                .figures()
+                .into_iter()
+                .find(|f| f.source == spec.file)
+                .and_then(|f| f.value)
+                .map(limit)
+        });
+        out.push(Metric(name, "gauge", help, samples));
+    }
+    out
+}
+
+/// The old `ck_cgroup_limit`, one sample per directory and file with its old labels (`name`,
+/// the directory name, changes with every launch of a daemon-layout module). Deprecated: kept
+/// for one release beside the per-limit metrics.
+fn deprecated_limit(rows: &[ModuleStatus]) -> Metric {
     let mut limits = Vec::new();
     for m in rows {
+        let labels = format!(
+            "name=\"{}\",module=\"{}\",layout=\"{}\"",
+            escape(&m.name),
+            escape(m.module.as_deref().unwrap_or("")),
+            m.layout.name()
+        );
         for f in m.limits.figures() {
             if let Some(v) = f.value {
-                let v = match v {
-                    Limit::Max => f64::INFINITY,
-                    Limit::Value(v) => v as f64,
-                };
-                limits.push((format!("{},file=\"{}\"", labels(m), f.source), v));
+                limits.push((format!("{labels},file=\"{}\"", f.source), limit(v)));
             }
         }
     }
-    limits
+    Metric::new(
+        "ck_cgroup_limit",
+        "gauge",
+        "DEPRECATED, to be removed in the next release: use the per-limit metrics (ck_cgroup_memory_max_bytes, ck_cgroup_pids_max, ...), labelled by module. A limit in force on the module (the file's value; max is +Inf).",
+        limits,
+    )
+}
+
+/// `status --output FILE`, checked before anything is read: FILE names a file (not a directory)
+/// in a directory that exists. Bad input (exit 2) otherwise.
+pub fn check_output(file: &Path) -> Result<(), Error> {
+    let shown = file.display();
+    if file.file_name().is_none() || file.as_os_str().as_encoded_bytes().ends_with(b"/") {
+        return Err(Error::bad_input(format!(
+            "--output {shown} names no file: give the path of a file, such as /var/lib/prometheus/node-exporter/ck-subc.prom"
+        )));
+    }
+    let dir = parent(file);
+    match fs::metadata(&dir) {
+        Ok(md) if md.is_dir() => {}
+        Ok(_) => {
+            return Err(Error::bad_input(format!(
+                "--output {shown}: {} is not a directory; name a file in an existing directory",
+                dir.display()
+            )));
+        }
+        Err(_) => {
+            return Err(Error::bad_input(format!(
+                "--output {shown}: its directory {} does not exist; create it first (mkdir -p {}) or name a file in an existing directory",
+                dir.display(),
+                dir.display()
+            )));
+        }
+    }
+    if fs::metadata(file).is_ok_and(|md| md.is_dir()) {
+        return Err(Error::bad_input(format!(
+            "--output {shown} is a directory; name a file in it, such as {}",
+            file.join("ck-subc.prom").display()
+        )));
+    }
+    Ok(())
+}
+
+fn parent(file: &Path) -> PathBuf {
+    match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn failed(what: &str, path: &Path, e: &io::Error) -> Error {
+    match Errno::from_io_error(e) {
+        Some(errno) => Error::io(what, path, errno),
+        None => Error::failed(format!("failed to {what} {}: {e}", path.display())),
+    }
+}
+
+/// Replace `file` with `bytes` whole: a new file beside it (`.NAME.tmp-PID-N`, made with
+/// `O_EXCL`, mode 0644 whatever the umask), written, fsynced, then renamed over `file`. A reader
+/// sees the old file or the new one, never a part. On any failure the new file is removed and
+/// `file` is as it was (exit 1, the errno).
+pub fn replace(file: &Path, bytes: &[u8]) -> Result<(), Error> {
+    if cfg!(ck_mutation = "prometheus-no-rename") {
+        // The mutation control: written in place, so a reader can see it empty or cut.
+        let mut f = File::create(file).map_err(|e| failed("write", file, &e))?;
+        return f.write_all(bytes).map_err(|e| failed("write", file, &e));
+    }
+    let dir = parent(file);
+    let name = file
+        .file_name()
+        .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
+    let (tmp, f) = new_temp(&dir, &name)?;
+    let written = (|| {
+        let mut f = f;
+        f.set_permissions(fs::Permissions::from_mode(0o644))
+            .map_err(|e| failed("set the mode of", &tmp, &e))?;
+        f.write_all(bytes).map_err(|e| failed("write", &tmp, &e))?;
+        f.sync_all().map_err(|e| failed("fsync", &tmp, &e))?;
+        drop(f);
+        fs::rename(&tmp, file).map_err(|e| {
+            let msg = failed("rename", &tmp, &e);
+            Error::failed(format!("{msg} (onto {})", file.display()))
+        })
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+        return written;
+    }
+    // The rename is done; its directory entry reaches the disk with the directory's fsync.
+    if let Ok(d) = File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// A new file in `dir` for `name`'s replacement, made with `O_EXCL` (never an existing file).
+fn new_temp(dir: &Path, name: &str) -> Result<(PathBuf, File), Error> {
+    let pid = std::process::id();
+    let mut last = None;
+    for n in 0..100u32 {
+        let tmp = dir.join(format!(".{name}.tmp-{pid}-{n}"));
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some((tmp, e)),
+            Err(e) => return Err(failed("create", &tmp, &e)),
+        }
+    }
+    Err(match last {
+        Some((tmp, e)) => failed("create", &tmp, &e),
+        None => Error::failed(format!("failed to create a file in {}", dir.display())),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module(
+        name: &str,
+        module: Option<&str>,
+        layout: &str,
+        limits: serde_json::Value,
+    ) -> ModuleStatus {
+        let fig = |v: serde_json::Value, s: &str| serde_json::json!({ "value": v, "source": s });
+        let null = serde_json::Value::Null;
+        serde_json::from_value(serde_json::json!({
+            "name": name,
+            "module": module,
+            "layout": layout,
+            "path": name,
+            "populated": fig(true.into(), "cgroup.events"),
+            "frozen": fig(false.into(), "cgroup.events"),
+            "procs": fig(1.into(), "cgroup.procs"),
+            "memory_current": fig(4096.into(), "memory.current"),
+            "memory_peak": fig(null.clone(), "memory.peak"),
+            "memory_swap_current": fig(null.clone(), "memory.swap.current"),
+            "memory_events": fig(null.clone(), "memory.events"),
+            "pids_current": fig(null.clone(), "pids.current"),
+            "cpu_usage_usec": fig(1500000.into(), "cpu.stat"),
+            "memory_pressure_avg10": fig(null.clone(), "memory.pressure"),
+            "cpu_pressure_avg10": fig(null.clone(), "cpu.pressure"),
+            "io_pressure_avg10": fig(null, "io.pressure"),
+            "limits": limits,
+        }))
+        .expect("a ModuleStatus")
+    }
+
+    fn limits(
+        high: serde_json::Value,
+        max: serde_json::Value,
+        pids: serde_json::Value,
+    ) -> serde_json::Value {
+        let fig = |v: serde_json::Value, s: &str| serde_json::json!({ "value": v, "source": s });
+        serde_json::json!({
+            "memory_high": fig(high, "memory.high"),
+            "memory_max": fig(max, "memory.max"),
+            "memory_swap_max": fig(serde_json::Value::Null, "memory.swap.max"),
+            "pids_max": fig(pids, "pids.max"),
+            "cpu_weight": fig(100.into(), "cpu.weight"),
+            "memory_oom_group": fig(1.into(), "memory.oom.group"),
+        })
+    }
+
+    #[test]
+    fn each_limit_is_its_own_metric_with_its_unit_and_max_is_inf() {
+        let rows = [module(
+            "aft",
+            Some("aft"),
+            "ck",
+            limits("max".into(), 1073741824u64.into(), 512.into()),
+        )];
+        let s = prometheus(&rows);
+        let l = "{module=\"aft\",layout=\"ck\",slot=\"main\"}";
+        for want in [
+            format!("ck_cgroup_memory_high_bytes{l} +Inf\n"),
+            format!("ck_cgroup_memory_max_bytes{l} 1073741824\n"),
+            format!("ck_cgroup_pids_max{l} 512\n"),
+            format!("ck_cgroup_cpu_weight{l} 100\n"),
+            format!("ck_cgroup_memory_oom_group{l} 1\n"),
+            "# TYPE ck_cgroup_memory_max_bytes gauge\n".to_string(),
+            "ck_cgroup_limit{name=\"aft\",module=\"aft\",layout=\"ck\",file=\"memory.max\"} 1073741824\n".to_string(),
+        ] {
+            assert!(s.contains(&want), "{want:?} missing from:\n{s}");
+        }
+        // memory.swap.max could not be read: no series, neither here nor in the old metric.
+        assert!(!s.contains("memory_swap_max"), "{s}");
+        assert!(!s.contains("memory.swap.max"), "{s}");
+        assert!(s.contains("# HELP ck_cgroup_limit DEPRECATED"), "{s}");
+        assert!(s.contains("ck_cgroup_cpu_usage_seconds_total{module=\"aft\",layout=\"ck\",slot=\"main\"} 1.5\n"), "{s}");
+    }
+
+    #[test]
+    fn every_status_limit_of_one_number_has_a_metric() {
+        for spec in LIMITS.iter().filter(|s| s.status) {
+            let name = limit_metric_name(spec.file, spec.unit)
+                .unwrap_or_else(|| panic!("{} has no metric", spec.file));
+            assert!(name.starts_with("ck_cgroup_"), "{name}");
+            assert_eq!(name.ends_with("_bytes"), spec.unit == Unit::Bytes, "{name}");
+            assert!(
+                !name.ends_with("_count") && !name.ends_with("_total"),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn daemon_launches_are_one_series_the_newest() {
+        let none = || {
+            limits(
+                serde_json::Value::Null,
+                serde_json::Value::Null,
+                serde_json::Value::Null,
+            )
+        };
+        let rows = [
+            module("m-mcp_5f3ax_5f9", Some("mcp:x"), "daemon", none()),
+            module("m-mcp_5f3ax_5f10", Some("mcp:x"), "daemon", none()),
+            module("m-mcp_5f3ax_5fswap_5f11", Some("mcp:x"), "daemon", none()),
+        ];
+        let mut rows = rows;
+        rows[1].procs.value = Some(7);
+        let s = prometheus(&rows);
+        for l in s.lines().filter(|l| !l.starts_with("ck_cgroup_limit{")) {
+            assert!(!l.contains("m-mcp"), "a directory name in {l:?}:\n{s}");
+        }
+        let main = "{module=\"mcp:x\",layout=\"daemon\",slot=\"main\"}";
+        let swap = "{module=\"mcp:x\",layout=\"daemon\",slot=\"swap\"}";
+        assert!(
+            s.contains(&format!("ck_cgroup_module_directories{main} 2\n")),
+            "{s}"
+        );
+        assert!(
+            s.contains(&format!("ck_cgroup_module_directories{swap} 1\n")),
+            "{s}"
+        );
+        // The newest launch (10, not 9) is the main slot's series.
+        assert!(
+            s.contains(&format!("ck_cgroup_module_processes{main} 7\n")),
+            "{s}"
+        );
+        assert!(
+            s.contains(&format!("ck_cgroup_module_processes{swap} 1\n")),
+            "{s}"
+        );
+        assert_eq!(s.matches("ck_cgroup_module_processes{").count(), 2, "{s}");
+    }
 }

@@ -261,6 +261,12 @@ pub enum Command {
         /// Output format (--json is the same as --format json).
         #[arg(long, value_enum, default_value = "table")]
         format: Format,
+        /// Write to FILE instead of stdout, replacing it whole: a new file beside it (mode 0644),
+        /// fsynced, then renamed over FILE, so a reader (the node exporter's textfile collector)
+        /// never sees a part of it; on a failure FILE is left as it was. FILE's directory must
+        /// exist.
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
         #[command(flatten)]
         backend: BackendArgs,
     },

@@ -2,6 +2,7 @@
 //! cannot be written is their failure (exit 1; 0 on a closed pipe).
 
 use std::io::{self, Write};
+use std::path::Path;
 use std::process::ExitCode;
 
 use ck_cgroup::cgroup::parse::Limit;
@@ -22,16 +23,20 @@ pub fn cmd_list(ctx: &Ctx, backend: Backend) -> Result<ExitCode, Fail> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `status` (`--json` is `--format json`).
+/// `status` (`--json` is `--format json`); `--output FILE` is checked before anything is read.
 pub fn cmd_status(
     ctx: &Ctx,
     backend: Backend,
     ids: &[String],
     format: Format,
+    output: Option<&Path>,
 ) -> Result<ExitCode, Fail> {
+    if let Some(file) = output {
+        crate::cli::prometheus::check_output(file)?;
+    }
     let r = backend.status(ids)?;
     let format = if ctx.json { Format::Json } else { format };
-    ctx.out.status(&r, format)?;
+    ctx.out.status(&r, format, output)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,0 +1,423 @@
+//! `status --format prometheus`: the text exposition format (checked line by line), series keyed
+//! by the module id and not by the daemon's directory name with its launch number, one metric
+//! per limit with its unit and unknown limits left out, and `--output FILE` replacing FILE whole
+//! (a new file renamed over it; on a failure FILE as it was and no new file left).
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::process::{Command, Output};
+
+use ck_cgroup::limits::{LIMITS, Unit};
+use common::*;
+
+/// A sample: metric name, labels, value.
+type Sample = (String, BTreeMap<String, String>, f64);
+
+fn is_name(s: &str, colon: bool) -> bool {
+    let mut c = s.chars();
+    c.next()
+        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_' || (colon && f == ':'))
+        && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || (colon && ch == ':'))
+}
+
+/// `a="x",b="y\"z"` into its pairs; `Err` on anything the format does not allow.
+fn labels(s: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    let mut rest = s;
+    while !rest.is_empty() {
+        let (name, after) = rest.split_once("=\"").ok_or(format!("no =\" in {s:?}"))?;
+        if !is_name(name, false) {
+            return Err(format!("bad label name {name:?}"));
+        }
+        let mut value = String::new();
+        let mut chars = after.char_indices();
+        let end = loop {
+            match chars.next() {
+                Some((_, '\\')) => match chars.next() {
+                    Some((_, '\\')) => value.push('\\'),
+                    Some((_, '"')) => value.push('"'),
+                    Some((_, 'n')) => value.push('\n'),
+                    other => return Err(format!("bad escape {other:?} in {s:?}")),
+                },
+                Some((i, '"')) => break i,
+                Some((_, '\n')) => return Err(format!("raw newline in {s:?}")),
+                Some((_, c)) => value.push(c),
+                None => return Err(format!("unterminated value in {s:?}")),
+            }
+        };
+        if out.insert(name.to_string(), value).is_some() {
+            return Err(format!("label {name} twice in {s:?}"));
+        }
+        rest = &after[end + 1..];
+        if let Some(r) = rest.strip_prefix(',') {
+            rest = r;
+        } else if !rest.is_empty() {
+            return Err(format!("junk after a label value in {s:?}"));
+        }
+    }
+    Ok(out)
+}
+
+/// Check `text` as the exposition format: every family's HELP then TYPE before its samples, its
+/// samples together, no family twice, no series twice, label syntax, values numeric or +-Inf.
+/// Returns the samples.
+fn check(text: &str) -> Vec<Sample> {
+    assert!(text.is_empty() || text.ends_with('\n'), "no final newline");
+    let mut samples = Vec::new();
+    let mut seen_families = BTreeSet::new();
+    let mut series = BTreeSet::new();
+    let (mut help, mut typed): (Option<String>, Option<String>) = (None, None);
+    for (n, line) in text.lines().enumerate() {
+        let at = || format!("line {}: {line:?}\n{text}", n + 1);
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, doc) = rest.split_once(' ').unwrap_or_else(|| panic!("{}", at()));
+            assert!(is_name(name, true) && !doc.is_empty(), "{}", at());
+            assert!(
+                seen_families.insert(name.to_string()),
+                "family twice: {}",
+                at()
+            );
+            help = Some(name.to_string());
+            typed = None;
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or_else(|| panic!("{}", at()));
+            assert_eq!(
+                help.as_deref(),
+                Some(name),
+                "TYPE without its HELP: {}",
+                at()
+            );
+            assert!(typed.is_none(), "TYPE twice: {}", at());
+            assert!(
+                ["gauge", "counter", "untyped"].contains(&kind),
+                "type: {}",
+                at()
+            );
+            if kind == "counter" {
+                assert!(name.ends_with("_total"), "a counter's name: {}", at());
+            }
+            typed = Some(name.to_string());
+        } else {
+            assert!(!line.starts_with('#') && !line.is_empty(), "{}", at());
+            let (series_text, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("{}", at()));
+            let (name, l) = match series_text.split_once('{') {
+                Some((name, l)) => (
+                    name,
+                    labels(l.strip_suffix('}').unwrap_or_else(|| panic!("{}", at())))
+                        .unwrap_or_else(|e| panic!("{e}: {}", at())),
+                ),
+                None => (series_text, BTreeMap::new()),
+            };
+            assert!(is_name(name, true), "{}", at());
+            assert_eq!(
+                typed.as_deref(),
+                Some(name),
+                "sample before its HELP/TYPE: {}",
+                at()
+            );
+            let v = match value {
+                "+Inf" => f64::INFINITY,
+                "-Inf" => f64::NEG_INFINITY,
+                v => v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite())
+                    .unwrap_or_else(|| panic!("value: {}", at())),
+            };
+            assert!(
+                series.insert(series_text.to_string()),
+                "series twice: {}",
+                at()
+            );
+            samples.push((name.to_string(), l, v));
+        }
+    }
+    samples
+}
+
+#[test]
+fn the_checker_refuses_what_the_format_does_not_allow() {
+    let ok = "# HELP a_b x\n# TYPE a_b gauge\na_b{m=\"q\\\"\"} +Inf\n";
+    assert_eq!(check(ok).len(), 1);
+    for bad in [
+        "a_b{m=\"q\"} 1\n",
+        "# HELP a_b x\n# TYPE a_b gauge\na_b{m=q} 1\n",
+        "# HELP a_b x\n# TYPE a_b gauge\na_b{m=\"q\"} zero\n",
+        "# HELP a_b x\n# TYPE a_b gauge\na_b{m=\"q\"} 1\na_b{m=\"q\"} 2\n",
+        "# HELP a_b x\n# TYPE a_b gauge\na_b 1",
+    ] {
+        let r = std::panic::catch_unwind(|| check(bad));
+        assert!(r.is_err(), "accepted: {bad:?}");
+    }
+}
+
+/// A module of ours (`aft`) and one in the daemon's layout, at two launches of `mcp:x` and in
+/// the alternate slot.
+fn modules(w: &World) {
+    ok(w.run(&["create", "aft"]));
+    for d in [
+        "m-mcp_5f3ax_5f7",
+        "m-mcp_5f3ax_5f12",
+        "m-mcp_5f3ax_5fswap_5f13",
+    ] {
+        std::fs::create_dir_all(w.root().join("daemon/subc-modules").join(d)).unwrap();
+    }
+}
+
+fn series_of<'a>(s: &'a [Sample], name: &str) -> Vec<&'a Sample> {
+    s.iter().filter(|(n, _, _)| n == name).collect()
+}
+
+#[test]
+fn series_are_keyed_by_the_module_id_not_the_directory_name() {
+    let w = World::new();
+    modules(&w);
+    let text = ok(w.run(&["status", "--format", "prometheus"]));
+    let samples = check(&text);
+    let populated = series_of(&samples, "ck_cgroup_module_populated");
+    let keys: BTreeSet<(String, String, String)> = populated
+        .iter()
+        .map(|(_, l, _)| {
+            assert_eq!(
+                l.keys().collect::<Vec<_>>(),
+                ["layout", "module", "slot"],
+                "{text}"
+            );
+            (l["module"].clone(), l["layout"].clone(), l["slot"].clone())
+        })
+        .collect();
+    let want: BTreeSet<(String, String, String)> = [
+        ("aft", "ck", "main"),
+        ("mcp:x", "daemon", "main"),
+        ("mcp:x", "daemon", "swap"),
+    ]
+    .iter()
+    .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+    .collect();
+    assert_eq!(keys, want, "{text}");
+    assert_eq!(populated.len(), 3, "one series per module and slot: {text}");
+    // No directory name, nor its launch number, in any label but the deprecated metric's.
+    for (n, l, _) in samples.iter().filter(|(n, _, _)| n != "ck_cgroup_limit") {
+        assert!(!l.contains_key("name"), "{n}: {l:?}");
+        assert!(l.values().all(|v| !v.starts_with("m-")), "{n}: {l:?}");
+    }
+    let dirs = series_of(&samples, "ck_cgroup_module_directories");
+    let two = dirs
+        .iter()
+        .find(|(_, l, _)| l["module"] == "mcp:x" && l["slot"] == "main")
+        .unwrap();
+    assert_eq!(two.2, 2.0, "two launches of mcp:x in the main slot: {text}");
+}
+
+/// The name of the metric of a limit: its file with `_` for `.`, `_bytes` for bytes.
+fn metric_of(file: &str, unit: Unit) -> String {
+    let suffix = if unit == Unit::Bytes { "_bytes" } else { "" };
+    format!("ck_cgroup_{}{suffix}", file.replace('.', "_"))
+}
+
+#[test]
+fn each_limit_is_its_own_metric_and_an_unknown_one_is_left_out() {
+    let w = World::new();
+    ok(w.run(&["create", "aft"]));
+    let text = ok(w.run(&["status", "--format", "prometheus", "aft"]));
+    let samples = check(&text);
+    let module = w.root().join("subc-modules/aft");
+    for spec in LIMITS.iter().filter(|s| s.status) {
+        let name = metric_of(spec.file, spec.unit);
+        let got = series_of(&samples, &name);
+        match std::fs::read_to_string(module.join(spec.file)) {
+            // Unknown: no series, and no HELP either (absent is not zero).
+            Err(_) => {
+                assert!(got.is_empty(), "{name}: {text}");
+                assert!(!text.contains(&format!("# HELP {name} ")), "{text}");
+            }
+            Ok(v) => {
+                let want = match v.trim() {
+                    "max" => f64::INFINITY,
+                    v => v.parse().unwrap(),
+                };
+                assert_eq!(got.len(), 1, "{name}: {text}");
+                assert_eq!(got[0].2, want, "{name}: {text}");
+                assert!(text.contains(&format!("# TYPE {name} gauge\n")), "{text}");
+            }
+        }
+    }
+    // The deprecated metric has no sample where no limit was read, and none is ever 0 for
+    // want of a file.
+    let old = series_of(&samples, "ck_cgroup_limit");
+    for (_, l, _) in &old {
+        assert!(module.join(&l["file"]).exists(), "{l:?}");
+    }
+    if !old.is_empty() {
+        assert!(text.contains("# HELP ck_cgroup_limit DEPRECATED"), "{text}");
+    }
+}
+
+fn inode(p: &Path) -> u64 {
+    std::fs::metadata(p).unwrap().ino()
+}
+
+/// Every name in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// `ck --root ROOT ARGS` from a shell that first runs `prep` (a umask, a ulimit).
+fn ck_after(w: &World, prep: &str, args: &[&str]) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("{prep}; exec \"$0\" \"$@\""))
+        .arg(bin())
+        .arg("--root")
+        .arg(w.root())
+        .args(args)
+        .env_remove("CK_CGROUP_ROOT")
+        .env_remove("CK_CGROUP_UNIT")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn output_replaces_the_file_whole_by_rename() {
+    let w = World::new();
+    modules(&w);
+    let dir = w.tmp("textfile");
+    std::fs::create_dir(&dir).unwrap();
+    let file = dir.join("ck-subc.prom");
+    std::fs::write(&file, "old\n").unwrap();
+    let before = inode(&file);
+    let f = file.to_str().unwrap();
+    // A umask that would make it unreadable to the node exporter: the mode is 0644 still.
+    let o = ck_after(
+        &w,
+        "umask 077",
+        &["status", "--format", "prometheus", "--output", f],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "", "nothing on stdout with --output");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let samples = check(&text);
+    assert!(!series_of(&samples, "ck_cgroup_module_populated").is_empty());
+    assert_ne!(
+        inode(&file),
+        before,
+        "FILE was written in place, not replaced"
+    );
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o644);
+    assert_eq!(names(&dir), ["ck-subc.prom"], "a temp file was left");
+    // Again, over the file it made: replaced again.
+    let first = inode(&file);
+    ok(w.run(&["status", "--format", "prometheus", "--output", f]));
+    assert_ne!(inode(&file), first);
+    assert_eq!(names(&dir), ["ck-subc.prom"]);
+    // --format json too.
+    ok(w.run(&["status", "--format", "json", "--output", f]));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap())
+        .expect("--format json --output writes JSON");
+    assert_eq!(v["modules"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn output_failure_leaves_the_file_as_it_was_and_no_temp_file() {
+    let w = World::new();
+    modules(&w);
+    let dir = w.tmp("textfile");
+    std::fs::create_dir(&dir).unwrap();
+    let file = dir.join("ck-subc.prom");
+    std::fs::write(&file, "old\n").unwrap();
+    let before = inode(&file);
+    // No byte may be written (RLIMIT_FSIZE 0, SIGXFSZ ignored: write fails with EFBIG), even by
+    // root, whom no directory mode stops.
+    let o = ck_after(
+        &w,
+        "trap '' XFSZ; ulimit -f 0",
+        &[
+            "status",
+            "--format",
+            "prometheus",
+            "--output",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("too large"), "the errno: {err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "old\n");
+    assert_eq!(inode(&file), before);
+    assert_eq!(names(&dir), ["ck-subc.prom"], "the temp file was left");
+}
+
+#[test]
+fn output_into_a_missing_directory_or_onto_a_directory_is_refused() {
+    let w = World::new();
+    modules(&w);
+    let missing = w.tmp("nope").join("ck-subc.prom");
+    let o = w.run(&[
+        "status",
+        "--format",
+        "prometheus",
+        "--output",
+        missing.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("does not exist") && err.contains("mkdir -p"),
+        "{err}"
+    );
+    assert!(!w.tmp("nope").exists());
+    let before = names(w.tmp.path());
+    for bad in [
+        w.tmp.path().to_str().unwrap().to_string(),
+        format!("{}/", w.tmp("x.prom").display()),
+    ] {
+        let o = w.run(&["status", "--output", &bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+        assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    }
+    assert_eq!(names(w.tmp.path()), before, "nothing made");
+}
+
+#[test]
+fn a_reader_never_sees_a_part_of_the_file() {
+    let w = World::new();
+    modules(&w);
+    let dir = w.tmp("textfile");
+    std::fs::create_dir(&dir).unwrap();
+    let file = dir.join("ck-subc.prom");
+    let f = file.to_str().unwrap().to_string();
+    ok(w.run(&["status", "--format", "prometheus", "--output", &f]));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (file, stop) = (file.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut reads = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let text = std::fs::read_to_string(&file).unwrap();
+                assert!(text.ends_with("\n"), "a part of the file: {text:?}");
+                check(&text);
+                reads += 1;
+            }
+            reads
+        })
+    };
+    for _ in 0..20 {
+        ok(w.run(&["status", "--format", "prometheus", "--output", &f]));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reads = reader
+        .join()
+        .expect("the reader saw the file whole every time");
+    assert!(reads > 0);
+}
