@@ -88,9 +88,20 @@ DOCS := README.md docs/design.md docs/packaging.md docs/daemon-integration.md do
 	docs/json.md
 MAN1 = $(DESTDIR)$(MANDIR)/man1
 
+# The node exporter's textfile collector directory ck-cgroup-metrics.service writes ck-subc.prom
+# into: Debian's prometheus-node-exporter reads /var/lib/prometheus/node-exporter; for the user
+# manager, which has no standard one, the same path under the user's state directory (%S).
+TEXTFILE_DIR ?= /var/lib/prometheus/node-exporter
+USER_TEXTFILE_DIR ?= %S/prometheus/node-exporter
+
 # $(call render,TEMPLATE,system|user,OUTPUT): fill a unit template for one service manager.
+# Lines starting @SYSTEM@ are the system manager's only (sandboxing the user manager cannot do
+# without a user namespace).
 render = $(SED) \
 	-e 's|@HELPER@|$(HELPER)|g' \
+	-e 's|@TEXTFILE@|$(if $(filter user,$(2)),$(USER_TEXTFILE_DIR),$(TEXTFILE_DIR))|g' \
+	-e 's|@USER@|$(if $(filter user,$(2)),--user ,)|g' \
+	-e '$(if $(filter user,$(2)),/^@SYSTEM@/d,s|^@SYSTEM@||)' \
 	-e 's|@DAEMON@|$(DAEMON)|g' \
 	-e 's|@MANAGER@|$(2)|g' \
 	-e 's|@SYSTEMCTL@|$(if $(filter user,$(2)),systemctl --user,systemctl)|g' \
@@ -100,7 +111,9 @@ render = $(SED) \
 # $(call install_units,system|user,DIR): every unit for one service manager into DIR.
 install_units = $(call render,units/ck-subc.service.in,$(1),"$(2)/ck-subc.service") && \
 	$(call render,units/module.slice.in,$(1),"$(2)/module.slice") && \
-	$(call render,units/module-.slice.d/ck-cgroup.conf.in,$(1),"$(2)/module-.slice.d/ck-cgroup.conf")
+	$(call render,units/module-.slice.d/ck-cgroup.conf.in,$(1),"$(2)/module-.slice.d/ck-cgroup.conf") && \
+	$(call render,units/ck-cgroup-metrics.service.in,$(1),"$(2)/ck-cgroup-metrics.service") && \
+	$(call render,units/ck-cgroup-metrics.timer.in,$(1),"$(2)/ck-cgroup-metrics.timer")
 
 .PHONY: all build test demo check clean install uninstall bench deb rpm vm-test vm-mutation vm-bench fuzz
 
@@ -155,7 +168,8 @@ uninstall:
 		"$(DESTDIR)$(BASHCOMPLETIONDIR)/ck-cgroup" "$(DESTDIR)$(ZSHCOMPLETIONDIR)/_ck-cgroup" \
 		"$(DESTDIR)$(FISHCOMPLETIONDIR)/ck-cgroup.fish" \
 		$(foreach d,$(SYSTEMDSYSTEMUNITDIR) $(SYSTEMDUSERUNITDIR),"$(DESTDIR)$(d)/ck-subc.service" \
-			"$(DESTDIR)$(d)/module.slice" "$(DESTDIR)$(d)/module-.slice.d/ck-cgroup.conf") \
+			"$(DESTDIR)$(d)/module.slice" "$(DESTDIR)$(d)/module-.slice.d/ck-cgroup.conf" \
+			"$(DESTDIR)$(d)/ck-cgroup-metrics.service" "$(DESTDIR)$(d)/ck-cgroup-metrics.timer") \
 		$(foreach f,$(notdir $(DOCS)),"$(DESTDIR)$(DOCDIR)/$(f)") \
 		"$(DESTDIR)$(DOCDIR)/examples/policy.toml.example"
 	rmdir "$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/module-.slice.d" "$(DESTDIR)$(SYSTEMDUSERUNITDIR)/module-.slice.d" \

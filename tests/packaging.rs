@@ -39,6 +39,8 @@ const MAKE_VARS: &[&str] = &[
     "FISHCOMPLETIONDIR",
     "SYSTEMD_VERSION",
     "DELEGATE_SUBGROUP",
+    "TEXTFILE_DIR",
+    "USER_TEXTFILE_DIR",
     "CK_CGROUP_BIN",
 ];
 
@@ -305,6 +307,7 @@ fn man_pages_have_exit_status_environment_files_see_also() {
         "/etc/ck-cgroup/policy.toml",
         "ck-subc.service",
         "module.slice",
+        "ck-cgroup-metrics.timer",
     ] {
         assert!(files.contains(f), "FILES lacks {f}:\n{files}");
     }
@@ -522,6 +525,94 @@ fn delegate_subgroup_follows_the_systemd_version() {
             }
         }
     }
+}
+
+/// ck-cgroup-metrics.service: one `status --format prometheus --output` into the textfile
+/// directory (the system's: Debian's node exporter's; the user's: under %S), skipped where that
+/// directory does not exist, sandboxed with the directory writable (system); its timer runs it
+/// every 15 s while ck-subc.service runs, and nothing enables it.
+#[test]
+fn metrics_units_write_the_textfile_directory_and_are_bound_to_the_service() {
+    for (args, sys_dir) in [
+        (&[][..], "/var/lib/prometheus/node-exporter"),
+        (&["TEXTFILE_DIR=/srv/textfile"][..], "/srv/textfile"),
+    ] {
+        let dest = install(args);
+        for manager in ["system", "user"] {
+            let dir = dest.path().join(format!("usr/local/lib/systemd/{manager}"));
+            let text = read(dir.join("ck-cgroup-metrics.service"));
+            assert!(!text.contains('@'), "an unfilled @VARIABLE@:\n{text}");
+            let d = directives(&text);
+            let textfile = if manager == "system" {
+                sys_dir
+            } else {
+                "%S/prometheus/node-exporter"
+            };
+            assert_eq!(one(&d, "Unit", "ConditionPathIsDirectory"), textfile);
+            assert_eq!(one(&d, "Unit", "After"), "ck-subc.service");
+            assert_eq!(one(&d, "Service", "Type"), "oneshot");
+            let user = if manager == "user" { "--user " } else { "" };
+            assert_eq!(
+                one(&d, "Service", "ExecStart"),
+                format!(
+                    "/usr/local/bin/ck-cgroup {user}--unit ck-subc.service status --format prometheus --output {textfile}/ck-subc.prom"
+                )
+            );
+            assert_eq!(one(&d, "Service", "NoNewPrivileges"), "yes");
+            if manager == "system" {
+                assert_eq!(one(&d, "Service", "ProtectSystem"), "strict");
+                assert_eq!(one(&d, "Service", "ReadWritePaths"), textfile);
+            } else {
+                // Mount sandboxing needs a user namespace in the user manager: none here.
+                for k in [
+                    "ProtectSystem",
+                    "ReadWritePaths",
+                    "PrivateTmp",
+                    "ProtectHome",
+                ] {
+                    assert!(values(&d, "Service", k).is_empty(), "{k}= in a user unit");
+                }
+            }
+            assert!(
+                values(&d, "Install", "WantedBy").is_empty(),
+                "the timer runs it"
+            );
+            let t = directives(&read(dir.join("ck-cgroup-metrics.timer")));
+            assert_eq!(one(&t, "Unit", "BindsTo"), "ck-subc.service");
+            assert_eq!(one(&t, "Timer", "OnUnitActiveSec"), "15s");
+            assert_eq!(one(&t, "Install", "WantedBy"), "ck-subc.service");
+        }
+    }
+    // The ExecStart= the helper takes: its arguments parse. Without a reachable systemd, --unit
+    // is refused (exit 2) after they were taken; with --root, the missing directory is.
+    for manager in [&[][..], &["--user"][..]] {
+        let out = Command::new(BIN)
+            .args(manager)
+            .args([
+                "--unit",
+                "ck-subc.service",
+                "status",
+                "--format",
+                "prometheus",
+            ])
+            .args(["--output", "/nonexistent-ck-textfile/ck-subc.prom"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.starts_with("ck-cgroup: "), "not a usage error: {err}");
+    }
+    let root = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .arg("--root")
+        .arg(root.path())
+        .args(["status", "--format", "prometheus"])
+        .args(["--output", "/nonexistent-ck-textfile/ck-subc.prom"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("does not exist"), "{err}");
 }
 
 #[test]
@@ -776,7 +867,7 @@ fn debian_package() {
         for l in code.iter().filter(|l| l.contains("systemctl")) {
             assert!(l.contains("daemon-reload"), "{name}: {l}");
         }
-        for word in ["start", "stop", "enable", "restart", "deb-systemd-invoke"] {
+        for word in ["start", "stop", "restart", "deb-systemd-invoke"] {
             assert!(
                 !code.iter().any(|l| l.split_whitespace().any(|w| w == word)),
                 "{name} runs {word}"
@@ -800,54 +891,78 @@ fn debian_package() {
             .unwrap_or_else(|| panic!("{name}: no daemon-reload"));
         assert!(guard < reload, "{name}: daemon-reload before the guard");
     }
-    // ck-subc-units: deb-systemd-helper's state tracking; `enable` only for a unit the operator
-    // had enabled (was-enabled); a stop only on removal; never a start or restart.
-    let postinst = script("ck-subc-units.postinst");
-    for (i, l) in postinst.iter().enumerate() {
-        if l.contains("deb-systemd-helper") && l.contains(" enable ") {
-            assert!(
-                postinst[i - 1].contains("was-enabled"),
-                "postinst: {l} without a was-enabled guard"
-            );
-        }
-        for word in ["start", "restart", "try-restart", "deb-systemd-invoke"] {
-            assert!(
-                !l.split_whitespace().any(|w| w == word),
-                "postinst runs {word}: {l}"
-            );
-        }
-    }
-    for want in [
-        "unmask",
-        "was-enabled",
-        "update-state",
-        "--user update-state",
+    // deb-systemd-helper's state tracking, for ck-subc.service (ck-subc-units) and for
+    // ck-cgroup-metrics.timer (ck-cgroup): `enable` only for a unit the operator had enabled
+    // (was-enabled); a stop only on removal; never a start or restart.
+    for (pkg, unit) in [
+        ("ck-subc-units", "ck-subc.service"),
+        ("ck-cgroup", "ck-cgroup-metrics.timer"),
     ] {
+        let postinst = script(&format!("{pkg}.postinst"));
+        for (i, l) in postinst.iter().enumerate() {
+            if l.contains("deb-systemd-helper") && l.contains(" enable ") {
+                assert!(
+                    postinst[i - 1].contains("was-enabled"),
+                    "{pkg} postinst: {l} without a was-enabled guard"
+                );
+                assert!(l.contains(&format!("'{unit}'")), "{pkg} postinst: {l}");
+            }
+            for word in ["start", "restart", "try-restart", "deb-systemd-invoke"] {
+                assert!(
+                    !l.split_whitespace().any(|w| w == word),
+                    "{pkg} postinst runs {word}: {l}"
+                );
+            }
+        }
+        for want in ["was-enabled", "update-state", "--user update-state"] {
+            assert!(
+                postinst
+                    .iter()
+                    .any(|l| l.contains(want) && l.contains(unit)),
+                "{pkg} postinst lacks {want} for {unit}"
+            );
+        }
+        let postrm = script(&format!("{pkg}.postrm"));
         assert!(
-            postinst.iter().any(|l| l.contains(want)),
-            "postinst lacks {want}"
+            postrm
+                .iter()
+                .any(|l| l.contains(&format!("deb-systemd-helper purge '{unit}'"))),
+            "{pkg} postrm: no purge of the enable links of {unit}"
+        );
+        let prerm = script(&format!("{pkg}.prerm"));
+        for l in prerm.iter().filter(|l| l.contains("deb-systemd-invoke")) {
+            assert!(
+                l.split_whitespace().any(|w| w == "stop"),
+                "{pkg} prerm: {l}: only a stop"
+            );
+            assert!(l.contains(&format!("'{unit}'")), "{pkg} prerm: {l}");
+        }
+        assert!(
+            prerm
+                .iter()
+                .any(|l| l.contains(r#""$1" = remove"#) && l.contains("/run/systemd/system")),
+            "{pkg} prerm: a stop only on removal, only where systemd runs"
         );
     }
-    let postrm = script("ck-subc-units.postrm");
     assert!(
-        postrm
+        script("ck-subc-units.postinst")
             .iter()
-            .any(|l| l.contains("deb-systemd-helper purge 'ck-subc.service'")),
-        "postrm: no purge of the enable links"
+            .any(|l| l.contains("unmask")),
+        "ck-subc-units postinst lacks unmask"
     );
-    let prerm = script("ck-subc-units.prerm");
-    for l in prerm.iter().filter(|l| l.contains("deb-systemd-invoke")) {
-        assert!(
-            l.split_whitespace().any(|w| w == "stop"),
-            "prerm: {l}: only a stop"
-        );
+    let deps: Vec<&str> = c["Depends"].split(',').map(str::trim).collect();
+    assert!(
+        deps.iter().any(|d| d.starts_with("init-system-helpers")),
+        "ck-cgroup runs deb-systemd-helper: {deps:?}"
+    );
+    // The metrics units are ck-cgroup's, for both managers, and not ck-subc-units'.
+    for unit in ["ck-cgroup-metrics.service", "ck-cgroup-metrics.timer"] {
+        for dir in ["<systemdsystemunitdir>", "<systemduserunitdir>"] {
+            let want = format!("-rw-r--r-- root/root ./{dir}/{unit}");
+            assert!(helper_files.contains(&want), "ck-cgroup lacks {want}");
+        }
+        assert!(!unit_files.iter().any(|l| l.ends_with(unit)), "{unit}");
     }
-    assert!(
-        prerm
-            .iter()
-            .any(|l| l.contains(r#""$1" = remove"#) && l.contains("/run/systemd/system")),
-        "prerm: a stop only on removal, only where systemd runs"
-    );
 }
 
 /// A policy that parses (the library's parser, and the helper's: `apply --dry-run` reads it before

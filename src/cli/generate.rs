@@ -268,6 +268,14 @@ fn files() -> String {
                  no limits).",
             ),
             (
+                "ck-cgroup-metrics.service, ck-cgroup-metrics.timer",
+                "In the same directories, in the package ck-cgroup, not enabled: every 15 s \
+                 while ck-subc.service runs, status --format prometheus --output \
+                 /var/lib/prometheus/node-exporter/ck-subc.prom (the user manager's: \
+                 $XDG_STATE_HOME/prometheus/node-exporter/ck-subc.prom), for the node \
+                 exporter's textfile collector; skipped where that directory does not exist.",
+            ),
+            (
                 "/proc/self/cgroup, /proc/self/mountinfo",
                 "Where the root is discovered from.",
             ),
