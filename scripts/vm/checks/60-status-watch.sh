@@ -49,9 +49,13 @@ expect "status reads memory.current from the kernel, not /proc" \
 peak=$(cat "$hog/memory.peak")
 expect "status shows memory.peak $peak, the kernel's" \
   jq_is "$st" '.modules[0].memory_peak == {value: $p, source: "memory.peak"}' --argjson p "$peak"
-"$CK" status --format prometheus > /tmp/status.prom
+"$CK" status --format prometheus --output /tmp/status.prom
 expect "prometheus has hog's oom_kill counter" \
-  grep -q 'ck_cgroup_memory_events_total{name="hog",module="hog",layout="ck",event="oom_kill"} [1-9]' /tmp/status.prom
+  grep -q 'ck_cgroup_memory_events_total{module="hog",layout="ck",slot="main",event="oom_kill"} [1-9]' /tmp/status.prom
+expect "prometheus has hog's memory.max in bytes" \
+  grep -qx 'ck_cgroup_memory_max_bytes{module="hog",layout="ck",slot="main"} 33554432' /tmp/status.prom
+expect "prometheus has calm's memory.max as +Inf" \
+  grep -qx 'ck_cgroup_memory_max_bytes{module="calm",layout="ck",slot="main"} +Inf' /tmp/status.prom
 expect "prometheus has memory.current" grep -q '^ck_cgroup_memory_current_bytes' /tmp/status.prom
 expect "prometheus has no /proc sums" sh -c '! grep -q rss_proc /tmp/status.prom' 
 
