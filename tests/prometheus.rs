@@ -355,6 +355,15 @@ fn output_failure_leaves_the_file_as_it_was_and_no_temp_file() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "old\n");
     assert_eq!(inode(&file), before);
     assert_eq!(names(&dir), ["ck-subc.prom"], "the temp file was left");
+    // A directory where no file can be made, whoever asks (/proc): exit 1, naming the errno.
+    let o = w.run(&["status", "--output", "/proc/ck-cgroup-test.prom"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("failed to create") && err.contains("ENOENT"),
+        "{err}"
+    );
 }
 
 #[test]
