@@ -367,6 +367,13 @@ pub fn check_output(file: &Path) -> Result<(), Error> {
                 dir.display()
             )));
         }
+        // Not there (or a part of its path is no directory): bad input. Any other error (EACCES
+        // on a parent) is the errno's, as a failed write would be.
+        Err(e)
+            if e.kind() != io::ErrorKind::NotFound && e.kind() != io::ErrorKind::NotADirectory =>
+        {
+            return Err(failed("read", &dir, &e));
+        }
         Err(_) => {
             return Err(Error::bad_input(format!(
                 "--output {shown}: its directory {} does not exist; create it first (mkdir -p {}) or name a file in an existing directory",
