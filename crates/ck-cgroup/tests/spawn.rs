@@ -26,7 +26,13 @@ struct Scratch {
 
 impl Scratch {
     fn new() -> Self {
-        let sandbox = Sandbox::create(&Sandbox::default_parent().unwrap()).unwrap();
+        // CK_CGROUP_TEST_PARENT (what scripts/test and the guest lane give), else the default
+        // parent: the tests' own parent, never found by ambient resolution.
+        let parent = match std::env::var_os("CK_CGROUP_TEST_PARENT") {
+            Some(p) => PathBuf::from(p),
+            None => Sandbox::default_parent().unwrap(),
+        };
+        let sandbox = Sandbox::create(&parent).unwrap();
         let path = sandbox.dir().join(ck_cgroup::sandbox::CMD_LEAF);
         let dir = CgroupDir::open(&path).unwrap();
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
