@@ -6,7 +6,7 @@
 # the user service's subtree (directories and processes) is the same afterwards, the daemon kept
 # its pid, and no sandbox is left. The tests' results are reported, not judged (45-suite.sh
 # judges them, as root); the forking-tree tests, and the conformance and parsers_random binaries,
-# are skipped for time (TCG). Each binary may take 120 s; together they take about 3 minutes:
+# are skipped for time (TCG). Each binary may take 60 s; together they take 3 to 5 minutes:
 # check-timeout: 900
 set -euo pipefail
 # shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
@@ -54,7 +54,7 @@ chmod 644 /tmp/user-suite.sh /tmp/user-suite.list
 rc=0
 u systemd-run --user --quiet --wait --pipe --collect \
   --setenv=REPO="$REPO" --setenv=USUITE_LIST=/tmp/user-suite.list \
-  --setenv=USUITE_SKIP_BINS="conformance parsers_random" --setenv=USUITE_BIN_TIMEOUT=120 \
+  --setenv=USUITE_SKIP_BINS="conformance parsers_random" --setenv=USUITE_BIN_TIMEOUT=60 \
   --setenv=CK_TEST_TIME_SCALE=5 --setenv=CK_TEST_FORKING_RUNS=5 \
   bash /tmp/user-suite.sh > >(tee /tmp/user-suite.out) 2>&1 || rc=$?
 sleep 0.2 # tee's last lines
