@@ -91,8 +91,16 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
             ids,
             format,
             output,
+            sort,
             backend,
-        } => cmd_status(&ctx, chosen(&backend), &ids, format, output.as_deref()),
+        } => cmd_status(
+            &ctx,
+            chosen(&backend),
+            &ids,
+            format,
+            output.as_deref(),
+            sort,
+        ),
         Command::Doctor { backend } => cmd_doctor(&ctx, chosen(&backend), cli.unit.as_deref()),
         Command::Freeze { id, timeout } => cmd_freeze(&ctx, fs()?, &id, true, timeout),
         Command::Thaw { id, timeout } => cmd_freeze(&ctx, fs()?, &id, false, timeout),
@@ -101,6 +109,11 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
             report_above,
             pressure,
         } => cmd_watch(&ctx, fs()?, ids, report_above, pressure),
+        Command::Top {
+            sort,
+            interval,
+            iterations,
+        } => cmd_top(&ctx, fs()?, sort, interval, iterations),
         other @ (Command::Exec { .. }
         | Command::Run { .. }
         | Command::Sandbox { .. }

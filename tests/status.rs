@@ -31,6 +31,8 @@ struct Module {
     memory_current: Fig,
     memory_peak: Fig,
     memory_swap_current: Fig,
+    memory_anon: Fig,
+    memory_file: Fig,
     memory_events: Fig,
     pids_current: Fig,
     cpu_usage_usec: Fig,
@@ -142,4 +144,175 @@ fn status_table_and_prometheus_snapshots() {
         "status_prometheus",
         ok(w.run(&["status", "--format", "prometheus"]))
     );
+}
+
+/// A module holding `mib` MiB resident (a Python bytearray), once it is.
+fn hoard(w: &World, id: &str, mib: u32) -> std::process::Child {
+    let ready = format!("{id}.ready");
+    let script = format!(
+        "import time\nx = bytearray({mib} << 20)\nopen('{}', 'w').write('1\\n')\ntime.sleep(600)",
+        w.tmp(&ready).display()
+    );
+    let c = w
+        .ck()
+        .args(["exec", id, "--", "python3", "-c", &script])
+        .spawn()
+        .unwrap();
+    w.track(c.id());
+    w.line_from(&ready);
+    c
+}
+
+/// The figure `--sort KEY` orders by, as `status --json` shows it (`None`: unknown).
+fn sort_figure(m: &Module, key: &str) -> Option<f64> {
+    let f = match key {
+        "mem" => &m.memory_current,
+        "peak" => &m.memory_peak,
+        "cpu" => &m.cpu_usage_usec,
+        "pids" => &m.pids_current,
+        "psi" => &m.memory_pressure_avg10,
+        _ => panic!("no key {key}"),
+    };
+    f.value.as_f64()
+}
+
+#[test]
+fn status_sorts_by_each_key_biggest_first_unknown_last_in_every_format() {
+    let w = World::new();
+    let mut big = hoard(&w, "big", 48);
+    ok(w.run(&["create", "idle"]));
+    std::fs::create_dir_all(w.root().join("daemon/subc-modules/m-mcp_5f3ax_5f7")).unwrap();
+    let listed: serde_json::Value = serde_json::from_str(&ok(w.run(&["--json", "list"]))).unwrap();
+    let list_order: Vec<&str> = listed["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    // Without --sort: the order of `list`, as before.
+    let s: Status = serde_json::from_str(&ok(w.run(&["--json", "status"]))).unwrap();
+    let names: Vec<&str> = s.modules.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, list_order);
+    for key in ["mem", "peak", "cpu", "pids", "psi"] {
+        let s: Status =
+            serde_json::from_str(&ok(w.run(&["--json", "status", "--sort", key]))).unwrap();
+        let order: Vec<(Option<f64>, &str)> = s
+            .modules
+            .iter()
+            .map(|m| (sort_figure(m, key), m.name.as_str()))
+            .collect();
+        assert_eq!(order.len(), 3, "{key}: {order:?}");
+        for pair in order.windows(2) {
+            let ((a, an), (b, bn)) = (pair[0], pair[1]);
+            let in_order = match (a, b) {
+                (Some(a), Some(b)) => a > b || (a == b && an < bn),
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => an < bn,
+            };
+            assert!(in_order, "--sort {key}: {order:?}");
+        }
+        if key == "mem" {
+            assert_eq!(order[0].1, "big", "the hoard leads --sort mem: {order:?}");
+        }
+        // The table and the Prometheus samples come in the same order.
+        let table = ok(w.run(&["status", "--sort", key]));
+        let rows: Vec<&str> = table
+            .lines()
+            .skip(1)
+            .take(3)
+            .map(|l| l.split_whitespace().next().unwrap())
+            .collect();
+        let json_order: Vec<&str> = order.iter().map(|(_, n)| *n).collect();
+        assert_eq!(rows, json_order, "--sort {key} table:\n{table}");
+        let prom = ok(w.run(&["status", "--sort", key, "--format", "prometheus"]));
+        let samples: Vec<&str> = prom
+            .lines()
+            .filter(|l| l.starts_with("ck_cgroup_module_processes{"))
+            .map(|l| l.split('"').nth(1).unwrap())
+            .collect();
+        assert_eq!(samples, json_order, "--sort {key} prometheus:\n{prom}");
+    }
+    let o = w.run(&["status", "--sort", "size"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    ok(w.run(&["kill", "--timeout", "3s", "big"]));
+    big.wait().unwrap();
+}
+
+#[test]
+fn the_daemons_directories_show_their_decoded_module_id() {
+    let w = World::new();
+    ok(w.run(&["create", "aft"]));
+    // subc-daemon's naming: m- + escape(escape(id) + _ + launch), where escape writes a byte
+    // other than [A-Za-z0-9.-] as _ and two hex digits: module `mcp:x` launch 7, and module
+    // `broca` launch 3 (as a module of ours beside it, `aft`).
+    for dir in ["m-mcp_5f3ax_5f7", "m-broca_5f3"] {
+        std::fs::create_dir_all(w.root().join("daemon/subc-modules").join(dir)).unwrap();
+    }
+    let table = ok(w.run(&["status"]));
+    let lines: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(lines[0][..2], ["NAME", "MODULE"], "{table}");
+    let module_of = |name: &str| {
+        lines
+            .iter()
+            .find(|l| l[0] == name)
+            .unwrap_or_else(|| panic!("no row {name}:\n{table}"))[1]
+    };
+    assert_eq!(module_of("m-mcp_5f3ax_5f7"), "mcp:x", "{table}");
+    assert_eq!(module_of("m-broca_5f3"), "broca", "{table}");
+    assert_eq!(module_of("aft"), "aft", "{table}");
+    // JSON has it as `module`, the field `list --json` has too.
+    let s: Status = serde_json::from_str(&ok(w.run(&["--json", "status"]))).unwrap();
+    let m = s
+        .modules
+        .iter()
+        .find(|m| m.name == "m-mcp_5f3ax_5f7")
+        .unwrap();
+    assert_eq!(m.module.as_deref(), Some("mcp:x"));
+    assert_eq!(m.layout, "daemon");
+    let listed: serde_json::Value = serde_json::from_str(&ok(w.run(&["--json", "list"]))).unwrap();
+    assert!(
+        listed["modules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["name"] == "m-mcp_5f3ax_5f7" && l["module"] == "mcp:x"),
+        "{listed}"
+    );
+}
+
+#[test]
+fn anon_and_file_come_from_memory_stat_or_are_null() {
+    let w = World::new();
+    let mut c = hoard(&w, "hoard", 32);
+    let s: Status = serde_json::from_str(&ok(w.run(&["--json", "status", "hoard"]))).unwrap();
+    let m = &s.modules[0];
+    assert_eq!(m.memory_anon.source, "memory.stat anon");
+    assert_eq!(m.memory_file.source, "memory.stat file");
+    let stat = std::fs::read_to_string(w.root().join("subc-modules/hoard/memory.stat"));
+    match stat {
+        // The memory controller is enabled: the kernel's figures, the hoard in anon.
+        Ok(text) => {
+            let anon = m.memory_anon.value.as_u64().expect("anon is known");
+            assert!(anon >= 32 << 20, "anon {anon}: {text}");
+            assert!(m.memory_file.value.is_u64(), "{:?}", m.memory_file);
+        }
+        // No memory.stat: unknown, never 0, and the table says `-`.
+        Err(_) => {
+            assert_eq!(m.memory_anon.value, Value::Null, "{:?}", m.memory_anon);
+            assert_eq!(m.memory_file.value, Value::Null, "{:?}", m.memory_file);
+            let table = ok(w.run(&["status", "hoard"]));
+            let head: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+            let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+            for col in ["ANON", "FILE"] {
+                let i = head.iter().position(|h| *h == col).expect(col);
+                assert_eq!(row[i], "-", "{col}:\n{table}");
+            }
+        }
+    }
+    ok(w.run(&["kill", "--timeout", "3s", "hoard"]));
+    c.wait().unwrap();
 }

@@ -194,6 +194,10 @@ fn exit_status(command: &str) -> String {
              CMD, --keep or --backend systemd.",
         ],
         "doctor" => &["0 when the host is ready, 1 when it is not."],
+        "top" => &[
+            "0 after q or the last of --iterations; after Ctrl-C, SIGTERM or SIGHUP it restores \
+             the terminal and ends by that signal (130, 143, 129 in a shell).",
+        ],
         _ => &[],
     };
     for s in specific {
@@ -204,12 +208,12 @@ fn exit_status(command: &str) -> String {
     }
     if matches!(
         command,
-        "" | "list" | "status" | "doctor" | "watch" | "generate"
+        "" | "list" | "status" | "top" | "doctor" | "watch" | "generate"
     ) {
         paras.push(roff(
             "A stdout or stderr that cannot be written changes no exit code, except for list, \
-             status, doctor, watch and generate, whose output is their result: they exit 1 when \
-             stdout cannot take it (0 when the reader closed the pipe).",
+             status, top, doctor, watch and generate, whose output is their result: they exit 1 \
+             when stdout cannot take it (0 when the reader closed the pipe).",
         ));
     }
     section("EXIT STATUS", &paras)

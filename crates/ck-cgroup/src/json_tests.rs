@@ -223,6 +223,8 @@ fn telemetry_round_trips() {
         memory_current: u(Some(4096)),
         memory_peak: u(None),
         memory_swap_current: u(Some(0)),
+        memory_anon: u(Some(2048)),
+        memory_file: u(None),
         memory_events: Figure {
             value: Some(MemoryEvents {
                 oom_kill: Some(1),

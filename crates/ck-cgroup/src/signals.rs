@@ -1,11 +1,14 @@
 //! Signals of a helper that stays resident as a module's parent (`ck-cgroup run`, `sandbox`):
-//! [`SignalRelay`] passes the signals it receives on to the child, [`reraise`] dies of the
-//! child's death signal, and [`crate::spawn::unblock_signals_before_exec`] gives a child started with
-//! [`std::process::Command`] the empty signal mask that [`crate::spawn`]'s children get.
+//! [`SignalRelay`] passes the signals it receives on to the child (or, for a helper with a loop
+//! of its own such as `ck-cgroup top`, hands them to it: [`SignalRelay::wait`]), [`reraise`]
+//! dies of the child's death signal, and [`crate::spawn::unblock_signals_before_exec`] gives a
+//! child started with [`std::process::Command`] the empty signal mask that [`crate::spawn`]'s
+//! children get.
 
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::process::ExitStatus;
+use std::time::Duration;
 
 use rustix::io::Errno;
 use rustix::process::{Signal, pidfd_send_signal};
@@ -69,6 +72,54 @@ impl SignalRelay {
         .map(|_| ())
     }
 
+    /// For a helper with a loop of its own (`ck-cgroup top`): wait at most `timeout` for one of
+    /// the blocked signals (taken, passed on to no one) or for `fd` (when given) to be readable.
+    /// A signal comes first when both are there. [`Woke::Timeout`] means that nothing came: the
+    /// time passed, or the wait was cut short; the caller that keeps a deadline checks it.
+    pub fn wait(&self, fd: Option<BorrowedFd<'_>>, timeout: Duration) -> io::Result<Woke> {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let ts = Timespec::try_from(timeout).unwrap_or(Timespec {
+            tv_sec: i64::MAX,
+            tv_nsec: 0,
+        });
+        let (sig_ready, fd_ready) = {
+            let mut fds = vec![PollFd::new(&self.fd, PollFlags::IN)];
+            if let Some(fd) = &fd {
+                fds.push(PollFd::new(fd, PollFlags::IN));
+            }
+            match poll(&mut fds, Some(&ts)) {
+                Ok(_) => {}
+                Err(Errno::INTR) => return Ok(Woke::Timeout),
+                Err(e) => return Err(e.into()),
+            }
+            let ready = |i: usize| fds.get(i).is_some_and(|f| !f.revents().is_empty());
+            (ready(0), ready(1))
+        };
+        if sig_ready && let Some(sig) = self.take()? {
+            return Ok(Woke::Signal(sig));
+        }
+        Ok(if fd_ready {
+            Woke::Readable
+        } else {
+            Woke::Timeout
+        })
+    }
+
+    /// The signal the signalfd holds (call it when `poll(2)` says it is readable); `None` for a
+    /// short or interrupted read.
+    fn take(&self) -> io::Result<Option<Signal>> {
+        // signalfd_siginfo is 128 bytes; ssi_signo is its first u32.
+        let mut buf = [0u8; 128];
+        match rustix::io::read(&self.fd, &mut buf) {
+            Ok(128) => {
+                let signo = u32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]]);
+                Ok(Signal::from_named_raw(signo as i32))
+            }
+            Ok(_) | Err(Errno::AGAIN) | Err(Errno::INTR) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Poll the signalfd and `done`; hand each signal to `on_signal` (unless the
     /// `CK_MUTATION=no-relay` control is on), which may end the loop with a value. `None` once
     /// `done` is readable.
@@ -91,28 +142,30 @@ impl SignalRelay {
                 }
                 (!fds[0].revents().is_empty(), !fds[1].revents().is_empty())
             };
-            if sig_ready {
-                // signalfd_siginfo is 128 bytes; ssi_signo is its first u32.
-                let mut buf = [0u8; 128];
-                match rustix::io::read(&self.fd, &mut buf) {
-                    Ok(128) => {
-                        let signo = u32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]]);
-                        if let Some(sig) = Signal::from_named_raw(signo as i32)
-                            && !cfg!(ck_mutation = "no-relay")
-                            && let Some(v) = on_signal(sig)
-                        {
-                            return Ok(Some(v));
-                        }
-                    }
-                    Ok(_) | Err(Errno::AGAIN) | Err(Errno::INTR) => {}
-                    Err(e) => return Err(e.into()),
-                }
+            if sig_ready
+                && let Some(sig) = self.take()?
+                && !cfg!(ck_mutation = "no-relay")
+                && let Some(v) = on_signal(sig)
+            {
+                return Ok(Some(v));
             }
             if child_ready {
                 return Ok(None);
             }
         }
     }
+}
+
+/// What [`SignalRelay::wait`] woke for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Woke {
+    /// One of the blocked signals arrived (taken; passed on to no one).
+    Signal(Signal),
+    /// The descriptor is readable (a read says what: data, its end, or an error).
+    Readable,
+    /// Nothing came: the time passed, or the wait was cut short.
+    Timeout,
 }
 
 /// Die of `sig` as the child did, so the caller sees the same death: the signal's default action

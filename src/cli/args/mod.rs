@@ -18,8 +18,9 @@ the exit status is CMD's. `run` and `sandbox` exit with CMD's status (128+N when
 signal N).
 
 A stdout or stderr that cannot be written (closed, full) changes no exit code, except that
-`list`, `status`, `doctor`, `watch` and `generate`, whose output is their result, exit 1 when
-stdout cannot take it (0 on a closed pipe).
+`list`, `status`, `top`, `doctor`, `watch` and `generate`, whose output is their result, exit
+1 when stdout cannot take it (0 on a closed pipe). `top` exits 0 on `q` or after -n N refreshes;
+Ctrl-C, SIGTERM and SIGHUP end it by that signal once the terminal is restored.
 
 With --json, `run` and `sandbox` leave stdout to CMD: their JSON result is one line on stderr,
 written after CMD and its module (or sandbox) are gone, so it is stderr's last line.
@@ -255,6 +256,10 @@ pub enum Command {
         pressure: Vec<PressureTrigger>,
     },
     /// Per-module figures: memory, swap, OOM events, pids, cpu, pressure, and the limits in force.
+    ///
+    /// Memory includes anon and file from memory.stat (ANON, FILE). The table's NAME is the
+    /// directory, MODULE the module id (for the daemon's own m-<escaped>_<n> directories decoded
+    /// from NAME, as `list` shows it). Unknown figures are `-` (JSON null), never 0.
     Status {
         /// Modules to show (ids or directory names as `list` shows them); all when none.
         ids: Vec<String>,
@@ -267,8 +272,33 @@ pub enum Command {
         /// exist.
         #[arg(long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Order the modules by KEY, the biggest first; a module whose figure is unknown comes
+        /// after every known one (never counted as 0); ties by name. Every format takes it.
+        /// Default: the order of `list`.
+        #[arg(long, value_enum, value_name = "KEY")]
+        sort: Option<SortKey>,
         #[command(flatten)]
         backend: BackendArgs,
+    },
+    /// A live view of every module, sorted and refreshed, like systemd-cgtop.
+    ///
+    /// The figures of `status`, read every --interval, the biggest first; CPU% is the share of
+    /// one CPU each module used over the last interval (from cpu.stat usage_usec; `-` on the
+    /// first screen). A header line gives the time (UTC), the number of modules, the interval,
+    /// the sort key and the root. On a terminal the screen is redrawn in place and `q` or Ctrl-C
+    /// quits; the terminal's settings are restored however it ends, SIGTERM and SIGHUP included.
+    /// Elsewhere (a pipe, a file, ssh without -t) each refresh is the plain table, after a blank
+    /// line, without escape codes.
+    Top {
+        /// Order the modules by KEY, the biggest first (unknown figures last; ties by name).
+        #[arg(long, value_enum, default_value = "mem", value_name = "KEY")]
+        sort: SortKey,
+        /// Seconds between refreshes (at least 0.1; a fraction is fine).
+        #[arg(long, default_value = "2", value_parser = parse_interval, value_name = "SECS")]
+        interval: Duration,
+        /// Stop after N refreshes (default: until `q`, Ctrl-C or a signal).
+        #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        iterations: Option<u64>,
     },
     /// Run CMD with CK_CGROUP_ROOT set to a fresh isolated root; remove it afterwards. The
     /// sandbox is PARENT/ck-sandbox-*-locked, locked by this helper while it lives, holding CMD
@@ -370,6 +400,53 @@ pub enum Format {
     Json,
     /// Prometheus text exposition format (node_exporter's textfile collector).
     Prometheus,
+}
+
+/// What `status --sort` and `top --sort` order the modules by, the biggest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SortKey {
+    /// Memory in use (MEM: memory.current, or the /proc sum).
+    Mem,
+    /// Peak memory (PEAK: memory.peak).
+    Peak,
+    /// CPU: for status the time used since the module was made (CPU_S: cpu.stat usage_usec),
+    /// for top the share of a CPU over the last interval (CPU%).
+    Cpu,
+    /// Tasks (PIDS: pids.current).
+    Pids,
+    /// Memory pressure (PSI_MEM: memory.pressure some avg10).
+    Psi,
+}
+
+impl SortKey {
+    /// The key as written on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            SortKey::Mem => "mem",
+            SortKey::Peak => "peak",
+            SortKey::Cpu => "cpu",
+            SortKey::Pids => "pids",
+            SortKey::Psi => "psi",
+        }
+    }
+}
+
+/// The shortest `top --interval`: a faster refresh costs the host reads and tells no more.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// `top --interval`: seconds, a whole number or a fraction, at least [`MIN_INTERVAL`].
+fn parse_interval(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds (e.g. 2 or 0.5)"))?;
+    if !secs.is_finite() {
+        return Err(format!("{s:?} is not a number of seconds (e.g. 2 or 0.5)"));
+    }
+    if secs < MIN_INTERVAL.as_secs_f64() {
+        return Err(format!("{s} s is below the shortest interval, 0.1 s"));
+    }
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("{s} s is too long an interval"))
 }
 
 /// How a tree is stopped (`kill`, `prune --kill`).
@@ -517,6 +594,16 @@ mod tests {
             let want = (spec.parse)(spec.example).unwrap();
             assert_eq!(limits.limits().get(spec.key), Some(want), "{}", spec.key);
             assert_eq!(limits.limits().values().len(), 1, "{}", spec.key);
+        }
+    }
+
+    #[test]
+    fn intervals() {
+        assert_eq!(parse_interval("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_interval("0.25"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_interval("0.1"), Ok(Duration::from_millis(100)));
+        for bad in ["0.05", "0", "-1", "abc", "", "2s", "nan", "inf", "1e300"] {
+            assert!(parse_interval(bad).is_err(), "{bad:?} was taken");
         }
     }
 

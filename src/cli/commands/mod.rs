@@ -10,6 +10,7 @@ mod run;
 mod sandbox;
 mod show;
 mod stop;
+mod top;
 
 use std::path::PathBuf;
 
@@ -30,6 +31,7 @@ pub use run::{Namespaces, cmd_run};
 pub use sandbox::{cmd_sandbox, cmd_sandbox_prune};
 pub use show::{cmd_doctor, cmd_list, cmd_status, cmd_watch};
 pub use stop::{PruneArgs, cmd_kill, cmd_prune};
+pub use top::cmd_top;
 
 /// The global options every command may use.
 pub struct Ctx {

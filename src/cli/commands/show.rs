@@ -11,7 +11,7 @@ use ck_cgroup::telemetry::watch::{WatchEvent, WatchOptions};
 use ck_cgroup::{DirName, ModuleRef};
 
 use super::Ctx;
-use crate::cli::args::Format;
+use crate::cli::args::{Format, SortKey};
 use crate::cli::backend::{Backend, Cgroupfs};
 use crate::cli::exit::Fail;
 use crate::cli::output::{Versioned, versioned};
@@ -23,18 +23,23 @@ pub fn cmd_list(ctx: &Ctx, backend: Backend) -> Result<ExitCode, Fail> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `status` (`--json` is `--format json`); `--output FILE` is checked before anything is read.
+/// `status` (`--json` is `--format json`), in the order of `--sort` when given; `--output FILE`
+/// is checked before anything is read.
 pub fn cmd_status(
     ctx: &Ctx,
     backend: Backend,
     ids: &[String],
     format: Format,
     output: Option<&Path>,
+    sort: Option<SortKey>,
 ) -> Result<ExitCode, Fail> {
     if let Some(file) = output {
         crate::cli::prometheus::check_output(file)?;
     }
-    let r = backend.status(ids)?;
+    let mut r = backend.status(ids)?;
+    if let Some(key) = sort {
+        crate::cli::status::sort(&mut r, key);
+    }
     let format = if ctx.json { Format::Json } else { format };
     ctx.out.status(&r, format, output)?;
     Ok(ExitCode::SUCCESS)

@@ -158,6 +158,12 @@ pub struct ModuleStatus {
     pub memory_peak: Figure<u64>,
     /// Swap in use: `memory.swap.current`, or the sum of `VmSwap`.
     pub memory_swap_current: Figure<u64>,
+    /// `memory.stat` `anon`: anonymous memory (heaps, stacks), the part of `memory.current` a
+    /// hoard grows in and the kernel cannot drop without swap.
+    pub memory_anon: Figure<u64>,
+    /// `memory.stat` `file`: page cache (tmpfs and shared memory included), the part of
+    /// `memory.current` the kernel can mostly reclaim.
+    pub memory_file: Figure<u64>,
     /// `memory.events`.
     pub memory_events: Figure<MemoryEvents>,
     /// `pids.current`.
@@ -280,6 +286,7 @@ pub(crate) fn module_status_with(
             oom_group_kill: k.get("oom_group_kill").copied(),
         }
     });
+    let (memory_anon, memory_file) = memory_stat(f("memory.stat").as_deref());
     let psi = |file: &str| {
         Figure::new(
             f(file).and_then(|t| parse::pressure(&t).some_avg10),
@@ -303,6 +310,8 @@ pub(crate) fn module_status_with(
             "memory.peak",
         ),
         memory_swap_current,
+        memory_anon,
+        memory_file,
         memory_events: Figure::new(events, "memory.events"),
         pids_current: Figure::new(
             f("pids.current").as_deref().and_then(parse::number),
@@ -340,6 +349,19 @@ fn memory_now(
         ),
         (None, None) => proc_memory(pids),
     }
+}
+
+/// `anon` and `file` of `memory.stat` (its text, `None` when absent): each `None` where the file
+/// or its key is absent (no /proc fallback: a process's RSS does not split so).
+fn memory_stat(text: Option<&str>) -> (Figure<u64>, Figure<u64>) {
+    let keys = text.map(parse::flat_keyed);
+    let key = |k: &str| {
+        Figure::new(
+            keys.as_ref().and_then(|m| m.get(k).copied()),
+            format!("memory.stat {k}"),
+        )
+    };
+    (key("anon"), key("file"))
 }
 
 /// A module's memory in use, as `status` reports it, reading only what that needs (for `watch`'s
@@ -414,5 +436,24 @@ mod tests {
         let read = Limits::read(|file| (file == "pids.max").then(|| "max\n".to_string()));
         assert_eq!(read.pids_max.value, Some(Limit::Max));
         assert_eq!(read.memory_max.value, None);
+    }
+
+    #[test]
+    fn anon_and_file_come_from_memory_stat_and_absent_is_none() {
+        let (anon, file) = memory_stat(Some("anon 1048576\nfile 4096\nkernel 8192\n"));
+        assert_eq!(
+            (anon.value, anon.source.as_str()),
+            (Some(1 << 20), "memory.stat anon")
+        );
+        assert_eq!(
+            (file.value, file.source.as_str()),
+            (Some(4096), "memory.stat file")
+        );
+        // A kernel without the key, and no file at all: unknown, never 0.
+        let (anon, file) = memory_stat(Some("kernel 8192\n"));
+        assert_eq!((anon.value, file.value), (None, None));
+        let (anon, file) = memory_stat(None);
+        assert_eq!((anon.value, file.value), (None, None));
+        assert_eq!(file.source, "memory.stat file");
     }
 }
