@@ -188,3 +188,34 @@ real_daemon_down() {
   rm -f /usr/bin/ck-subc && install -m 0755 /lane/ck-subc-standin /usr/bin/ck-subc
   systemctl daemon-reload
 }
+
+# The knob checks (64 to 67): a `ck-cgroup sandbox` held open in the background by its CMD (a
+# sleep), so that the check's own shell drives the modules in it. sandbox_up exports
+# CK_CGROUP_ROOT (the sandbox's root: a delegated scope, so every controller, cpuset included)
+# and sets SB_PID (the sandbox) and SB_HOLD (its CMD). sandbox_down ends CMD: the sandbox then
+# kills its modules and removes its scope.
+sandbox_up() {
+  local f=/run/lane-sandbox.root
+  rm -f "$f"
+  "$CK" sandbox -- bash -c 'echo "$CK_CGROUP_ROOT $$" > "$0.tmp" && mv "$0.tmp" "$0" && exec sleep 600' "$f" &
+  SB_PID=$!
+  wait_until 30 test -s "$f" || return 1
+  read -r CK_CGROUP_ROOT SB_HOLD < "$f"
+  export CK_CGROUP_ROOT
+}
+sandbox_down() {
+  kill "$SB_HOLD" 2> /dev/null || true
+  wait "$SB_PID" 2> /dev/null || true
+  rm -f /run/lane-sandbox.root
+  unset CK_CGROUP_ROOT
+}
+# spin_in ID FLAG...: a busy loop as module ID made with FLAGs (`ck-cgroup exec`, in the
+# background); prints its pid once it is a member of the module.
+spin_in() {
+  local id=$1 pid
+  shift
+  "$CK" exec "$id" "$@" -- bash -c 'while :; do :; done' > /dev/null 2>&1 &
+  pid=$!
+  wait_until 20 is_member "$CK_CGROUP_ROOT/subc-modules/$id" "$pid" || return 1
+  echo "$pid"
+}
