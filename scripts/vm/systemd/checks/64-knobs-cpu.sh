@@ -43,7 +43,7 @@ allowed=$(awk '/^Cpus_allowed_list:/ { print $2 }' "/proc/$pin/status")
 expect "the loop's Cpus_allowed_list is 1 ($allowed)" [ "$allowed" = 1 ]
 # Field 39 (processor): the 37th after the ") " that ends the command's name.
 cpus=$(for _ in $(seq 20); do sed 's/.*) //' "/proc/$pin/stat" | awk '{ print $37 }'; sleep 0.1; done | sort | uniq -c | awk '{ printf "cpu %s: %s; ", $2, $1 }')
-expect "20 samples of the CPU it ran on are all CPU 1 (${cpus% ; })" [ "$cpus" = "cpu 1: 20; " ]
+expect "20 samples of the CPU it ran on are all CPU 1 (${cpus%; })" [ "$cpus" = "cpu 1: 20; " ]
 kill "$pin" 2> /dev/null || true
 check_end
 
