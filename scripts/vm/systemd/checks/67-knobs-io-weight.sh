@@ -28,8 +28,9 @@ wbytes() { awk -v d="$majmin" '$1 == d { for (i = 2; i <= NF; i++) if ($i ~ /^wb
 heavy=$!
 "$CK" exec light --io-weight 100 -- dd if=/dev/zero of="$dev" bs=256K count=64 seek=128 oflag=direct 2> /dev/null &
 light=$!
-expect "io.weight is default 400 and default 100 ($(head -n 1 "$M/heavy/io.weight" 2> /dev/null), $(head -n 1 "$M/light/io.weight" 2> /dev/null))" \
-  eval 'wait_until 10 grep -qx "default 400" "$M/heavy/io.weight" && grep -qx "default 100" "$M/light/io.weight"'
+weights() { grep -qx "default 400" "$M/heavy/io.weight" && grep -qx "default 100" "$M/light/io.weight"; } 2> /dev/null
+rc=0; wait_until 10 weights || rc=$?
+expect "io.weight is default 400 and default 100 ($(head -n 1 "$M/heavy/io.weight" 2> /dev/null), $(head -n 1 "$M/light/io.weight" 2> /dev/null))" [ "$rc" = 0 ]
 twelve() { [ "$(wbytes heavy || echo 0)" -ge $((12 * 1048576)) ] 2> /dev/null; }
 t0=$(date +%s%N)
 expect "the weight-400 module wrote 12 MiB within 30 s" wait_until 30 twelve
