@@ -2,7 +2,7 @@
 # The CPU knobs' effects, in a `ck-cgroup sandbox` (a delegated scope: every controller).
 #   cpu-max  two busy loops side by side, one made with `exec --cpu-max 20000/100000` (20 ms of
 #            CPU in each 100 ms), one without: over 3 s of wall time the limited one's cpu.stat
-#            usage_usec grows by at most a quarter of the wall time and its nr_throttled rises;
+#            usage_usec grows by at most 30% of the wall time (its limit is 20%) and its nr_throttled rises;
 #            the unlimited one gets at least twice as much
 #   cpuset   a busy loop made with `exec --cpus 1`: the module's cpuset.cpus.effective is 1, the
 #            process's Cpus_allowed_list is 1, and 20 samples of the CPU it last ran on (field 39
@@ -28,8 +28,10 @@ f1=$(keyed "$M/free/cpu.stat" usage_usec) w1=$(now_us)
 wall=$((w1 - w0)) dl=$((l1 - l0)) df=$((f1 - f0))
 pct() { echo $(($1 * 100 / wall)); }
 echo "wall ${wall} us; limited +${dl} us, nr_throttled ${t0} -> ${t1}; unlimited +${df} us"
-expect "the limited loop used at most 25% of the wall time ($(pct "$dl")%: ${dl} us of ${wall} us)" \
-  [ $((dl * 4)) -le "$wall" ]
+# The limit is 20%; the bound is 30%, since under TCG on a loaded host the measured share was 17
+# to 22% (the wall time and usage are read a few ms apart); an unlimited loop gets 99%.
+expect "the limited loop used at most 30% of the wall time ($(pct "$dl")%: ${dl} us of ${wall} us)" \
+  [ $((dl * 10)) -le $((wall * 3)) ]
 expect "its nr_throttled rose (${t0} -> ${t1})" [ "$t1" -gt "$t0" ]
 expect "the unlimited loop got at least twice as much ($(pct "$df")%: ${df} us)" [ "$df" -ge $((2 * dl)) ]
 kill "$lim" "$free" 2> /dev/null || true
