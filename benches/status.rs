@@ -66,12 +66,13 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The files `status` reads in each module (`crates/ck-cgroup/src/telemetry/`, `Root::list`), in the order it
 /// reads them. On a host without the memory, pids or cpu controllers most of them are absent.
-const FILES: [&str; 17] = [
+const FILES: [&str; 18] = [
     "cgroup.events",
     "cgroup.procs",
     "memory.current",
     "memory.swap.current",
     "memory.events",
+    "memory.stat",
     "memory.peak",
     "pids.current",
     "cpu.stat",
