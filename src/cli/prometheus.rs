@@ -489,6 +489,8 @@ mod tests {
             "memory_current": fig(4096.into(), "memory.current"),
             "memory_peak": fig(null.clone(), "memory.peak"),
             "memory_swap_current": fig(null.clone(), "memory.swap.current"),
+            "memory_anon": fig(null.clone(), "memory.stat anon"),
+            "memory_file": fig(null.clone(), "memory.stat file"),
             "memory_events": fig(null.clone(), "memory.events"),
             "pids_current": fig(null.clone(), "pids.current"),
             "cpu_usage_usec": fig(1500000.into(), "cpu.stat"),
