@@ -50,6 +50,10 @@ pub enum ErrorKind {
     /// No cgroup namespace could be made for a module's process (nothing was started): the
     /// spawn can be tried again without one.
     NoCgroupNamespace,
+    /// No PID namespace could be made for a module's process, neither alone (`CAP_SYS_ADMIN`)
+    /// nor with a user namespace (nothing was started): the spawn can be tried again without
+    /// one.
+    NoPidNamespace,
     /// systemd (the systemd backend's manager) cannot be reached over D-Bus.
     SystemdUnavailable,
     /// systemd was reached but a job or call of it failed.
@@ -135,6 +139,34 @@ impl Error {
             kind: ErrorKind::NoCgroupNamespace,
             stop: None,
         }
+    }
+
+    /// No PID namespace could be made for a process of the module at `path` (nothing was
+    /// started); `detail` says which step failed with `errno` (see
+    /// [`Error::is_no_pid_namespace`]).
+    pub fn no_pid_namespace(
+        path: impl Into<PathBuf>,
+        detail: impl fmt::Display,
+        errno: Errno,
+    ) -> Error {
+        let path: PathBuf = path.into();
+        Error {
+            class: Class::Failed,
+            message: format!(
+                "failed to start a process of {} in a PID namespace: {detail}",
+                path.display(),
+            ),
+            errno: Some(errno),
+            hint: Some("start it without one (`--no-pid-namespace`, `ModuleCommand::pid_namespace(false)`), or allow user namespaces (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone)".into()),
+            kind: ErrorKind::NoPidNamespace,
+            stop: None,
+        }
+    }
+
+    /// Whether this is [`Error::no_pid_namespace`]: the spawn can be tried again without one.
+    /// The same as `kind() == ErrorKind::NoPidNamespace`.
+    pub fn is_no_pid_namespace(&self) -> bool {
+        self.kind == ErrorKind::NoPidNamespace
     }
 
     /// Whether this is [`Error::no_cgroup_namespace`]: the spawn can be tried again without one.

@@ -121,8 +121,10 @@ fn resident(
     Ok(cmd_exit(cmd_status(CmdEnd::Ended(status))))
 }
 
-/// The spawn, with what the host cannot give dropped and said: a PID namespace (EPERM without
-/// CAP_SYS_ADMIN), then a cgroup namespace.
+/// The spawn, with what the host cannot give dropped and said: a PID namespace (one needs
+/// CAP_SYS_ADMIN, or else user namespaces: without either the library says which step failed),
+/// then a cgroup namespace. A PID namespace made with a user namespace (a helper without
+/// CAP_SYS_ADMIN) is no fallback: nothing is said.
 fn spawn(
     root: &Root,
     id: &ModuleId,
@@ -131,13 +133,12 @@ fn spawn(
     prog: &str,
 ) -> Result<ModuleChild, Error> {
     let spawned = match root.spawn(id, command) {
-        Err(e)
-            if ns.pid
-                && e.errno() == Some(rustix::io::Errno::PERM)
-                && !e.is_no_cgroup_namespace() =>
-        {
+        Err(e) if ns.pid && e.is_no_pid_namespace() => {
+            let errno = e
+                .errno()
+                .map_or_else(|| "?".to_string(), ck_cgroup::error::errno_text);
             note(format_args!(
-                "run {id}: no PID namespace here (clone3 CLONE_NEWPID: EPERM, it needs CAP_SYS_ADMIN): {prog} runs without one, and a SIGKILL of this helper kills {prog} alone, not the rest of the module"
+                "run {id}: no PID namespace here (clone3 CLONE_NEWPID needs CAP_SYS_ADMIN, else a user namespace: {errno}): {prog} runs without one, and a SIGKILL of this helper kills {prog} alone, not the rest of the module"
             ));
             command.pid_namespace(false);
             root.spawn(id, command)

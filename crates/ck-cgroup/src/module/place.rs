@@ -375,6 +375,12 @@ impl Root {
             if let Some(errno) = crate::spawn::cgroup_namespace_refused(&e) {
                 return Error::no_cgroup_namespace(self.dir.display_path(&rel), errno);
             }
+            if let Some(r) = e
+                .get_ref()
+                .and_then(|r| r.downcast_ref::<crate::spawn::PidNamespaceRefused>())
+            {
+                return Error::no_pid_namespace(self.dir.display_path(&rel), r, r.errno);
+            }
             let errno = Errno::from_io_error(&e).unwrap_or(Errno::IO);
             Error::io(
                 format_args!("spawn {:?} into", cmd.program()),

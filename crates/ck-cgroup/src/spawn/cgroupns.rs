@@ -159,12 +159,19 @@ fn enter_steps(maps: &Maps) -> Result<CgroupNamespace, (c_int, bool)> {
         Err(e) => return Err((e, false)),
     }
     unshare_namespaces(CLONE_NEWUSER | CLONE_NEWCGROUP).map_err(|e| (e, false))?;
-    // gid_map may be written by an unprivileged process only after setgroups is denied.
-    let changed = |e| (e, true);
-    write_file(c"/proc/self/setgroups", b"deny").map_err(changed)?;
-    write_file(c"/proc/self/uid_map", maps.uid_map.as_bytes()).map_err(changed)?;
-    write_file(c"/proc/self/gid_map", maps.gid_map.as_bytes()).map_err(changed)?;
+    write_own_maps(maps).map_err(|e| (e, true))?;
     Ok(CgroupNamespace::WithUserNamespace)
+}
+
+/// In a user namespace the calling process has just made (or was cloned into), deny
+/// `setgroups(2)` and write `maps`, its own uid and gid mapped to themselves; the errno of the
+/// write that failed. Only raw system calls on `maps` (prepared before): safe in a freshly
+/// cloned child.
+pub(super) fn write_own_maps(maps: &Maps) -> Result<(), c_int> {
+    // gid_map may be written by an unprivileged process only after setgroups is denied.
+    write_file(c"/proc/self/setgroups", b"deny")?;
+    write_file(c"/proc/self/uid_map", maps.uid_map.as_bytes())?;
+    write_file(c"/proc/self/gid_map", maps.gid_map.as_bytes())
 }
 
 /// For `ck-cgroup exec` and daemons that move a process themselves: put the calling process in

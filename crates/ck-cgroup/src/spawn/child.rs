@@ -25,6 +25,8 @@ pub struct ModuleChild {
     pub(super) status: Option<ExitStatus>,
     /// With a PID namespace: the pipe on which the init reports the program's wait status.
     pub(super) ns: Option<pidns::Reports>,
+    /// The PID namespace came with a user namespace of its own (see [`pidns`]).
+    pub(super) user_ns: bool,
 }
 
 impl ModuleChild {
@@ -44,6 +46,14 @@ impl ModuleChild {
     /// namespace ([`ModuleCommand::pid_namespace`]).
     pub fn in_pid_namespace(&self) -> bool {
         self.ns.is_some()
+    }
+
+    /// Whether the PID namespace came with a user namespace of its own: `CLONE_NEWPID` was
+    /// refused (no `CAP_SYS_ADMIN`), and the init was cloned with `CLONE_NEWUSER` too, the
+    /// caller's uid and gid mapped to themselves (see [`pidns`] for what the program sees
+    /// differently). `false` without a PID namespace.
+    pub fn user_namespace(&self) -> bool {
+        self.user_ns
     }
 
     /// A descriptor that polls readable once the program has exited: the

@@ -58,6 +58,7 @@ pub use cgroupns::{
 };
 pub use child::ModuleChild;
 pub use command::ModuleCommand;
+pub use pidns::{PidNamespaceRefused, pid_namespace_refused};
 pub use pre_exec::{pdeathsig_before_exec, place_before_exec, unblock_signals_before_exec};
 
 use std::ffi::CStr;
@@ -218,14 +219,15 @@ fn spawn_clone3(
     } else {
         0
     };
-    let (pid, pidfd, ns) = if cmd.pid_namespace {
-        let (pid, pidfd, reports) = pidns::spawn(cgroup_dir, placement_flag, &prepared, program)?;
-        (pid, pidfd, Some(reports))
+    let (pid, pidfd, ns, user_ns) = if cmd.pid_namespace {
+        let (pid, pidfd, reports, user_ns) =
+            pidns::spawn(cgroup_dir, placement_flag, &prepared, program)?;
+        (pid, pidfd, Some(reports), user_ns)
     } else {
         let ctx = prepared.ctx(program);
         let (pid, pidfd) = clone3::fork_exec(cgroup_dir, placement_flag, &ctx)
             .map_err(Clone3Failure::from_clone3)?;
-        (pid, pidfd, None)
+        (pid, pidfd, None, false)
     };
     let Prepared {
         report_rd,
@@ -240,12 +242,14 @@ fn spawn_clone3(
         placement: Placement::Clone3IntoCgroup,
         status: None,
         ns,
+        user_ns,
     };
     match read_report(&report_rd) {
         Ok(None) => Ok(child),
         Ok(Some(code)) => {
             let _ = child.wait_init();
-            Err(cgroupns::unmark(io::Error::from_raw_os_error(code)).into())
+            let e = io::Error::from_raw_os_error(code);
+            Err(pidns::unmark(cgroupns::unmark(e)).into())
         }
         Err(e) => {
             // Unknown whether exec happened: do not leave it running (with a PID namespace the

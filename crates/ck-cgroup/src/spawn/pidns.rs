@@ -17,6 +17,31 @@
 //!
 //! Everything the init does runs in the forked copy of the caller: raw system calls on data
 //! prepared before the clone, no allocation, no locks.
+//!
+//! # Without `CAP_SYS_ADMIN`
+//!
+//! `clone3(2)` with `CLONE_NEWPID` needs `CAP_SYS_ADMIN`; a caller without it (a helper run by a
+//! user's manager) gets `EPERM`. The init is then cloned with `CLONE_NEWUSER | CLONE_NEWPID`,
+//! which an unprivileged process may do: the PID namespace is owned by the new user namespace,
+//! and the init, first thing, denies `setgroups` and maps the caller's effective uid and gid to
+//! themselves there (the maps [`cgroupns`](super::cgroupns) writes for its own user namespace).
+//! Kill-on-close is the same: the init still dies with its spawner, and the kernel empties the
+//! namespace. The init then holds `CAP_SYS_ADMIN` in its own user namespace, so it makes the
+//! module's cgroup namespace with `unshare(CLONE_NEWCGROUP)` alone, owned by that same user
+//! namespace. [`ModuleChild::user_namespace`](super::ModuleChild::user_namespace) tells that it
+//! happened. The spawner's signals still reach the init (same uid; a `SI_QUEUE` siginfo).
+//!
+//! The program keeps its uid and gid; what it sees differently there, as with the cgroup
+//! namespace's user namespace: other uids and gids (root's files, say) show as the overflow ids
+//! (65534, "nobody"), setuid and setgid programs of unmapped owners do not change ids,
+//! `setgroups(2)` is refused, and the capabilities the new user namespace gave it end at
+//! `execve` (unless its uid there is 0: a root caller without `CAP_SYS_ADMIN`); it never had any
+//! over the host. A command that takes another [`uid`](ModuleCommand::uid) or
+//! [`gid`](ModuleCommand::gid) is not retried this way (no other id is mapped there).
+//!
+//! When the retry fails too (user namespaces disabled: `EPERM`, `ENOSPC` or `EINVAL`, or a map
+//! that cannot be written), nothing is started and the error is a [`PidNamespaceRefused`] with
+//! the errno of that last step: spawn again without a PID namespace.
 
 use std::ffi::CStr;
 use std::io;
@@ -31,11 +56,85 @@ use rustix::process::Signal;
 use super::Clone3Failure;
 #[cfg(doc)]
 use super::ModuleCommand;
+use super::cgroupns::Maps;
 use super::clone3::{self, init::InitCtx};
 use super::prepare::Prepared;
 
 /// `CLONE_NEWPID` from `<linux/sched.h>`.
 const CLONE_NEWPID: u64 = 0x2000_0000;
+
+/// `CLONE_NEWUSER` from `<linux/sched.h>`.
+const CLONE_NEWUSER: u64 = 0x1000_0000;
+
+/// Marks, in the child's report, an errno of the init's user-namespace maps (errnos are below
+/// 4096; the cgroup namespace's mark is another bit).
+pub(super) const REFUSED_MARK: c_int = 0x2000_0000;
+
+/// Whether a refused PID namespace is tried again with a user namespace; `false` only for the
+/// `CK_MUTATION=no-pidns-userns` test feature.
+const USERNS_RETRY: bool = !cfg!(ck_mutation = "no-pidns-userns");
+
+/// No PID namespace could be made for the module (nothing was started); the payload of the
+/// [`io::Error`] that [`spawn_into`](super::spawn_into) returns then (see
+/// [`pid_namespace_refused`]).
+#[derive(Debug)]
+pub struct PidNamespaceRefused {
+    /// The errno of the last step tried: `clone3(2)` with `CLONE_NEWUSER | CLONE_NEWPID` or a
+    /// write of the init's maps; `EPERM` of `CLONE_NEWPID` alone when that was not tried.
+    pub errno: Errno,
+    /// Whether the user namespace was tried (`false`: `CLONE_NEWPID` alone was refused).
+    pub with_user_namespace: bool,
+}
+
+impl std::fmt::Display for PidNamespaceRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.with_user_namespace {
+            write!(
+                f,
+                "no PID namespace for the module (clone3 CLONE_NEWPID: EPERM, it needs CAP_SYS_ADMIN; then with a user namespace: {})",
+                crate::error::errno_text(self.errno)
+            )
+        } else {
+            write!(
+                f,
+                "no PID namespace for the module (clone3 CLONE_NEWPID: {}, it needs CAP_SYS_ADMIN)",
+                crate::error::errno_text(self.errno)
+            )
+        }
+    }
+}
+
+impl std::error::Error for PidNamespaceRefused {}
+
+/// The errno when `e` says that no PID namespace could be made for the module (the spawn
+/// started nothing); `None` for every other error.
+pub fn pid_namespace_refused(e: &io::Error) -> Option<Errno> {
+    e.get_ref()?
+        .downcast_ref::<PidNamespaceRefused>()
+        .map(|r| r.errno)
+}
+
+/// The error for `errno` of the last step.
+fn refused(errno: Errno, with_user_namespace: bool) -> io::Error {
+    io::Error::new(
+        io::Error::from(errno).kind(),
+        PidNamespaceRefused {
+            errno,
+            with_user_namespace,
+        },
+    )
+}
+
+/// An error as it came back from the init: one whose raw errno carries [`REFUSED_MARK`] (its
+/// maps could not be written) becomes a [`PidNamespaceRefused`].
+pub(super) fn unmark(e: io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(code) if code & REFUSED_MARK != 0 => {
+            refused(Errno::from_raw_os_error(code & !REFUSED_MARK), true)
+        }
+        _ => e,
+    }
+}
 
 /// The tag in `si_value.sival_int` of a signal the init passes on to the program (`"ckfw"`).
 const FORWARD_TAG: c_int = 0x636b_6677;
@@ -115,8 +214,9 @@ impl Reports {
 }
 
 /// Clone the init into the cgroup of `cgroup_dir` (`placement_flag` is `CLONE_INTO_CGROUP`, or 0
-/// for the `CK_MUTATION=no-placement` control) in a new PID namespace. Returns the init's pid and
-/// pidfd and the parent's end of its report pipe.
+/// for the `CK_MUTATION=no-placement` control) in a new PID namespace; when `CLONE_NEWPID` is
+/// refused (`EPERM`), in a new user namespace too (see the module's doc). Returns the init's pid
+/// and pidfd, the parent's end of its report pipe, and whether it has a user namespace.
 ///
 /// The init makes the cgroup namespace (it is in the module from birth) and, with
 /// [`ModuleCommand::process_group`], leads the process group, before it starts the program, which
@@ -127,11 +227,12 @@ pub(super) fn spawn(
     placement_flag: u64,
     prepared: &Prepared,
     program: &CStr,
-) -> Result<(u32, OwnedFd, Reports), Clone3Failure> {
+) -> Result<(u32, OwnedFd, Reports, bool), Clone3Failure> {
     let (status_rd, status_wr) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
     let mut cmd = prepared.ctx(program);
     cmd.pdeathsig = None;
-    let ctx = InitCtx {
+    let identity = cmd.identity;
+    let mut ctx = InitCtx {
         cgroup_ns: cmd.cgroup_ns.take(),
         process_group: std::mem::take(&mut cmd.process_group),
         cmd,
@@ -142,16 +243,31 @@ pub(super) fn spawn(
         // parent does.
         reap_all: !cfg!(ck_mutation = "init-no-reap"),
         tag: FORWARD_TAG,
+        user_ns: None,
     };
-    let (pid, pidfd) = clone3::init::fork_init(cgroup_dir, placement_flag | CLONE_NEWPID, &ctx)
-        .map_err(Clone3Failure::from_clone3)?;
+    let flags = placement_flag | CLONE_NEWPID;
+    let (pid, pidfd, user_ns) = match clone3::init::fork_init(cgroup_dir, flags, &ctx) {
+        Ok((pid, pidfd)) => (pid, pidfd, false),
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+            if !USERNS_RETRY || identity.uid.is_some() || identity.gid.is_some() {
+                return Err(refused(Errno::PERM, false).into());
+            }
+            // The maps are made here: the init must not allocate.
+            let maps = Maps::new()?;
+            ctx.user_ns = Some(&maps);
+            let (pid, pidfd) = clone3::init::fork_init(cgroup_dir, flags | CLONE_NEWUSER, &ctx)
+                .map_err(|e| refused(Errno::from_io_error(&e).unwrap_or(Errno::IO), true))?;
+            (pid, pidfd, true)
+        }
+        Err(e) => return Err(Clone3Failure::from_clone3(e)),
+    };
     drop(status_wr);
     let reports = Reports {
         fd: status_rd,
         status: None,
         gone: false,
     };
-    Ok((pid, pidfd, reports))
+    Ok((pid, pidfd, reports, user_ns))
 }
 
 /// Send `sig` to a namespace's init through its pidfd (`pidfd_send_signal(2)` with an `SI_QUEUE`

@@ -112,6 +112,7 @@ pub(super) fn spawn_pre_exec(
             placement: Placement::PreExecWrite,
             status: None,
             ns: None,
+            user_ns: false,
         }),
         Err(e) => {
             // Do not leave an unsupervised child behind.

@@ -38,10 +38,13 @@ pub(in crate::spawn) struct InitCtx<'a> {
     pub(in crate::spawn) cgroup_ns: Option<&'a cgroupns::Maps>,
     /// The init leads a process group of its own (`setpgid(0, 0)`), which the program joins.
     pub(in crate::spawn) process_group: bool,
+    /// The maps the init writes first, when it was cloned with `CLONE_NEWUSER` too; `None`: it
+    /// was not.
+    pub(in crate::spawn) user_ns: Option<&'a cgroupns::Maps>,
 }
 
-/// Clone the init with `flags` (`CLONE_NEWPID`, and `CLONE_INTO_CGROUP` unless `no-placement`)
-/// into the cgroup of `cgroup_dir`; its pid and pidfd.
+/// Clone the init with `flags` (`CLONE_NEWPID`, and `CLONE_INTO_CGROUP` unless `no-placement`;
+/// `CLONE_NEWUSER` when `ctx.user_ns` is set) into the cgroup of `cgroup_dir`; its pid and pidfd.
 pub(in crate::spawn) fn fork_init(
     cgroup_dir: BorrowedFd<'_>,
     flags: u64,
@@ -67,6 +70,12 @@ unsafe fn ns_init(ctx: &InitCtx<'_>) -> ! {
     // SAFETY: we are the child with every signal blocked.
     if let Err(e) = unsafe { reset_signal_handlers() } {
         fail(e);
+    }
+    if let Some(maps) = ctx.user_ns
+        && let Err(e) = cgroupns::write_own_maps(maps)
+    {
+        // Without its maps the namespace is no place to start the program in.
+        fail(e | crate::spawn::pidns::REFUSED_MARK);
     }
     // SAFETY: close(2) of the copy of the parent's read end, which this process never uses.
     unsafe { libc::close(ctx.status_rd) };
