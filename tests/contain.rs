@@ -112,8 +112,9 @@ fn run_no_cgroup_namespace_leaves_cmd_in_the_callers() {
 
 /// A helper without CAP_SYS_ADMIN (as under a user's manager; here root with the capability
 /// dropped by setpriv): the cgroup namespace is made with a user namespace that maps the
-/// caller's uid and gid to themselves, setgroups denied. `run` still says, once, that it has no
-/// PID namespace; nothing says there is no cgroup namespace.
+/// caller's uid and gid to themselves, setgroups denied (for `run`, the user namespace the
+/// init's PID namespace came with, in which the init makes the cgroup namespace). Nothing says
+/// there is no cgroup namespace, nor, for `run`, that there is no PID namespace.
 #[test]
 fn without_cap_sys_admin_the_cgroup_namespace_comes_with_a_user_namespace() {
     let w = World::new();
@@ -135,6 +136,7 @@ fn without_cap_sys_admin_the_cgroup_namespace_comes_with_a_user_namespace() {
             .expect("setpriv (util-linux)");
         let err = stderr(&o);
         assert!(!err.contains("cgroup namespace"), "{cmd}: {err}");
+        assert!(!err.contains("no PID namespace"), "{cmd}: {err}");
         let out = ok(o);
         let l: Vec<&str> = out.lines().collect();
         assert_eq!(l.len(), 5, "{cmd}: {out}");

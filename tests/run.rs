@@ -339,3 +339,139 @@ fn run_with_a_limit_whose_controller_is_off_is_refused_and_makes_nothing() {
     assert!(stderr(&o).contains("memory"), "{}", stderr(&o));
     assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
 }
+
+/// The uid and gid of an unprivileged user's helper in the tests below (nobody: no account's
+/// files, no capability).
+const NOBODY: u32 = 65534;
+
+/// Hand the sandbox's root to [`NOBODY`] as systemd's `Delegate=` hands a user service its
+/// cgroup (the directory and its `cgroup.procs`, `cgroup.threads` and `cgroup.subtree_control`),
+/// and `subc-modules/` with it, where the helper makes the module. The temp dir is opened to all:
+/// the module writes its pids there as nobody.
+fn delegate_root_to_nobody(w: &World) {
+    use std::os::unix::fs::PermissionsExt;
+    let files = ["cgroup.procs", "cgroup.threads", "cgroup.subtree_control"];
+    for dir in [w.root().to_path_buf(), w.root().join("subc-modules")] {
+        let chown = |p: &std::path::Path| {
+            std::os::unix::fs::chown(p, Some(NOBODY), Some(NOBODY))
+                .unwrap_or_else(|e| panic!("chown {}: {e}", p.display()))
+        };
+        chown(&dir);
+        for f in files {
+            chown(&dir.join(f));
+        }
+    }
+    std::fs::set_permissions(w.tmp.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+}
+
+/// `ck-cgroup --root <sandbox> ARGS` as an unprivileged user's helper: started in the root's
+/// `daemon/` (as a user manager starts a delegated service's process in its cgroup, so that the
+/// module's parent is the root nobody owns), then as nobody with every capability gone
+/// (`setpriv`: no CAP_SYS_ADMIN, in the effective, inheritable or bounding set).
+fn ck_as_nobody(w: &World, args: &[&str]) -> std::process::Command {
+    delegate_root_to_nobody(w);
+    let mut c = std::process::Command::new("sh");
+    c.args([
+        "-c",
+        "echo $$ > \"$1/daemon/cgroup.procs\" && shift && exec \"$@\"",
+        "sh",
+    ])
+    .arg(w.root())
+    .arg("setpriv")
+    .args([
+        &format!("--reuid={NOBODY}"),
+        &format!("--regid={NOBODY}"),
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--",
+        bin(),
+        "--root",
+    ])
+    .arg(w.root())
+    .args(args)
+    .env_remove("CK_CGROUP_ROOT")
+    .env("CK_CGROUP_POLICY", "/dev/null");
+    c
+}
+
+/// Lane 2 of the guest lane: a helper without CAP_SYS_ADMIN (a user's manager runs it) got
+/// EPERM for CLONE_NEWPID and ran CMD without a PID namespace. It now makes the PID namespace
+/// together with a user namespace (its own uid and gid mapped to themselves): CMD is PID 2 there,
+/// in a cgroup namespace rooted at its module, and nothing says there is no PID namespace.
+#[test]
+fn unprivileged_run_gets_a_pid_namespace_through_a_user_namespace() {
+    let w = World::new();
+    let o = ck_as_nobody(
+        &w,
+        &[
+            "run",
+            "userns",
+            "--",
+            "sh",
+            "-c",
+            "echo $$; id -u; cat /proc/self/uid_map /proc/self/setgroups; grep '^0::' /proc/self/cgroup",
+        ],
+    )
+    .output()
+    .expect("setpriv (util-linux)");
+    let err = stderr(&o);
+    assert!(!err.contains("no PID namespace"), "{err}");
+    let out = ok(o);
+    let l: Vec<&str> = out.lines().collect();
+    assert_eq!(l.len(), 5, "{out}\n{err}");
+    assert_eq!(l[0], "2", "CMD is PID 2 of its namespace: {out}\n{err}");
+    assert_eq!(l[1], NOBODY.to_string(), "{out}");
+    let map: Vec<&str> = l[2].split_whitespace().collect();
+    assert_eq!(map, ["65534", "65534", "1"], "{out}");
+    assert_eq!(l[3], "deny", "{out}");
+    assert_eq!(l[4], "0::/", "{out}");
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
+}
+
+/// Lane 2 of the guest lane: SIGKILL of an unprivileged helper (no CAP_SYS_ADMIN) left the
+/// module's processes alive, since it had no PID namespace. With the namespace made through a
+/// user namespace, the init dies with the helper and the kernel empties the namespace: nothing
+/// of the module is left within one second, a reparented grandchild and TERM-ignoring ones
+/// included.
+#[test]
+fn sigkill_of_an_unprivileged_run_leaves_no_process_of_the_module() {
+    let w = World::new();
+    for round in 0..5 {
+        let (a, b, c) = (w.tmp("a"), w.tmp("b"), w.tmp("c"));
+        for f in [&a, &b, &c] {
+            let _ = std::fs::remove_file(f);
+        }
+        let script = format!(
+            "trap '' TERM; (sh -c '{a}; exec sleep 601' &); \
+             (sh -c 'trap \"\" TERM; {b}; exec sleep 602' &); {c}; exec sleep 603",
+            a = host_pid_to(&a),
+            b = host_pid_to(&b),
+            c = host_pid_to(&c),
+        );
+        // stderr into a file, not a pipe: a module left alive would hold a pipe open.
+        let err_file = w.tmp("stderr");
+        let mut run = ck_as_nobody(&w, &["run", "hung", "--", "sh", "-c", &script])
+            .stderr(std::fs::File::create(&err_file).unwrap())
+            .spawn()
+            .expect("setpriv (util-linux)");
+        w.track(run.id());
+        let pids = [w.pid_from("a"), w.pid_from("b"), w.pid_from("c")];
+        run.kill().unwrap();
+        run.wait().unwrap();
+        let err = std::fs::read_to_string(&err_file).unwrap();
+        assert!(!err.contains("no PID namespace"), "round {round}: {err}");
+        assert!(
+            empty_within(&w, "hung", Duration::from_secs(1)),
+            "round {round}: the module still holds processes 1 s after SIGKILL of run"
+        );
+        // A SIGKILLed process leaves its cgroup before it becomes a zombie (see above).
+        let deadline = std::time::Instant::now() + scaled(Duration::from_secs(1));
+        for p in pids {
+            while alive(p) && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            assert!(!alive(p), "round {round}: {p} survived SIGKILL of run");
+        }
+    }
+}

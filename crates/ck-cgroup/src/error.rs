@@ -142,7 +142,7 @@ impl Error {
     }
 
     /// No PID namespace could be made for a process of the module at `path` (nothing was
-    /// started); `detail` says which step failed with `errno` (see
+    /// started); `detail` says which steps failed, the last with `errno` (see
     /// [`Error::is_no_pid_namespace`]).
     pub fn no_pid_namespace(
         path: impl Into<PathBuf>,
@@ -152,10 +152,7 @@ impl Error {
         let path: PathBuf = path.into();
         Error {
             class: Class::Failed,
-            message: format!(
-                "failed to start a process of {} in a PID namespace: {detail}",
-                path.display(),
-            ),
+            message: format!("no PID namespace for a process of {} ({detail})", path.display()),
             errno: Some(errno),
             hint: Some("start it without one (`--no-pid-namespace`, `ModuleCommand::pid_namespace(false)`), or allow user namespaces (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone)".into()),
             kind: ErrorKind::NoPidNamespace,

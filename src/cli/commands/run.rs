@@ -134,11 +134,10 @@ fn spawn(
 ) -> Result<ModuleChild, Error> {
     let spawned = match root.spawn(id, command) {
         Err(e) if ns.pid && e.is_no_pid_namespace() => {
-            let errno = e
-                .errno()
-                .map_or_else(|| "?".to_string(), ck_cgroup::error::errno_text);
+            // The library's message says which steps failed (the last one's errno).
             note(format_args!(
-                "run {id}: no PID namespace here (clone3 CLONE_NEWPID needs CAP_SYS_ADMIN, else a user namespace: {errno}): {prog} runs without one, and a SIGKILL of this helper kills {prog} alone, not the rest of the module"
+                "run {id}: {}: {prog} runs without one, and a SIGKILL of this helper kills {prog} alone, not the rest of the module",
+                e.message()
             ));
             command.pid_namespace(false);
             root.spawn(id, command)

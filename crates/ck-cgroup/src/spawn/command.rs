@@ -213,8 +213,13 @@ impl ModuleCommand {
     ///
     /// The program sees its own pid as 2 and its children's pids as the
     /// namespace numbers them; `/proc` is still the host's. Needs
-    /// `CAP_SYS_ADMIN` (else `spawn` fails with `EPERM` and starts nothing)
-    /// and `clone3(2)` (no fallback: the pre-exec path cannot make one).
+    /// `CAP_SYS_ADMIN`, or else user namespaces: without it the init is cloned
+    /// with a user namespace too, the caller's uid and gid mapped to themselves
+    /// ([`ModuleChild::user_namespace`]; what the program sees differently there:
+    /// [`pidns`]). Where neither works `spawn` starts nothing and fails with a
+    /// [`PidNamespaceRefused`](pidns::PidNamespaceRefused)
+    /// ([`pid_namespace_refused`](pidns::pid_namespace_refused)). Needs
+    /// `clone3(2)` too (no fallback: the pre-exec path cannot make one).
     /// [`parent_death_signal`](Self::parent_death_signal) does not apply: the
     /// program's parent is the init.
     pub fn pid_namespace(&mut self, on: bool) -> &mut Self {

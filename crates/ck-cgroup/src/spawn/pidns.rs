@@ -75,8 +75,9 @@ pub(super) const REFUSED_MARK: c_int = 0x2000_0000;
 const USERNS_RETRY: bool = !cfg!(ck_mutation = "no-pidns-userns");
 
 /// No PID namespace could be made for the module (nothing was started); the payload of the
-/// [`io::Error`] that [`spawn_into`](super::spawn_into) returns then (see
-/// [`pid_namespace_refused`]).
+/// [`io::Error`] that [`spawn_into`](super::spawn_into) returns then. Its text names the steps
+/// (`clone3 CLONE_NEWPID: EPERM, it needs CAP_SYS_ADMIN; then with a user namespace: ENOSPC`);
+/// see [`pid_namespace_refused`].
 #[derive(Debug)]
 pub struct PidNamespaceRefused {
     /// The errno of the last step tried: `clone3(2)` with `CLONE_NEWUSER | CLONE_NEWPID` or a
@@ -91,13 +92,13 @@ impl std::fmt::Display for PidNamespaceRefused {
         if self.with_user_namespace {
             write!(
                 f,
-                "no PID namespace for the module (clone3 CLONE_NEWPID: EPERM, it needs CAP_SYS_ADMIN; then with a user namespace: {})",
+                "clone3 CLONE_NEWPID: EPERM, it needs CAP_SYS_ADMIN; then with a user namespace: {}",
                 crate::error::errno_text(self.errno)
             )
         } else {
             write!(
                 f,
-                "no PID namespace for the module (clone3 CLONE_NEWPID: {}, it needs CAP_SYS_ADMIN)",
+                "clone3 CLONE_NEWPID: {}, it needs CAP_SYS_ADMIN",
                 crate::error::errno_text(self.errno)
             )
         }
