@@ -475,3 +475,80 @@ fn sigkill_of_an_unprivileged_run_leaves_no_process_of_the_module() {
         }
     }
 }
+
+/// The helper's signals cross the user namespace its PID namespace came with: USR1 to an
+/// unprivileged `run` reaches CMD once (the helper's tagged `pidfd_send_signal` to the init, same
+/// uid, `SI_QUEUE`), and TERM stops the module, CMD's exit code returned.
+#[test]
+fn usr1_to_an_unprivileged_run_reaches_cmd_once_across_its_user_namespace() {
+    let w = World::new();
+    let got = w.tmp("got");
+    let script = format!(
+        "trap 'echo usr1 >> {g}' USR1; trap 'exit 5' TERM; echo $$ > {r}; while :; do sleep 600 & wait; done",
+        g = got.display(),
+        r = w.tmp("ready").display()
+    );
+    let err_file = w.tmp("stderr");
+    let mut run = ck_as_nobody(&w, &["run", "usr", "--", "sh", "-c", &script])
+        .stderr(std::fs::File::create(&err_file).unwrap())
+        .spawn()
+        .expect("setpriv (util-linux)");
+    w.track(run.id());
+    assert_eq!(w.line_from("ready"), "2", "CMD in a PID namespace");
+    let pid = rustix::process::Pid::from_raw(run.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::USR1).unwrap();
+    eventually("CMD to get USR1", || got.exists());
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let code = run.wait().unwrap().code();
+    let err = std::fs::read_to_string(&err_file).unwrap();
+    assert_eq!(code, Some(5), "{err}");
+    let n = std::fs::read_to_string(&got).unwrap().lines().count();
+    assert_eq!(n, 1, "CMD got USR1 {n} times");
+    assert!(!err.contains("no PID namespace"), "{err}");
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
+}
+
+/// Where no user namespace can be made either (here: a user namespace whose
+/// `user.max_user_namespaces` is 0, so only this test's helper is affected, running as its root
+/// without capabilities), `run` still runs CMD, without a PID namespace, and says so once, naming
+/// both steps and the last one's errno (ENOSPC).
+#[test]
+fn run_where_user_namespaces_are_off_falls_back_visibly_naming_the_errno() {
+    let w = World::new();
+    let o = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "echo $$ > \"$1/daemon/cgroup.procs\" && shift && exec unshare --user --map-root-user \
+             sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && exec \"$@\"' sh \"$@\"",
+            "sh",
+        ])
+        .arg(w.root())
+        .args([
+            "setpriv",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--",
+            bin(),
+            "--root",
+        ])
+        .arg(w.root())
+        .args(["run", "nons", "--", "sh", "-c", "echo $$"])
+        .env_remove("CK_CGROUP_ROOT")
+        .env("CK_CGROUP_POLICY", "/dev/null")
+        .output()
+        .expect("unshare, setpriv (util-linux)");
+    let err = stderr(&o);
+    let out = ok(o);
+    assert_ne!(out.trim(), "2", "{err}");
+    let notes: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("no PID namespace"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(
+        notes[0].contains("clone3 CLONE_NEWPID: EPERM")
+            && notes[0].contains("then with a user namespace: ENOSPC"),
+        "{err}"
+    );
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
+}
