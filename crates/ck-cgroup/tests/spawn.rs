@@ -133,6 +133,60 @@ fn every_spawn_path_starts_the_child_in_a_cgroup_namespace_rooted_at_its_cgroup(
     }
 }
 
+/// A spawner without CAP_SYS_ADMIN (this test's thread drops it from its effective set:
+/// capabilities are per thread, and the init takes the spawning thread's) gets its PID namespace
+/// through a user namespace mapping its uid and gid to themselves: the program is pid 2 and
+/// reads the map, and `user_namespace()` says so; with the capability (where the tests have it)
+/// it is `false` and the program reads our own map.
+#[test]
+fn without_cap_sys_admin_the_pid_namespace_comes_with_a_user_namespace() {
+    let uid = rustix::process::geteuid().as_raw();
+    let has_cap = rustix::thread::capabilities(None)
+        .unwrap()
+        .effective
+        .contains(rustix::thread::CapabilitySet::SYS_ADMIN);
+    let own_map = std::fs::read_to_string("/proc/self/uid_map").unwrap();
+    let own_map: Vec<&str> = own_map.split_whitespace().collect();
+    for drop_cap in [true, false] {
+        if !drop_cap && !has_cap {
+            continue; // an unprivileged test run: there is no capability to keep
+        }
+        let cg = Scratch::new();
+        let (out, user_ns) = std::thread::scope(|s| {
+            s.spawn(|| {
+                if drop_cap {
+                    let mut caps = rustix::thread::capabilities(None).unwrap();
+                    caps.effective
+                        .remove(rustix::thread::CapabilitySet::SYS_ADMIN);
+                    rustix::thread::set_capabilities(None, caps).unwrap();
+                }
+                let mut cmd = ModuleCommand::new("/bin/sh");
+                cmd.args(["-c", "echo $$; cat /proc/self/uid_map"])
+                    .pid_namespace(true);
+                // The init dies with the spawning thread: spawn and wait in this one.
+                let (out, child) = run(&cg, cmd, Strategy::Clone3Only);
+                (out, child.user_namespace())
+            })
+            .join()
+            .unwrap()
+        });
+        let what = format!("CAP_SYS_ADMIN dropped: {drop_cap}: {out}");
+        let l: Vec<&str> = out.lines().collect();
+        assert_eq!(l.first(), Some(&"2"), "{what}");
+        assert_eq!(user_ns, drop_cap, "{what}");
+        let map: Vec<&str> = l[1].split_whitespace().collect();
+        if drop_cap {
+            assert_eq!(
+                map,
+                [uid.to_string(), uid.to_string(), "1".into()],
+                "{what}"
+            );
+        } else {
+            assert_eq!(map, own_map, "{what}");
+        }
+    }
+}
+
 #[test]
 fn clone3_places_child_in_cgroup() {
     let cg = Scratch::new();
