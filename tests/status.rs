@@ -225,13 +225,19 @@ fn status_sorts_by_each_key_biggest_first_unknown_last_in_every_format() {
             .collect();
         let json_order: Vec<&str> = order.iter().map(|(_, n)| *n).collect();
         assert_eq!(rows, json_order, "--sort {key} table:\n{table}");
+        // Prometheus labels a series by the module id (`module`), not the directory name.
         let prom = ok(w.run(&["status", "--sort", key, "--format", "prometheus"]));
         let samples: Vec<&str> = prom
             .lines()
             .filter(|l| l.starts_with("ck_cgroup_module_processes{"))
             .map(|l| l.split('"').nth(1).unwrap())
             .collect();
-        assert_eq!(samples, json_order, "--sort {key} prometheus:\n{prom}");
+        let id_order: Vec<&str> = s
+            .modules
+            .iter()
+            .map(|m| m.module.as_deref().unwrap_or(m.name.as_str()))
+            .collect();
+        assert_eq!(samples, id_order, "--sort {key} prometheus:\n{prom}");
     }
     let o = w.run(&["status", "--sort", "size"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
