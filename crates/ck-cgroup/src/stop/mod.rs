@@ -8,7 +8,9 @@
 //!    top, which takes its whole subtree, threaded sub-cgroups and frozen, stopped, traced and
 //!    vfork-blocked members included. Atomic: children forked during the kill are killed too. A
 //!    process that enters the module afterwards (a spawn racing the kill) keeps it populated, so
-//!    while it is, `cgroup.kill` is written again, at growing intervals, until the timeout.
+//!    while it is, `cgroup.kill` is written again, at growing intervals, until the timeout, and
+//!    from the third write on every member still listed is also sent SIGKILL by pidfd (entrants
+//!    that repeated writes did not take were seen under load).
 //! 2. [`KillMethod::Freeze`]: `1` to `cgroup.freeze` (kernel 5.2), wait (at most 100 ms: a
 //!    member in ptrace-stop may never count as frozen) for `frozen 1`, SIGKILL every member (a
 //!    frozen process cannot fork, so the member list is stable), thaw, repeat until empty.
