@@ -146,23 +146,6 @@ fn status_table_and_prometheus_snapshots() {
     );
 }
 
-/// A module holding `mib` MiB resident (a Python bytearray), once it is.
-fn hoard(w: &World, id: &str, mib: u32) -> std::process::Child {
-    let ready = format!("{id}.ready");
-    let script = format!(
-        "import time\nx = bytearray({mib} << 20)\nopen('{}', 'w').write('1\\n')\ntime.sleep(600)",
-        w.tmp(&ready).display()
-    );
-    let c = w
-        .ck()
-        .args(["exec", id, "--", "python3", "-c", &script])
-        .spawn()
-        .unwrap();
-    w.track(c.id());
-    w.line_from(&ready);
-    c
-}
-
 /// The figure `--sort KEY` orders by, as `status --json` shows it (`None`: unknown).
 fn sort_figure(m: &Module, key: &str) -> Option<f64> {
     let f = match key {

@@ -12,23 +12,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-/// A module holding `mib` MiB resident (a Python bytearray), once it is.
-fn hoard(w: &World, id: &str, mib: u32) -> std::process::Child {
-    let ready = format!("{id}.ready");
-    let script = format!(
-        "import time\nx = bytearray({mib} << 20)\nopen('{}', 'w').write('1\\n')\ntime.sleep(600)",
-        w.tmp(&ready).display()
-    );
-    let c = w
-        .ck()
-        .args(["exec", id, "--", "python3", "-c", &script])
-        .spawn()
-        .unwrap();
-    w.track(c.id());
-    w.line_from(&ready);
-    c
-}
-
 #[test]
 fn without_a_terminal_each_refresh_is_a_plain_table() {
     let w = World::new();

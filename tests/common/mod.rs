@@ -240,3 +240,20 @@ pub fn version_1<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error
     }
     Ok(v)
 }
+
+/// A module `id` in `w` holding `mib` MiB resident (a Python bytearray), once it is.
+pub fn hoard(w: &World, id: &str, mib: u32) -> std::process::Child {
+    let ready = format!("{id}.ready");
+    let script = format!(
+        "import time\nx = bytearray({mib} << 20)\nopen('{}', 'w').write('1\\n')\ntime.sleep(600)",
+        w.tmp(&ready).display()
+    );
+    let c = w
+        .ck()
+        .args(["exec", id, "--", "python3", "-c", &script])
+        .spawn()
+        .unwrap();
+    w.track(c.id());
+    w.line_from(&ready);
+    c
+}

@@ -343,24 +343,11 @@ fn utc_now() -> String {
 }
 
 fn utc(secs: u64) -> String {
-    let (days, s) = (secs / 86_400, secs % 86_400);
-    // Days since 1970-01-01 to a civil date (H. Hinnant, "chrono-Compatible Low-Level Date
-    // Algorithms", days_from_civil's inverse).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        s / 3600,
-        s / 60 % 60,
-        s % 60
-    )
+    // The library's `2026-01-01T03:04:05.000Z` (watch's timestamps), to the second.
+    let t = ck_cgroup::telemetry::watch::rfc3339(Duration::from_secs(secs));
+    let (date, time) = t.split_once('T').unwrap_or((&t, ""));
+    let time = time.split_once('.').map_or(time, |(hms, _)| hms);
+    format!("{date} {time} UTC")
 }
 
 #[cfg(test)]

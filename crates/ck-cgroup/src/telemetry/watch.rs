@@ -766,7 +766,9 @@ pub(crate) fn now_rfc3339() -> String {
     rfc3339(d)
 }
 
-fn rfc3339(d: Duration) -> String {
+/// `d` since the Unix epoch as RFC 3339 UTC with milliseconds, `2026-11-30T05:10:00.123Z` (the
+/// civil date by H. Hinnant's `civil_from_days`): `watch`'s `ts`, and the clock of `top`.
+pub fn rfc3339(d: Duration) -> String {
     let secs = d.as_secs();
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Howard Hinnant's civil_from_days.
