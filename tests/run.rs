@@ -124,41 +124,11 @@ fn sigkill_of_run_takes_cmd_with_it() {
 #[test]
 fn sigkill_of_run_leaves_no_process_of_the_module() {
     let w = World::new();
-    for round in 0..20 {
-        let (a, b, c) = (w.tmp("a"), w.tmp("b"), w.tmp("c"));
-        for f in [&a, &b, &c] {
-            let _ = std::fs::remove_file(f);
-        }
-        let script = format!(
-            "trap '' TERM; (sh -c '{a}; exec sleep 601' &); \
-             (sh -c 'trap \"\" TERM; {b}; exec sleep 602' &); {c}; exec sleep 603",
-            a = host_pid_to(&a),
-            b = host_pid_to(&b),
-            c = host_pid_to(&c),
-        );
-        let mut run = w
-            .ck()
-            .args(["run", "hung", "--", "sh", "-c", &script])
-            .spawn()
-            .unwrap();
-        w.track(run.id());
-        let pids = [w.pid_from("a"), w.pid_from("b"), w.pid_from("c")];
-        run.kill().unwrap();
-        run.wait().unwrap();
-        assert!(
-            empty_within(&w, "hung", Duration::from_secs(1)),
-            "round {round}: the module still holds processes 1 s after SIGKILL of run"
-        );
-        // A SIGKILLed process leaves its cgroup (cgroup_exit) before it becomes a zombie
-        // (exit_notify): for a moment after `populated 0` it can still read as running.
-        let deadline = std::time::Instant::now() + scaled(Duration::from_secs(1));
-        for p in pids {
-            while alive(p) && std::time::Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            assert!(!alive(p), "round {round}: {p} survived SIGKILL of run");
-        }
-    }
+    sigkill_of_run_rounds(&w, 20, |args| {
+        let mut c = w.ck();
+        c.args(args);
+        c
+    });
     // The empty directory a killed helper leaves is no error: the next run of the id reuses it.
     let o = w.run(&["run", "hung", "--", "true"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -437,7 +407,23 @@ fn unprivileged_run_gets_a_pid_namespace_through_a_user_namespace() {
 #[test]
 fn sigkill_of_an_unprivileged_run_leaves_no_process_of_the_module() {
     let w = World::new();
-    for round in 0..5 {
+    let errs = sigkill_of_run_rounds(&w, 5, |args| ck_as_nobody(&w, args));
+    for (round, err) in errs.iter().enumerate() {
+        assert!(!err.contains("no PID namespace"), "round {round}: {err}");
+    }
+}
+
+/// `rounds` times: `run hung` (started by `start` with its arguments) of a CMD that ignores TERM
+/// and leaves a reparented grandchild and a TERM-ignoring child, SIGKILLed; nothing of the module
+/// may be left within one second. Returns each round's stderr of `run` (a file, not a pipe: a
+/// module left alive would hold a pipe open).
+fn sigkill_of_run_rounds(
+    w: &World,
+    rounds: usize,
+    start: impl Fn(&[&str]) -> std::process::Command,
+) -> Vec<String> {
+    let mut errs = Vec::new();
+    for round in 0..rounds {
         let (a, b, c) = (w.tmp("a"), w.tmp("b"), w.tmp("c"));
         for f in [&a, &b, &c] {
             let _ = std::fs::remove_file(f);
@@ -449,22 +435,22 @@ fn sigkill_of_an_unprivileged_run_leaves_no_process_of_the_module() {
             b = host_pid_to(&b),
             c = host_pid_to(&c),
         );
-        // stderr into a file, not a pipe: a module left alive would hold a pipe open.
         let err_file = w.tmp("stderr");
-        let mut run = ck_as_nobody(&w, &["run", "hung", "--", "sh", "-c", &script])
+        let mut run = start(&["run", "hung", "--", "sh", "-c", &script])
             .stderr(std::fs::File::create(&err_file).unwrap())
             .spawn()
-            .expect("setpriv (util-linux)");
+            .unwrap();
         w.track(run.id());
         let pids = [w.pid_from("a"), w.pid_from("b"), w.pid_from("c")];
         run.kill().unwrap();
         run.wait().unwrap();
         let err = std::fs::read_to_string(&err_file).unwrap();
         assert!(
-            empty_within(&w, "hung", Duration::from_secs(1)),
+            empty_within(w, "hung", Duration::from_secs(1)),
             "round {round}: the module still holds processes 1 s after SIGKILL of run: {err}"
         );
-        // A SIGKILLed process leaves its cgroup before it becomes a zombie (see above).
+        // A SIGKILLed process leaves its cgroup (cgroup_exit) before it becomes a zombie
+        // (exit_notify): for a moment after `populated 0` it can still read as running.
         let deadline = std::time::Instant::now() + scaled(Duration::from_secs(1));
         for p in pids {
             while alive(p) && std::time::Instant::now() < deadline {
@@ -472,8 +458,9 @@ fn sigkill_of_an_unprivileged_run_leaves_no_process_of_the_module() {
             }
             assert!(!alive(p), "round {round}: {p} survived SIGKILL of run");
         }
-        assert!(!err.contains("no PID namespace"), "round {round}: {err}");
+        errs.push(err);
     }
+    errs
 }
 
 /// The helper's signals cross the user namespace its PID namespace came with: USR1 to an
