@@ -37,6 +37,7 @@ const CONTROLS: &[&str] = &[
     "sandbox-no-sweep",
     "sandbox-prune-kept",
     "spawn-into-frozen",
+    "top-no-restore",
     "walk-by-path",
     "watch-blind",
     "watch-by-name",

@@ -160,6 +160,10 @@ impl Keys {
 
 impl Drop for Keys {
     fn drop(&mut self) {
+        // Mutation control (`CK_MUTATION=top-no-restore`): the terminal is left in cbreak mode.
+        if cfg!(ck_mutation = "top-no-restore") {
+            return;
+        }
         if let Some(saved) = &self.saved {
             let _ = termios::tcsetattr(self.stdin.as_fd(), OptionalActions::Now, saved);
         }
