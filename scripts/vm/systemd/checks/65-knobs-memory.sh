@@ -14,8 +14,7 @@ set -euo pipefail
 . /lane/lib-systemd.sh
 check_begin memory-protection
 img=/dev/shm/lane-mem.img
-truncate -s 256M "$img"
-dev=$(losetup --find --show "$img")
+loop_up "$img" 256M
 # The device's page cache is dropped when its last opener closes it (dd's exit): this shell
 # holds it open until the end.
 exec {hold}< "$dev"

@@ -11,10 +11,7 @@ set -euo pipefail
 . /lane/lib-systemd.sh
 check_begin io-max
 img=/dev/shm/lane-io.img
-truncate -s 64M "$img"
-dev=$(losetup --find --show "$img")
-majmin=$(cat "/sys/block/${dev#/dev/}/dev")
-echo "device $dev ($majmin)"
+loop_up "$img" 64M
 sandbox_up
 M=$CK_CGROUP_ROOT/subc-modules
 # write_in ID FLAG...: 8 MiB of direct writes to the device from module ID; prints the seconds

@@ -13,10 +13,7 @@ set -euo pipefail
 . /lane/lib-systemd.sh
 check_begin io-weight
 img=/dev/shm/lane-iow.img
-truncate -s 64M "$img"
-dev=$(losetup --find --show "$img")
-majmin=$(cat "/sys/block/${dev#/dev/}/dev")
-echo "device $dev ($majmin)"
+loop_up "$img" 64M
 echo "$majmin ctrl=user model=linear rbps=4194304 rseqiops=1000 rrandiops=1000 wbps=4194304 wseqiops=1000 wrandiops=1000" \
   > "$CG/io.cost.model"
 echo "$majmin enable=1 ctrl=user rpct=0 rlat=0 wpct=0 wlat=0 min=100 max=100" > "$CG/io.cost.qos"

@@ -189,6 +189,16 @@ real_daemon_down() {
   systemctl daemon-reload
 }
 
+# loop_up IMG SIZE: a loop device over a sparse file IMG of SIZE (the guest's only kind of block
+# device; the kernel's loop module is loaded by the initramfs); sets dev and majmin. The check
+# detaches it (`losetup -d "$dev"`) at its end.
+loop_up() {
+  truncate -s "$2" "$1"
+  dev=$(losetup --find --show "$1")
+  majmin=$(cat "/sys/block/${dev#/dev/}/dev")
+  echo "device $dev ($majmin)"
+}
+
 # The knob checks (64 to 67): a `ck-cgroup sandbox` held open in the background by its CMD (a
 # sleep), so that the check's own shell drives the modules in it. sandbox_up exports
 # CK_CGROUP_ROOT (the sandbox's root: a delegated scope, so every controller, cpuset included)
