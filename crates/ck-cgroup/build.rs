@@ -45,7 +45,15 @@ const CONTROLS: &[&str] = &[
 
 fn main() {
     println!("cargo::rerun-if-env-changed=CK_MUTATION");
-    println!("cargo::rerun-if-changed=build.rs");
+    // This file is the build script of both packages, and cargo runs it from the manifest
+    // directory of the one being built: name it from there, or cargo finds a path that does not
+    // exist, counts the script stale and rebuilds the helper on every `cargo build`.
+    let own = if std::path::Path::new("build.rs").exists() {
+        "build.rs"
+    } else {
+        "crates/ck-cgroup/build.rs"
+    };
+    println!("cargo::rerun-if-changed={own}");
     let values: Vec<String> = CONTROLS.iter().map(|c| format!("\"{c}\"")).collect();
     println!(
         "cargo::rustc-check-cfg=cfg(ck_mutation, values({}))",
