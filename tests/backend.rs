@@ -22,7 +22,7 @@ fn has_systemd() -> bool {
 #[test]
 fn exec_and_sandbox_without_systemd_are_bad_input_and_run_nothing() {
     if has_systemd() {
-        eprintln!("skipped: systemd runs here");
+        common::skip("systemd runs here (these tests are for a host without it)");
         return;
     }
     for args in [
@@ -54,7 +54,7 @@ fn exec_and_sandbox_without_systemd_are_bad_input_and_run_nothing() {
 #[test]
 fn the_backend_comes_from_the_environment_too() {
     if has_systemd() {
-        eprintln!("skipped: systemd runs here");
+        common::skip("systemd runs here (these tests are for a host without it)");
         return;
     }
     for args in [&["list"][..], &["status"], &["kill", "a"]] {
@@ -123,7 +123,7 @@ fn a_scope_sandbox_cannot_be_kept() {
 #[test]
 fn doctor_for_the_systemd_backend_says_the_manager_is_missing() {
     if has_systemd() {
-        eprintln!("skipped: systemd runs here");
+        common::skip("systemd runs here (these tests are for a host without it)");
         return;
     }
     let o = bare()

@@ -8,6 +8,8 @@
 //! test). That the installed unit lets the daemon write its subtree under systemd as PID 1 is for
 //! the guest lane; here the hardening block is checked for every setting that would stop it.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -1072,9 +1074,7 @@ fn check_dep5(text: &str, crates: bool) {
 #[test]
 fn rpm_packages_match_the_install_tree() {
     if Command::new("rpmbuild").arg("--version").output().is_err() {
-        println!(
-            "SKIPPED rpm_packages_match_the_install_tree: rpmbuild is not installed (apt-get install rpm)"
-        );
+        common::skip("rpmbuild is not installed (apt-get install rpm)");
         return;
     }
     let out = tempfile::tempdir().unwrap();

@@ -221,8 +221,8 @@ fn modes(stty: &str) -> Vec<String> {
 #[test]
 fn in_a_terminal_it_shows_the_modules_sorted_and_restores_the_terminal() {
     if tmux_missing() {
-        eprintln!(
-            "SKIP: tmux is not installed, so top is not tried in a real terminal (apt-get install tmux; .ci/run installs it)"
+        common::skip(
+            "tmux is not installed, so top is not tried in a real terminal (apt-get install tmux; .ci/run installs it)",
         );
         return;
     }

@@ -167,7 +167,7 @@ fn watch_follows_a_module_removed_and_made_again_under_the_same_id() {
 fn psi_on() -> bool {
     let on = std::path::Path::new("/proc/pressure/cpu").exists();
     if !on {
-        eprintln!("skipped: this kernel has PSI off (no /proc/pressure)");
+        common::skip("this kernel has PSI off (no /proc/pressure)");
     }
     on
 }
@@ -441,7 +441,9 @@ fn watch_pressure_trigger_the_kernel_refuses_is_exit_1_naming_the_file_and_errno
     if let (Some(Ok(major)), Some(Ok(minor))) = (v.next(), v.next())
         && (major, minor) < (6, 5)
     {
-        eprintln!("skipped: Linux {release} takes any window without CAP_SYS_RESOURCE");
+        common::skip(&format!(
+            "Linux {release} takes any window without CAP_SYS_RESOURCE"
+        ));
         return;
     }
     let w = World::new();
