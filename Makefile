@@ -1,10 +1,13 @@
 # ck-cgroup: build, test, demo, check, install, package.
 #
 #   make demo       the main job: a real demonstration on an isolated root (needs root, cgroup2)
-#   make test       the tests, the live-service isolation check, the mutation controls, the units
+#   make test       the tests, the live-service isolation check, the units
+#   make mutation   the mutation controls (scripts/mutation-controls): each mechanism switched off
+#                   in turn, and the tests guarding it must fail by name
 #   make check      fmt, clippy -D warnings (the workspace, and the library without its systemd
 #                   feature), rustdoc -D warnings (both ways too), the library's dependency tree (no clap, zbus,
-#                   tokio: scripts/check-library), unit verification, and shellcheck
+#                   tokio: scripts/check-library), that an unchanged build compiles nothing
+#                   (scripts/check-incremental), unit verification, and shellcheck
 #                   over every shell script (scripts/shellcheck-all)
 #   make install    the helper, the units, man pages, completions, docs; never runs cargo when
 #                   the helper is built (CK_CGROUP_BIN=path installs another build)
@@ -115,7 +118,7 @@ install_units = $(call render,units/ck-subc.service.in,$(1),"$(2)/ck-subc.servic
 	$(call render,units/ck-cgroup-metrics.service.in,$(1),"$(2)/ck-cgroup-metrics.service") && \
 	$(call render,units/ck-cgroup-metrics.timer.in,$(1),"$(2)/ck-cgroup-metrics.timer")
 
-.PHONY: all build test demo check clean install uninstall bench deb rpm vm-test vm-mutation vm-bench fuzz
+.PHONY: all build test mutation demo check clean install uninstall bench deb rpm vm-test vm-mutation vm-bench fuzz
 
 all: build
 
@@ -129,6 +132,9 @@ $(RELEASE_BIN):
 test:
 	scripts/test
 
+mutation:
+	scripts/mutation-controls
+
 demo: build
 	CK=$(RELEASE_BIN) scripts/demo
 
@@ -139,6 +145,7 @@ check:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --locked
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --locked -p ck-cgroup
 	scripts/check-library
+	scripts/check-incremental
 	scripts/verify-units
 	scripts/shellcheck-all
 
