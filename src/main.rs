@@ -101,6 +101,7 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
             output.as_deref(),
             sort,
         ),
+        Command::Ps { ids, sort, backend } => cmd_ps(&ctx, chosen(&backend), &ids, sort),
         Command::Doctor { backend } => cmd_doctor(&ctx, chosen(&backend), cli.unit.as_deref()),
         Command::Freeze { id, timeout } => cmd_freeze(&ctx, fs()?, &id, true, timeout),
         Command::Thaw { id, timeout } => cmd_freeze(&ctx, fs()?, &id, false, timeout),

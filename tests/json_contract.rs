@@ -286,6 +286,12 @@ fn every_json_shape_is_the_one_docs_json_md_documents() {
         "status --format json",
         &ok(w.run(&["status", "--format", "json", "aft"])),
     );
+    c.check("ps", "ps", &ok(w.run(&["--json", "ps"])));
+    c.check(
+        "ps",
+        "ps --sort rss",
+        &ok(w.run(&["--json", "ps", "aft", "--sort", "rss"])),
+    );
 
     c.check("freeze", "freeze", &ok(w.run(&["--json", "freeze", "aft"])));
     c.check("freeze", "thaw", &ok(w.run(&["--json", "thaw", "aft"])));

@@ -208,11 +208,11 @@ fn exit_status(command: &str) -> String {
     }
     if matches!(
         command,
-        "" | "list" | "status" | "top" | "doctor" | "watch" | "generate"
+        "" | "list" | "status" | "ps" | "top" | "doctor" | "watch" | "generate"
     ) {
         paras.push(roff(
             "A stdout or stderr that cannot be written changes no exit code, except for list, \
-             status, top, doctor, watch and generate, whose output is their result: they exit 1 \
+             status, ps, top, doctor, watch and generate, whose output is their result: they exit 1 \
              when stdout cannot take it (0 when the reader closed the pipe).",
         ));
     }

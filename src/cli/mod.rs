@@ -10,4 +10,5 @@ pub mod generate;
 pub mod output;
 pub mod program;
 pub mod prometheus;
+pub mod ps;
 pub mod status;

@@ -335,6 +335,35 @@ impl Output {
         })
     }
 
+    /// `ps`: each module's processes (ordered by [`super::ps::order`]); on a terminal each
+    /// line is cut to its width.
+    pub fn ps(
+        &self,
+        mods: &[ck_cgroup::telemetry::procs::ModuleProcesses],
+        sorted: bool,
+    ) -> io::Result<()> {
+        #[derive(Serialize)]
+        struct Ps<'a> {
+            modules: Vec<Named<'a, ck_cgroup::telemetry::procs::ModuleProcesses>>,
+        }
+        let modules = mods
+            .iter()
+            .map(|m| Named {
+                id: m.module.as_deref(),
+                inner: m,
+            })
+            .collect();
+        self.emit(&Ps { modules }, || {
+            let stdout = io::stdout();
+            let width = rustix::termios::isatty(&stdout)
+                .then(|| rustix::termios::tcgetwinsize(&stdout).ok())
+                .flatten()
+                .map(|w| usize::from(w.ws_col))
+                .filter(|&w| w > 0);
+            super::ps::text(mods, sorted, width)
+        })
+    }
+
     /// `status`'s figures in `format`, to stdout, or with `output` (`--output FILE`) to FILE,
     /// replaced whole (see [`super::prometheus::replace`]).
     pub fn status(

@@ -280,6 +280,24 @@ pub enum Command {
         #[command(flatten)]
         backend: BackendArgs,
     },
+    /// Every process of each module, as a tree: which process holds the memory.
+    ///
+    /// Membership is the cgroup's (cgroup.procs of the module and every sub-cgroup), so a
+    /// process reparented away from the module's tree is still listed, marked `orphan`. Each
+    /// line: PID, PPID, the state, RSS and swap (from /proc/<pid>/status; `-` when unreadable),
+    /// the sub-cgroup (`.` for the module's own) and the command line, indented under its
+    /// parent when the parent is in the module. `status --sort mem` names the module, `ps ID
+    /// --sort rss` the process.
+    Ps {
+        /// Modules to show (ids or directory names as `list` shows them); all when none.
+        ids: Vec<String>,
+        /// Order each module's processes by KEY, the biggest first, as a flat list (unknown
+        /// figures last; ties by pid). Default: the tree.
+        #[arg(long, value_enum, value_name = "KEY")]
+        sort: Option<PsSort>,
+        #[command(flatten)]
+        backend: BackendArgs,
+    },
     /// A live view of every module, sorted and refreshed, like systemd-cgtop.
     ///
     /// The figures of `status`, read every --interval, the biggest first; CPU% is the share of
@@ -400,6 +418,15 @@ pub enum Format {
     Json,
     /// Prometheus text exposition format (node_exporter's textfile collector).
     Prometheus,
+}
+
+/// What `ps --sort` orders a module's processes by, the biggest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PsSort {
+    /// Resident memory (RSS: VmRSS).
+    Rss,
+    /// Swapped out (SWAP: VmSwap).
+    Swap,
 }
 
 /// What `status --sort` and `top --sort` order the modules by, the biggest first.

@@ -6,6 +6,7 @@
 mod exec;
 mod freeze;
 mod layout;
+mod ps;
 mod run;
 mod sandbox;
 mod show;
@@ -27,6 +28,7 @@ pub use freeze::cmd_freeze;
 pub use layout::{
     cmd_apply, cmd_create, cmd_init, cmd_init_daemon, cmd_place, cmd_remove, cmd_set,
 };
+pub use ps::cmd_ps;
 pub use run::{Namespaces, cmd_run};
 pub use sandbox::{cmd_sandbox, cmd_sandbox_prune};
 pub use show::{cmd_doctor, cmd_list, cmd_status, cmd_watch};

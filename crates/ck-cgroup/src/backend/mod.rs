@@ -12,6 +12,7 @@ use crate::limits::{Limits, Skipped};
 use crate::module::{ModuleEntry, PruneEntry, Root, StopReport};
 use crate::stop::StopOptions;
 use crate::telemetry::ModuleStatus;
+use crate::telemetry::procs::ModuleProcesses;
 
 #[cfg(feature = "systemd")]
 pub mod systemd;
@@ -172,6 +173,15 @@ impl Backend {
             #[cfg(feature = "systemd")]
             Backend::Systemd(bus) => systemd::status(*bus, ids),
             Backend::Cgroupfs(fs) => fs.open()?.status(ids),
+        }
+    }
+
+    /// `ps`: the processes of every module, or of those named.
+    pub fn processes(&self, ids: &[String]) -> Result<Vec<ModuleProcesses>, Error> {
+        match self {
+            #[cfg(feature = "systemd")]
+            Backend::Systemd(bus) => systemd::processes(*bus, ids),
+            Backend::Cgroupfs(fs) => fs.open()?.processes(ids),
         }
     }
 

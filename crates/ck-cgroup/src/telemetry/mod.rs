@@ -7,6 +7,7 @@
 //! ("Memory Interface Files", "PID Interface Files", "CPU Interface Files", "PSI").
 
 pub mod pressure;
+pub mod procs;
 pub mod watch;
 
 use serde::Serialize;
@@ -207,7 +208,6 @@ impl Root {
     /// # }
     /// ```
     pub fn status(&self, names: &[String]) -> Result<Vec<ModuleStatus>> {
-        let all = self.entries(false)?;
         // The controllers each layout's modules have: files of the others are not there, and
         // are not tried (the figure stays unknown either way).
         let enabled = |dir: &str| {
@@ -223,27 +223,31 @@ impl Root {
             Layout::Daemon => Some(daemon.as_slice()),
             Layout::Systemd => None,
         };
-        let mut out = Vec::new();
+        Ok(self
+            .selected(names)?
+            .iter()
+            .map(|m| module_status_with(self.dir(), m, on(m)))
+            .collect())
+    }
+
+    /// Every module, or those named (by id or directory name, as [`Root::find`] takes them), in
+    /// that order; a name that is no module is an error of kind
+    /// [`ErrorKind::NoSuchModule`](crate::error::ErrorKind::NoSuchModule).
+    pub(crate) fn selected(&self, names: &[String]) -> Result<Vec<ModuleEntry>> {
+        let all = self.entries(false)?;
         if names.is_empty() {
-            for m in &all {
-                out.push(module_status_with(self.dir(), m, on(m)));
-            }
-            return Ok(out);
+            return Ok(all);
         }
+        let mut out = Vec::new();
         for n in names {
             let Some(m) = self.find(n)? else {
-                return Err(crate::error::Error::failed(format!(
-                    "no module {n} under {}",
-                    self.path().display()
-                ))
-                .with_hint("`ck-cgroup list` shows the modules")
-                .with_kind(crate::error::ErrorKind::NoSuchModule));
+                return Err(procs::no_such_module(n, self.path()));
             };
             if let Some(e) = all
                 .iter()
                 .find(|e| e.name == m.name && e.layout == m.layout)
             {
-                out.push(module_status_with(self.dir(), e, on(e)));
+                out.push(e.clone());
             }
         }
         Ok(out)

@@ -34,6 +34,7 @@ pub mod manager;
 
 use crate::backend::Bus;
 use crate::layout::{MODULES_SLICE, module_id, module_of_scope, scope_unit, slice_unit};
+use crate::telemetry::procs::{ModuleProcesses, module_processes};
 use crate::telemetry::{ModuleStatus, module_status_with};
 use manager::{Manager, ScopeSpec};
 #[cfg(test)]
@@ -189,6 +190,28 @@ fn entries(dir: &CgroupDir, count_procs: bool) -> Result<Vec<ModuleEntry>> {
 
 /// The figures of every module scope, or of those named (by id or scope name).
 pub fn status(bus: Bus, names: &[String]) -> Result<Vec<ModuleStatus>> {
+    let (dir, chosen) = selected(bus, names)?;
+    Ok(match dir {
+        Some(dir) => chosen
+            .iter()
+            .map(|e| module_status_with(&dir, e, None))
+            .collect(),
+        None => Vec::new(),
+    })
+}
+
+/// `ps`: the processes of the module scopes, or of those named.
+pub fn processes(bus: Bus, names: &[String]) -> Result<Vec<ModuleProcesses>> {
+    let (dir, chosen) = selected(bus, names)?;
+    Ok(match dir {
+        Some(dir) => chosen.iter().map(|e| module_processes(&dir, e)).collect(),
+        None => Vec::new(),
+    })
+}
+
+/// The modules' directory (`None`: module.slice is not loaded) and every module scope, or those
+/// named, in that order; a name that is no module scope is an error.
+fn selected(bus: Bus, names: &[String]) -> Result<(Option<CgroupDir>, Vec<ModuleEntry>)> {
     let ids = names
         .iter()
         .map(|n| module_id(n))
@@ -199,29 +222,26 @@ pub fn status(bus: Bus, names: &[String]) -> Result<Vec<ModuleStatus>> {
         Some(d) => entries(d, false)?,
         None => Vec::new(),
     };
-    let mut out = Vec::new();
-    let Some(dir) = dir else {
+    if dir.is_none() {
         if let Some(n) = names.first() {
             return Err(no_module(n));
         }
-        return Ok(out);
-    };
-    if names.is_empty() {
-        for e in &all {
-            out.push(module_status_with(&dir, e, None));
-        }
-        return Ok(out);
+        return Ok((None, Vec::new()));
     }
+    if names.is_empty() {
+        return Ok((dir, all));
+    }
+    let mut out = Vec::new();
     for (n, id) in names.iter().zip(&ids) {
         match all
             .iter()
             .find(|e| e.module.as_deref() == Some(id.as_str()))
         {
-            Some(e) => out.push(module_status_with(&dir, e, None)),
+            Some(e) => out.push(e.clone()),
             None => return Err(no_module(n)),
         }
     }
-    Ok(out)
+    Ok((dir, out))
 }
 
 /// `prune` of the module scopes: the same decisions as for a service root

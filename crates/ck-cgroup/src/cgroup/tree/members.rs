@@ -21,30 +21,35 @@ impl Members {
 
 impl Visitor for Members {
     fn enter(&mut self, at: &Cursor<'_>) -> Result<()> {
-        match read_at(at.fd(), "cgroup.procs") {
-            Ok(t) => crate::cgroup::parse::pids(&t)
-                .into_iter()
-                .for_each(|p| self.add(p)),
-            // Removed while we walk: empty.
-            Err(Errno::NOENT) | Err(Errno::NODEV) => {}
-            Err(Errno::OPNOTSUPP) if !cfg!(ck_mutation = "no-threads-fallback") => {
-                match read_at(at.fd(), "cgroup.threads") {
-                    Ok(t) => {
-                        for tid in crate::cgroup::parse::pids(&t) {
-                            // A thread that exited meanwhile is gone with its process or alone.
-                            if let Some(tgid) = tgid_of(tid) {
-                                self.add(tgid);
-                            }
+        members_of(at, |pid| self.add(pid))
+    }
+}
+
+/// Each process of the one cgroup `at` (not below it): `cgroup.procs`; where that is
+/// `EOPNOTSUPP` (a threaded cgroup, whose processes its threaded domain lists), the processes of
+/// the thread ids in its `cgroup.threads`. A cgroup removed meanwhile has none.
+pub(crate) fn members_of(at: &Cursor<'_>, mut f: impl FnMut(u32)) -> Result<()> {
+    match read_at(at.fd(), "cgroup.procs") {
+        Ok(t) => crate::cgroup::parse::pids(&t).into_iter().for_each(f),
+        // Removed while we walk: empty.
+        Err(Errno::NOENT) | Err(Errno::NODEV) => {}
+        Err(Errno::OPNOTSUPP) if !cfg!(ck_mutation = "no-threads-fallback") => {
+            match read_at(at.fd(), "cgroup.threads") {
+                Ok(t) => {
+                    for tid in crate::cgroup::parse::pids(&t) {
+                        // A thread that exited meanwhile is gone with its process or alone.
+                        if let Some(tgid) = tgid_of(tid) {
+                            f(tgid);
                         }
                     }
-                    Err(Errno::NOENT) | Err(Errno::NODEV) => {}
-                    Err(e) => return Err(Error::io("read", at.path_of("cgroup.threads"), e)),
                 }
+                Err(Errno::NOENT) | Err(Errno::NODEV) => {}
+                Err(e) => return Err(Error::io("read", at.path_of("cgroup.threads"), e)),
             }
-            Err(e) => return Err(Error::io("read", at.path_of("cgroup.procs"), e)),
         }
-        Ok(())
+        Err(e) => return Err(Error::io("read", at.path_of("cgroup.procs"), e)),
     }
+    Ok(())
 }
 
 /// The process (thread group) of thread `tid`, from `/proc/<tid>/status`.

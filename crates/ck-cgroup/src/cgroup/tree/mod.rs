@@ -372,8 +372,8 @@ mod members;
 mod modes;
 mod remove;
 
-pub(crate) use members::members;
 use members::populated_at;
+pub(crate) use members::{members, members_of};
 pub(crate) use modes::{Thawer, restore_modes, restore_path_modes};
 pub(crate) use remove::{Remover, remove_tree, rmdir_at};
 
