@@ -87,6 +87,10 @@ else
 DELEGATE_SUBGROUP_LINE := \#DelegateSubgroup=daemon (off: rendered for systemd $(or $(SYSTEMD_VERSION),unknown), before 254)
 endif
 
+# The Prometheus rules (packaging/prometheus: alerts and recording rules, and their promtool
+# tests), for prometheus.yml's rule_files.
+PROMRULESDIR ?= $(DATADIR)/ck-cgroup/prometheus
+
 DOCS := README.md docs/design.md docs/packaging.md docs/daemon-integration.md docs/operations.md \
 	docs/json.md
 MAN1 = $(DESTDIR)$(MANDIR)/man1
@@ -156,7 +160,8 @@ install: $(filter $(RELEASE_BIN),$(CK_CGROUP_BIN))
 	@test -x "$(CK_CGROUP_BIN)" || { echo "make install: $(CK_CGROUP_BIN) is not an executable: run make first, or pass CK_CGROUP_BIN=path" >&2; exit 1; }
 	$(INSTALL) -d "$(DESTDIR)$(HELPERDIR)" "$(MAN1)" "$(DESTDIR)$(DOCDIR)/examples" \
 		"$(DESTDIR)$(BASHCOMPLETIONDIR)" "$(DESTDIR)$(ZSHCOMPLETIONDIR)" "$(DESTDIR)$(FISHCOMPLETIONDIR)" \
-		"$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/module-.slice.d" "$(DESTDIR)$(SYSTEMDUSERUNITDIR)/module-.slice.d"
+		"$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/module-.slice.d" "$(DESTDIR)$(SYSTEMDUSERUNITDIR)/module-.slice.d" \
+		"$(DESTDIR)$(PROMRULESDIR)"
 	$(INSTALL) -m 0755 "$(CK_CGROUP_BIN)" "$(DESTDIR)$(HELPER)"
 	"$(CK_CGROUP_BIN)" generate man --out-dir "$(MAN1)"
 	chmod 0644 "$(MAN1)"/ck-cgroup.1 "$(MAN1)"/ck-cgroup-*.1
@@ -169,6 +174,8 @@ install: $(filter $(RELEASE_BIN),$(CK_CGROUP_BIN))
 	$(call install_units,user,$(DESTDIR)$(SYSTEMDUSERUNITDIR))
 	$(INSTALL) -m 0644 $(DOCS) "$(DESTDIR)$(DOCDIR)/"
 	$(INSTALL) -m 0644 packaging/policy.toml.example "$(DESTDIR)$(DOCDIR)/examples/policy.toml.example"
+	$(INSTALL) -m 0644 packaging/prometheus/ck-cgroup.rules.yml packaging/prometheus/ck-cgroup.rules.test.yml \
+		"$(DESTDIR)$(PROMRULESDIR)/"
 
 uninstall:
 	rm -f "$(DESTDIR)$(HELPER)" "$(MAN1)"/ck-cgroup.1 "$(MAN1)"/ck-cgroup-*.1 \
@@ -178,9 +185,11 @@ uninstall:
 			"$(DESTDIR)$(d)/module.slice" "$(DESTDIR)$(d)/module-.slice.d/ck-cgroup.conf" \
 			"$(DESTDIR)$(d)/ck-cgroup-metrics.service" "$(DESTDIR)$(d)/ck-cgroup-metrics.timer") \
 		$(foreach f,$(notdir $(DOCS)),"$(DESTDIR)$(DOCDIR)/$(f)") \
-		"$(DESTDIR)$(DOCDIR)/examples/policy.toml.example"
+		"$(DESTDIR)$(DOCDIR)/examples/policy.toml.example" \
+		"$(DESTDIR)$(PROMRULESDIR)/ck-cgroup.rules.yml" "$(DESTDIR)$(PROMRULESDIR)/ck-cgroup.rules.test.yml"
 	rmdir "$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/module-.slice.d" "$(DESTDIR)$(SYSTEMDUSERUNITDIR)/module-.slice.d" \
-		"$(DESTDIR)$(DOCDIR)/examples" "$(DESTDIR)$(DOCDIR)" 2>/dev/null || true
+		"$(DESTDIR)$(DOCDIR)/examples" "$(DESTDIR)$(DOCDIR)" "$(DESTDIR)$(PROMRULESDIR)" \
+		"$(DESTDIR)$(dir $(PROMRULESDIR:/=))" 2>/dev/null || true
 
 bench:
 	@if [ -x scripts/bench ]; then scripts/bench; else echo "no benchmarks yet"; fi

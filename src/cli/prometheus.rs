@@ -200,6 +200,18 @@ fn figures(series: &[Series<'_>]) -> Vec<Metric> {
             each(series, |m| kernel(&m.memory_swap_current, m).map(Num::Int)),
         ),
         Metric::new(
+            "ck_cgroup_memory_anon_bytes",
+            "gauge",
+            "memory.stat anon of the module: anonymous memory (what swap or an OOM kill frees).",
+            each(series, |m| m.memory_anon.value.map(Num::Int)),
+        ),
+        Metric::new(
+            "ck_cgroup_memory_file_bytes",
+            "gauge",
+            "memory.stat file of the module: page cache the kernel can reclaim.",
+            each(series, |m| m.memory_file.value.map(Num::Int)),
+        ),
+        Metric::new(
             "ck_cgroup_memory_swap_proc_bytes",
             "gauge",
             "Sum of VmSwap of the module's processes (/proc; the memory controller is not enabled).",
