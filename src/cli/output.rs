@@ -445,8 +445,13 @@ impl Output {
                 let n = x
                     .killed
                     .map_or("an unknown number of".to_string(), |n| n.to_string());
+                let procs = if x.killed == Some(1) {
+                    "process"
+                } else {
+                    "processes"
+                };
                 s += &format!(
-                    "{}: helper gone, {n} processes: killed and removed\n",
+                    "{}: helper gone, {n} {procs}: killed and removed\n",
                     x.sandbox.display()
                 );
             }

@@ -189,7 +189,7 @@ pub fn table_of<const N: usize>(
         .collect();
     if !frozen.is_empty() {
         s += &format!(
-            "frozen (cgroup.events frozen 1, its processes do not run): {}; `kill` stops it, `echo 0 > <module>/cgroup.freeze` thaws it\n",
+            "frozen (cgroup.events frozen 1, its processes do not run): {}; `ck-cgroup thaw ID` lets it run again, `ck-cgroup kill ID` stops it\n",
             frozen.join(", ")
         );
     }

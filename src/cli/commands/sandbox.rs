@@ -118,8 +118,13 @@ fn directory_sandbox(parent: Option<PathBuf>) -> Result<Sandbox, Error> {
                 let n = s
                     .killed
                     .map_or("an unknown number of".to_string(), |n| n.to_string());
+                let procs = if s.killed == Some(1) {
+                    "process"
+                } else {
+                    "processes"
+                };
                 note(format_args!(
-                    "removed the leftover sandbox {} (its helper is gone; {n} processes killed)",
+                    "removed the leftover sandbox {} (its helper is gone; {n} {procs} killed)",
                     s.sandbox.display()
                 ));
             }
