@@ -242,6 +242,13 @@ fn man_pages_render_without_warnings() {
         );
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains("NAME"), "{}: no NAME section", page.display());
+        // The help texts' Markdown code spans are roff bold on the page, not backticks.
+        let ticks: Vec<&str> = text.lines().filter(|l| l.contains('`')).collect();
+        assert!(
+            ticks.is_empty(),
+            "{}: backticks shown: {ticks:?}",
+            page.display()
+        );
     }
 }
 

@@ -88,8 +88,35 @@ fn write_page(cmd: clap::Command, top: bool, dir: &Path, extra: &str) -> io::Res
         man.render_version_section(&mut buf)?;
     }
     let mut file = std::fs::File::create(dir.join(man.get_filename()))?;
-    file.write_all(&buf)?;
+    file.write_all(&unquote_code(&buf))?;
     file.flush()
+}
+
+/// The help texts' Markdown code spans (`` `ck-cgroup thaw` ``) as roff bold, since man(1) shows
+/// backticks as they are: each pair of backticks on a line becomes `\fB`...`\fR`; a lone one is
+/// left.
+fn unquote_code(page: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(page);
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let parts: Vec<&str> = line.split('`').collect();
+        if parts.len() < 3 {
+            out.push_str(line);
+            continue;
+        }
+        let pairs = (parts.len() - 1) / 2;
+        for (i, part) in parts.iter().enumerate() {
+            out.push_str(part);
+            if i + 1 < parts.len() {
+                if i < pairs * 2 {
+                    out.push_str(if i % 2 == 0 { "\\fB" } else { "\\fR" });
+                } else {
+                    out.push('`');
+                }
+            }
+        }
+    }
+    out.into_bytes()
 }
 
 /// The top-level `--help` epilogue without the paragraphs on exit codes and unwritable output.
@@ -235,6 +262,12 @@ fn environment() -> String {
                 "Where modules live, as --backend: cgroupfs (the default) or systemd \
                  (transient scopes made by systemd over D-Bus). With systemd, init -- CMD \
                  only executes CMD.",
+            ),
+            (
+                "CK_CGROUP_UNIT",
+                "The systemd unit whose cgroup is the root, as --unit: its ControlGroup is asked \
+                 of the manager over D-Bus (the user's with --user). CK_CGROUP_ROOT wins over it, \
+                 so that a sandbox's CMD stays in the sandbox.",
             ),
             ("CK_CGROUP_POLICY", "The policy file, as --policy."),
             (
