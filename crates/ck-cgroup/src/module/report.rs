@@ -20,6 +20,8 @@ pub struct InitReport {
     pub enabled: Vec<String>,
     /// Controllers the helper uses that the root does not have.
     pub missing: Vec<String>,
+    /// `daemon/`'s systemd-oomd preference, read back after it was set.
+    pub oomd_daemon: OomdMark,
 }
 
 /// What `create` did.
