@@ -97,6 +97,7 @@ impl Output {
                     words(&r.missing)
                 );
             }
+            s += &format!("oomd       {}\n", oomd_mark_line(&r.oomd_daemon));
             s
         })
     }
@@ -539,4 +540,28 @@ fn yes_no(v: Option<bool>) -> String {
         Some(false) => "no".into(),
         None => "-".into(),
     }
+}
+
+/// `init`'s line for `daemon/`'s systemd-oomd mark, as read back.
+pub fn oomd_mark_line(m: &ck_cgroup::cgroup::oomd::OomdMark) -> String {
+    use ck_cgroup::cgroup::oomd::OomdPreference;
+    if let Some(line) = oomd_mark_failure(m) {
+        return line;
+    }
+    let how = match m.value {
+        Some(OomdPreference::Omit) => "user.oomd_omit set",
+        Some(OomdPreference::Avoid) => "user.oomd_avoid set",
+        _ => "neither user.oomd_omit nor user.oomd_avoid set: systemd-oomd ranks it as any module",
+    };
+    let v = m.value.map_or("unknown", OomdPreference::name);
+    format!("daemon/: systemd-oomd preference {v} ({how}, read back)")
+}
+
+/// The one line for a `daemon/` that could not be marked (or read back), `None` when it was.
+pub fn oomd_mark_failure(m: &ck_cgroup::cgroup::oomd::OomdMark) -> Option<String> {
+    m.error.as_ref().map(|e| {
+        format!(
+            "daemon/: not marked for systemd-oomd: {e}; systemd-oomd may then pick the daemon's own leaf"
+        )
+    })
 }

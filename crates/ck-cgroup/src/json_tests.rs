@@ -114,6 +114,17 @@ fn module_reports_round_trip() {
         available: vec!["memory".into(), "pids".into()],
         enabled: vec!["memory".into()],
         missing: vec!["io".into()],
+        oomd_daemon: crate::cgroup::oomd::OomdMark {
+            value: Some(crate::cgroup::oomd::OomdPreference::Omit),
+            source: crate::cgroup::oomd::PREFERENCE_SOURCE.into(),
+            error: None,
+        },
+    });
+    round_trip(&crate::cgroup::oomd::KillCounters {
+        oom_kill: Some(0),
+        oom_group_kill: None,
+        oomd_ooms: Some(2),
+        oomd_kill: Some(5),
     });
     round_trip(&CreateReport {
         module: id("a"),
