@@ -380,6 +380,9 @@ impl Output {
         if self.json {
             return result_line(r);
         }
+        if let Some(line) = kills_line(&r.module, &r.kills) {
+            eprintln!("ck-cgroup: {line}");
+        }
         Ok(())
     }
 
@@ -522,6 +525,9 @@ fn stop_text(r: &StopReport) -> String {
         if r.removed { "removed" } else { "kept" }
     ));
     let mut s = format!("{}: {}\n", r.module, parts.join("; "));
+    if let Some(line) = kills_line(&r.module, &r.kills) {
+        s += &format!("{line}\n");
+    }
     for f in &t.fell_through {
         s += &format!(
             "{}: {} fell through: {}\n",
@@ -564,4 +570,29 @@ pub fn oomd_mark_failure(m: &ck_cgroup::cgroup::oomd::OomdMark) -> Option<String
             "daemon/: not marked for systemd-oomd: {e}; systemd-oomd may then pick the daemon's own leaf"
         )
     })
+}
+
+/// `module a: killed by systemd-oomd (3 processes)` when systemd-oomd or the kernel's OOM killer
+/// killed in the module before it was removed; `None` when neither did (or neither could be read).
+pub fn kills_line(module: &str, k: &ck_cgroup::cgroup::oomd::KillCounters) -> Option<String> {
+    let mut by = Vec::new();
+    if k.by_oomd() {
+        by.push(match k.oomd_kill {
+            Some(n) => format!(
+                "systemd-oomd ({})",
+                plural(n as usize, "process", "processes")
+            ),
+            None => "systemd-oomd".to_string(),
+        });
+    }
+    if k.by_kernel() {
+        by.push(match k.oom_kill {
+            Some(n) if n > 0 => format!(
+                "the kernel's OOM killer ({})",
+                plural(n as usize, "process", "processes")
+            ),
+            _ => "the kernel's OOM killer".to_string(),
+        });
+    }
+    (!by.is_empty()).then(|| format!("module {module}: killed by {}", by.join(" and ")))
 }

@@ -61,6 +61,12 @@ fn stop_report() -> StopReport {
         removed: false,
         restored: vec!["subc-modules/web-1 0->755".into()],
         error: Some("still holds 1 process".into()),
+        kills: crate::cgroup::oomd::KillCounters {
+            oom_kill: Some(0),
+            oom_group_kill: None,
+            oomd_ooms: Some(1),
+            oomd_kill: Some(3),
+        },
     }
 }
 

@@ -113,6 +113,11 @@ pub struct StopReport {
     pub restored: Vec<String>,
     /// Why the tree is not empty or the directory not removed; `null` on success.
     pub error: Option<String>,
+    /// Who killed in the module before it was removed: the kernel's OOM killer
+    /// (`memory.events`) and systemd-oomd (`user.oomd_ooms`, `user.oomd_kill`), read after the
+    /// stop and before the `rmdir` (each `null` where it could not be read; all `null` when the
+    /// module was already gone).
+    pub kills: crate::cgroup::oomd::KillCounters,
 }
 
 impl StopReport {
@@ -132,6 +137,7 @@ impl StopReport {
             removed: false,
             restored: Vec::new(),
             error: None,
+            kills: crate::cgroup::oomd::KillCounters::default(),
         }
     }
 
