@@ -271,6 +271,18 @@ fn telemetry_round_trips() {
             cpu_weight: l(Some(Limit::Value(100))),
             memory_oom_group: l(Some(Limit::Value(1))),
         },
+        oomd_preference: Figure {
+            value: Some(crate::cgroup::oomd::OomdPreference::Avoid),
+            source: crate::cgroup::oomd::PREFERENCE_SOURCE.into(),
+        },
+        oomd_ooms: Figure {
+            value: Some(1),
+            source: "user.oomd_ooms xattr".into(),
+        },
+        oomd_kill: Figure {
+            value: None,
+            source: "user.oomd_kill xattr".into(),
+        },
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
