@@ -328,3 +328,41 @@ fn watch_says_systemd_oomd_killed_a_module_and_who_emptied_it() {
     assert_eq!(e["event"], "emptied", "{e}");
     assert_eq!(e["killed_by"], serde_json::json!([]), "{e}");
 }
+
+#[test]
+fn doctor_explains_oomd_here_without_a_bus_and_does_not_crash() {
+    let w = World::new();
+    let o = w.run(&["--json", "doctor"]);
+    assert!(matches!(o.status.code(), Some(0) | Some(1)), "{}", stderr(&o));
+    let v = json(stdout(&o));
+    let checks = v["checks"].as_array().unwrap();
+    let check = |name: &str| {
+        checks
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no check {name}: {v}"))
+            .clone()
+    };
+    let running = check("systemd-oomd");
+    let bus = std::path::Path::new("/run/dbus/system_bus_socket").exists();
+    if !bus {
+        // Visible, not false: it cannot tell.
+        assert_eq!(running["outcome"], "warn", "{running}");
+        assert!(
+            running["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with("unknown: no system bus"),
+            "{running}"
+        );
+    }
+    check("systemd-oomd monitors");
+    check("systemd-oomd walk");
+    // The sandbox was laid out by init: daemon/ is omitted.
+    let c = check("systemd-oomd candidates");
+    assert_eq!(c["outcome"], "ok", "{c}");
+    assert!(
+        c["detail"].as_str().unwrap().starts_with("daemon/ (omit)"),
+        "{c}"
+    );
+}
