@@ -333,7 +333,11 @@ fn watch_says_systemd_oomd_killed_a_module_and_who_emptied_it() {
 fn doctor_explains_oomd_here_without_a_bus_and_does_not_crash() {
     let w = World::new();
     let o = w.run(&["--json", "doctor"]);
-    assert!(matches!(o.status.code(), Some(0) | Some(1)), "{}", stderr(&o));
+    assert!(
+        matches!(o.status.code(), Some(0) | Some(1)),
+        "{}",
+        stderr(&o)
+    );
     let v = json(stdout(&o));
     let checks = v["checks"].as_array().unwrap();
     let check = |name: &str| {
