@@ -13,7 +13,7 @@ use serde_json::Value;
 
 /// The xattr `name` of the directory `dir` (`None`: absent).
 fn xattr(dir: &Path, name: &str) -> Option<String> {
-    let mut buf = vec![0u8; 64];
+    let mut buf = [0u8; 64];
     match rustix::fs::getxattr(dir, name, &mut buf[..]) {
         Ok(n) => Some(String::from_utf8_lossy(&buf[..n]).into_owned()),
         Err(rustix::io::Errno::NODATA) => None,
