@@ -197,6 +197,13 @@ fn status_reports_oomd_kills_as_numbers_absent_is_zero() {
     set_xattr(&m, "user.oomd_kill", "many");
     let s = json(ok(w.run(&["--json", "status", "a"])))["modules"][0].clone();
     assert_eq!(s["oomd_kill"]["value"], Value::Null, "{s}");
+    // And has no Prometheus series (never a made-up 0); the readable one keeps its own.
+    let prom = ok(w.run(&["status", "--format", "prometheus"]));
+    assert!(
+        !prom.contains("ck_cgroup_oomd_killed_processes_total{"),
+        "{prom}"
+    );
+    assert!(prom.contains("ck_cgroup_oomd_kills_total{"), "{prom}");
 }
 
 #[test]

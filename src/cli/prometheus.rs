@@ -562,28 +562,6 @@ mod tests {
     }
 
     #[test]
-    fn oomd_kills_are_counters_per_module_and_an_unreadable_one_has_no_series() {
-        let rows = [module(
-            "aft",
-            Some("aft"),
-            "ck",
-            limits("max".into(), 1073741824u64.into(), 512.into()),
-        )];
-        let s = prometheus(&rows);
-        let l = "{module=\"aft\",layout=\"ck\",slot=\"main\"}";
-        assert!(
-            s.contains(&format!("ck_cgroup_oomd_kills_total{l} 2\n")),
-            "{s}"
-        );
-        assert!(
-            s.contains("# TYPE ck_cgroup_oomd_kills_total counter\n"),
-            "{s}"
-        );
-        // user.oomd_kill could not be read: no series (never a made-up 0).
-        assert!(!s.contains("ck_cgroup_oomd_killed_processes_total{"), "{s}");
-    }
-
-    #[test]
     fn every_status_limit_of_one_number_has_a_metric() {
         for spec in LIMITS.iter().filter(|s| s.status) {
             let name = limit_metric_name(spec.file, spec.unit)

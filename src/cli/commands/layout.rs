@@ -47,7 +47,7 @@ pub fn cmd_init_daemon(
         Err(e) => return Ok(not_runnable(e)),
     };
     if let Some(mark) = backend.enter_daemon(pref)?
-        && let Some(line) = crate::cli::output::oomd_mark_failure(&mark)
+        && let Some(line) = crate::cli::oomd_lines::oomd_mark_failure(&mark)
     {
         eprintln!("ck-cgroup: {line}");
     }
