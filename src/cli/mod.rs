@@ -7,6 +7,7 @@ pub mod commands;
 pub mod duration;
 pub mod exit;
 pub mod generate;
+pub mod oomd_lines;
 pub mod output;
 pub mod program;
 pub mod prometheus;

@@ -56,7 +56,7 @@ fn words(v: &[String]) -> String {
     }
 }
 
-fn plural(n: usize, one: &str, many: &str) -> String {
+pub(super) fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
@@ -97,6 +97,10 @@ impl Output {
                     words(&r.missing)
                 );
             }
+            s += &format!(
+                "oomd       {}\n",
+                super::oomd_lines::oomd_mark_line(&r.oomd_daemon)
+            );
             s
         })
     }
@@ -408,6 +412,9 @@ impl Output {
         if self.json {
             return result_line(r);
         }
+        if let Some(line) = super::oomd_lines::kills_line(&r.module, &r.kills) {
+            eprintln!("ck-cgroup: {line}");
+        }
         Ok(())
     }
 
@@ -555,6 +562,9 @@ fn stop_text(r: &StopReport) -> String {
         if r.removed { "removed" } else { "kept" }
     ));
     let mut s = format!("{}: {}\n", r.module, parts.join("; "));
+    if let Some(line) = super::oomd_lines::kills_line(&r.module, &r.kills) {
+        s += &format!("{line}\n");
+    }
     for f in &t.fell_through {
         s += &format!(
             "{}: {} fell through: {}\n",

@@ -258,6 +258,18 @@ fn counted(series: &[Series<'_>]) -> Vec<Metric> {
             events,
         ),
         Metric::new(
+            "ck_cgroup_oomd_kills_total",
+            "counter",
+            "systemd-oomd's kills of the module (user.oomd_ooms xattr; the kernel's are ck_cgroup_memory_events_total{event=\"oom_kill\"}).",
+            each(series, |m| m.oomd_ooms.value.map(Num::Int)),
+        ),
+        Metric::new(
+            "ck_cgroup_oomd_killed_processes_total",
+            "counter",
+            "Processes systemd-oomd killed in the module (user.oomd_kill xattr).",
+            each(series, |m| m.oomd_kill.value.map(Num::Int)),
+        ),
+        Metric::new(
             "ck_cgroup_pids_current",
             "gauge",
             "pids.current of the module.",
@@ -508,7 +520,10 @@ mod tests {
             "cpu_usage_usec": fig(1500000.into(), "cpu.stat"),
             "memory_pressure_avg10": fig(null.clone(), "memory.pressure"),
             "cpu_pressure_avg10": fig(null.clone(), "cpu.pressure"),
-            "io_pressure_avg10": fig(null, "io.pressure"),
+            "io_pressure_avg10": fig(null.clone(), "io.pressure"),
+            "oomd_preference": fig("omit".into(), "user.oomd_avoid, user.oomd_omit xattrs"),
+            "oomd_ooms": fig(2.into(), "user.oomd_ooms xattr"),
+            "oomd_kill": fig(null, "user.oomd_kill xattr"),
             "limits": limits,
         }))
         .expect("a ModuleStatus")

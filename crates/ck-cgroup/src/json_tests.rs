@@ -61,6 +61,12 @@ fn stop_report() -> StopReport {
         removed: false,
         restored: vec!["subc-modules/web-1 0->755".into()],
         error: Some("still holds 1 process".into()),
+        kills: crate::cgroup::oomd::KillCounters {
+            oom_kill: Some(0),
+            oom_group_kill: None,
+            oomd_ooms: Some(1),
+            oomd_kill: Some(3),
+        },
     }
 }
 
@@ -114,6 +120,17 @@ fn module_reports_round_trip() {
         available: vec!["memory".into(), "pids".into()],
         enabled: vec!["memory".into()],
         missing: vec!["io".into()],
+        oomd_daemon: crate::cgroup::oomd::OomdMark {
+            value: Some(crate::cgroup::oomd::OomdPreference::Omit),
+            source: crate::cgroup::oomd::PREFERENCE_SOURCE.into(),
+            error: None,
+        },
+    });
+    round_trip(&crate::cgroup::oomd::KillCounters {
+        oom_kill: Some(0),
+        oom_group_kill: None,
+        oomd_ooms: Some(2),
+        oomd_kill: Some(5),
     });
     round_trip(&CreateReport {
         module: id("a"),
@@ -254,6 +271,18 @@ fn telemetry_round_trips() {
             cpu_weight: l(Some(Limit::Value(100))),
             memory_oom_group: l(Some(Limit::Value(1))),
         },
+        oomd_preference: Figure {
+            value: Some(crate::cgroup::oomd::OomdPreference::Avoid),
+            source: crate::cgroup::oomd::PREFERENCE_SOURCE.into(),
+        },
+        oomd_ooms: Figure {
+            value: Some(1),
+            source: "user.oomd_ooms xattr".into(),
+        },
+        oomd_kill: Figure {
+            value: None,
+            source: "user.oomd_kill xattr".into(),
+        },
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
@@ -270,12 +299,13 @@ fn telemetry_round_trips() {
         window_us: None,
         avg10: None,
         error: None,
+        killed_by: None,
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
         module: "a".into(),
         layout: Layout::Daemon,
-        event: "appeared".into(),
+        event: "emptied".into(),
         value: None,
         previous: None,
         threshold: None,
@@ -286,6 +316,7 @@ fn telemetry_round_trips() {
         window_us: None,
         avg10: None,
         error: None,
+        killed_by: Some(vec!["systemd-oomd".into()]),
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
@@ -302,6 +333,7 @@ fn telemetry_round_trips() {
         window_us: Some(1_000_000),
         avg10: Some(42.5),
         error: None,
+        killed_by: None,
     });
 }
 

@@ -87,16 +87,22 @@ impl Backend {
     }
 
     /// `init -- DAEMON`: the daemon's place before it is executed. Its own leaf of a laid-out
-    /// root; with systemd, where it is (the modules are scopes, the unit's cgroup is systemd's).
-    pub fn enter_daemon(&self) -> Result<(), Error> {
+    /// root, marked for systemd-oomd with `oomd_daemon` ([`Root::init_with`]; the mark read
+    /// back is returned); with systemd, where it is (the modules are scopes, the unit's cgroup
+    /// is systemd's: `None`).
+    pub fn enter_daemon(
+        &self,
+        oomd_daemon: crate::cgroup::oomd::OomdPreference,
+    ) -> Result<Option<crate::cgroup::oomd::OomdMark>, Error> {
         #[allow(irrefutable_let_patterns)]
         let Backend::Cgroupfs(fs) = self else {
-            return Ok(());
+            return Ok(None);
         };
         let root = fs.open_unchecked()?;
-        let _ = root.init()?;
+        let init = root.init_with(oomd_daemon)?;
         // From the root, init has moved this process already; from elsewhere, now.
-        root.enter_daemon_leaf()
+        root.enter_daemon_leaf()?;
+        Ok(Some(init.oomd_daemon))
     }
 
     /// `exec`: move this process into module `id`, made with `limits` when it is not there.
@@ -246,6 +252,37 @@ impl UnitFacts {
             .split(|c: char| !c.is_ascii_digit())
             .next()
             .and_then(|v| v.parse().ok())
+    }
+}
+
+/// What systemd says about systemd-oomd and the service (`doctor`, over D-Bus only there).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OomdUnits {
+    /// `ActiveState` of `systemd-oomd.service` on the system manager (`None`: not loaded);
+    /// `Err`: why it could not be asked.
+    pub active: std::result::Result<Option<String>, String>,
+    /// The service and each slice above it, the service first; `Err`: why not asked.
+    pub chain: std::result::Result<Vec<MonitorUnit>, String>,
+}
+
+/// One unit at or above the service, as systemd-oomd sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MonitorUnit {
+    /// The unit's name (`ck-subc.service`, `system.slice`, `-.slice`).
+    pub unit: String,
+    /// `ManagedOOMSwap` (`auto` or `kill`).
+    pub swap: Option<String>,
+    /// `ManagedOOMMemoryPressure` (`auto` or `kill`).
+    pub pressure: Option<String>,
+    /// `ManagedOOMMemoryPressureLimit`, as systemd gives it (a fraction of 2^32, or permyriad
+    /// on older versions); `None` where it could not be read.
+    pub pressure_limit: Option<u64>,
+}
+
+impl MonitorUnit {
+    /// systemd-oomd monitors this unit's cgroup (one of the two is `kill`).
+    pub fn monitors(&self) -> bool {
+        self.swap.as_deref() == Some("kill") || self.pressure.as_deref() == Some("kill")
     }
 }
 

@@ -121,7 +121,8 @@ impl ScopeSpec {
     /// `max` is `u64::MAX` (systemd's infinity). `oom_group` is `OOMPolicy=kill` or `continue`;
     /// `cpu_max` is `CPUQuotaPerSecUSec=` (quota per second: `CPUQuota=` in percent times
     /// 10000) and `CPUQuotaPeriodUSec=`; `cpus` is `AllowedCPUs=` as a mask; `io_max` is
-    /// `IOReadBandwidthMax=` and the others of its keys, on the device's path.
+    /// `IOReadBandwidthMax=` and the others of its keys, on the device's path; `oomd` is
+    /// `ManagedOOMPreference=`.
     pub fn properties(&self) -> Vec<(&'static str, Variant<'_>)> {
         let mut p: Vec<(&'static str, Variant<'_>)> = vec![
             ("Description", Variant::from(self.description.as_str())),
@@ -147,6 +148,9 @@ impl ScopeSpec {
             for (name, prop) in (spec.properties)(&v) {
                 p.push((name, variant(prop)));
             }
+        }
+        if let Some((name, prop)) = self.limits.oomd_property() {
+            p.push((name, variant(prop)));
         }
         p
     }
@@ -237,7 +241,7 @@ impl Manager {
     }
 
     /// `GetUnit`: the unit's object path; `None` when it is not loaded (`NoSuchUnit`).
-    async fn unit_path(&self, unit: &str) -> Result<Option<OwnedObjectPath>> {
+    pub(super) async fn unit_path(&self, unit: &str) -> Result<Option<OwnedObjectPath>> {
         match self.call("GetUnit", &(unit,)).await {
             Ok(r) => r
                 .body()
@@ -250,7 +254,7 @@ impl Manager {
     }
 
     /// The property `prop` of `iface` on the object `path` (`what` names it in errors).
-    async fn get(
+    pub(super) async fn get(
         &self,
         path: &OwnedObjectPath,
         iface: &str,
@@ -456,7 +460,7 @@ fn via(bus: Bus) -> &'static str {
 }
 
 /// The D-Bus interface that carries a unit's cgroup properties.
-fn unit_interface(unit: &str) -> &'static str {
+pub(super) fn unit_interface(unit: &str) -> &'static str {
     match unit.rsplit('.').next() {
         Some("scope") => "org.freedesktop.systemd1.Scope",
         Some("slice") => "org.freedesktop.systemd1.Slice",

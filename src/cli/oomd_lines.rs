@@ -1,0 +1,98 @@
+//! The human lines of systemd-oomd: `init`'s mark of `daemon/` (or the one line saying it could
+//! not be set) and who killed a module (`kill`, `run`).
+
+use super::output::plural;
+
+/// `init`'s line for `daemon/`'s systemd-oomd mark, as read back.
+pub fn oomd_mark_line(m: &ck_cgroup::cgroup::oomd::OomdMark) -> String {
+    use ck_cgroup::cgroup::oomd::OomdPreference;
+    if let Some(line) = oomd_mark_failure(m) {
+        return line;
+    }
+    let how = match m.value {
+        Some(OomdPreference::Omit) => "user.oomd_omit set",
+        Some(OomdPreference::Avoid) => "user.oomd_avoid set",
+        _ => "neither user.oomd_omit nor user.oomd_avoid set: systemd-oomd ranks it as any module",
+    };
+    let v = m.value.map_or("unknown", OomdPreference::name);
+    format!("daemon/: systemd-oomd preference {v} ({how}, read back)")
+}
+
+/// The one line for a `daemon/` that could not be marked (or read back), `None` when it was.
+pub fn oomd_mark_failure(m: &ck_cgroup::cgroup::oomd::OomdMark) -> Option<String> {
+    m.error.as_ref().map(|e| {
+        format!(
+            "daemon/: not marked for systemd-oomd: {e}; systemd-oomd may then pick the daemon's own leaf"
+        )
+    })
+}
+
+/// `module a: killed by systemd-oomd (3 processes)` when systemd-oomd or the kernel's OOM killer
+/// killed in the module before it was removed; `None` when neither did (or neither could be read).
+pub fn kills_line(module: &str, k: &ck_cgroup::cgroup::oomd::KillCounters) -> Option<String> {
+    let mut by = Vec::new();
+    if k.by_oomd() {
+        by.push(match k.oomd_kill {
+            Some(n) => format!(
+                "systemd-oomd ({})",
+                plural(n as usize, "process", "processes")
+            ),
+            None => "systemd-oomd".to_string(),
+        });
+    }
+    if k.by_kernel() {
+        by.push(match k.oom_kill {
+            Some(n) if n > 0 => format!(
+                "the kernel's OOM killer ({})",
+                plural(n as usize, "process", "processes")
+            ),
+            _ => "the kernel's OOM killer".to_string(),
+        });
+    }
+    (!by.is_empty()).then(|| format!("module {module}: killed by {}", by.join(" and ")))
+}
+
+#[cfg(test)]
+mod oomd_line_tests {
+    use super::*;
+
+    fn mark(json: &str) -> ck_cgroup::cgroup::oomd::OomdMark {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn a_daemon_leaf_that_could_not_be_marked_is_one_line_naming_the_xattr_and_errno() {
+        let m = mark(
+            r#"{"value":null,"source":"user.oomd_avoid, user.oomd_omit xattrs","error":"setxattr of user.oomd_omit failed: EOPNOTSUPP (Operation not supported)"}"#,
+        );
+        let line = oomd_mark_line(&m);
+        assert_eq!(
+            line,
+            "daemon/: not marked for systemd-oomd: setxattr of user.oomd_omit failed: EOPNOTSUPP (Operation not supported); systemd-oomd may then pick the daemon's own leaf"
+        );
+        assert!(!line.contains('\n'));
+        let ok = mark(r#"{"value":"omit","source":"s","error":null}"#);
+        assert_eq!(
+            oomd_mark_line(&ok),
+            "daemon/: systemd-oomd preference omit (user.oomd_omit set, read back)"
+        );
+        assert!(oomd_mark_failure(&ok).is_none());
+    }
+
+    #[test]
+    fn the_kills_line_is_there_only_when_something_killed() {
+        let k = |j: &str| serde_json::from_str::<ck_cgroup::cgroup::oomd::KillCounters>(j).unwrap();
+        let none = k(r#"{"oom_kill":0,"oom_group_kill":null,"oomd_ooms":0,"oomd_kill":0}"#);
+        assert_eq!(kills_line("a", &none), None);
+        let oomd = k(r#"{"oom_kill":null,"oom_group_kill":null,"oomd_ooms":1,"oomd_kill":3}"#);
+        assert_eq!(
+            kills_line("a", &oomd).as_deref(),
+            Some("module a: killed by systemd-oomd (3 processes)")
+        );
+        let both = k(r#"{"oom_kill":1,"oom_group_kill":0,"oomd_ooms":1,"oomd_kill":null}"#);
+        assert_eq!(
+            kills_line("a", &both).as_deref(),
+            Some("module a: killed by systemd-oomd and the kernel's OOM killer (1 process)")
+        );
+    }
+}
