@@ -92,10 +92,24 @@ impl Output {
             if r.missing.is_empty() {
                 s += "missing    -\n";
             } else {
-                s += &format!(
-                    "missing    {} (not delegated to this root: limits on them are unavailable; see Delegate= in docs/packaging.md)\n",
-                    words(&r.missing)
-                );
+                let delegable: Vec<String> = r
+                    .missing
+                    .iter()
+                    .filter(|c| !r.missing_held_by_v1.contains(c))
+                    .cloned()
+                    .collect();
+                if !r.missing_held_by_v1.is_empty() {
+                    s += &format!(
+                        "missing    {} (held by cgroup v1 on this hybrid host: cgroup2 cannot have them until the host boots with systemd.unified_cgroup_hierarchy=1; `ck-cgroup doctor` says more)\n",
+                        words(&r.missing_held_by_v1)
+                    );
+                }
+                if !delegable.is_empty() {
+                    s += &format!(
+                        "missing    {} (not delegated to this root: limits on them are unavailable; see Delegate= in docs/packaging.md)\n",
+                        words(&delegable)
+                    );
+                }
             }
             s += &format!(
                 "oomd       {}\n",

@@ -120,6 +120,7 @@ fn module_reports_round_trip() {
         available: vec!["memory".into(), "pids".into()],
         enabled: vec!["memory".into()],
         missing: vec!["io".into()],
+        missing_held_by_v1: vec!["io".into()],
         oomd_daemon: crate::cgroup::oomd::OomdMark {
             value: Some(crate::cgroup::oomd::OomdPreference::Omit),
             source: crate::cgroup::oomd::PREFERENCE_SOURCE.into(),

@@ -103,6 +103,33 @@ pub fn cgroup2_has_option(text: &str, option: &str) -> Option<bool> {
     })
 }
 
+/// The controllers that cgroup v1 hierarchies hold (their mounts' super options: `memory`,
+/// `pids`, `cpu`, ...; v1's `blkio` is cgroup2's `io`), in the order found, each once. A
+/// controller a v1 hierarchy holds is not available to cgroup2 (a hybrid host).
+pub fn cgroup1_controllers(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let Some((_, post)) = line.split_once(" - ") else {
+            continue;
+        };
+        let mut f = post.split(' ');
+        if f.next() != Some("cgroup") {
+            continue;
+        }
+        for o in f.nth(1).unwrap_or("").split(',') {
+            let c = if o == "blkio" { "io" } else { o };
+            let generic = matches!(
+                c,
+                "rw" | "ro" | "clone_children" | "noprefix" | "xattr" | "cpuset_v2_mode"
+            ) || c.contains('=');
+            if !generic && !c.is_empty() && !out.iter().any(|x| x == c) {
+                out.push(c.to_string());
+            }
+        }
+    }
+    out
+}
+
 /// The cgroup2 mounts in `mountinfo`, in order.
 pub fn cgroup2_mounts(text: &str) -> Vec<Mount> {
     mountinfo(text)
@@ -391,6 +418,28 @@ pub fn proc_status_tgid(text: &str) -> Option<u32> {
     text.lines()
         .find_map(|l| l.strip_prefix("Tgid:"))
         .and_then(|v| v.trim().parse().ok())
+}
+
+#[cfg(test)]
+mod cgroup1_tests {
+    use super::*;
+
+    #[test]
+    fn the_controllers_v1_holds_come_from_its_mounts_super_options() {
+        let mi = "35 25 0:30 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n\
+                  36 25 0:31 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n\
+                  37 25 0:32 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n\
+                  38 25 0:33 / /sys/fs/cgroup/blkio rw - cgroup cgroup rw,blkio\n\
+                  39 25 0:34 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,xattr,name=systemd\n\
+                  40 25 0:35 / /sys/fs/cgroup/memory2 rw - cgroup cgroup rw,memory\n";
+        assert_eq!(
+            cgroup1_controllers(mi),
+            ["memory", "cpu", "cpuacct", "io"].map(String::from)
+        );
+        assert!(
+            cgroup1_controllers("35 25 0:30 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n").is_empty()
+        );
+    }
 }
 
 #[cfg(test)]

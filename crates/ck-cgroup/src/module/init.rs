@@ -24,11 +24,19 @@ impl Root {
         let moved = self.evacuate_root()?;
         let available = parse::controllers(&self.dir.read("cgroup.controllers")?);
         let enabled = self.enable_controllers(&available)?;
-        let missing = WANTED_CONTROLLERS
+        let missing: Vec<String> = WANTED_CONTROLLERS
             .iter()
             .filter(|c| !available.iter().any(|a| a == *c))
             .map(|c| c.to_string())
             .collect();
+        let v1 = if missing.is_empty() {
+            Vec::new()
+        } else {
+            std::fs::read_to_string("/proc/self/mountinfo")
+                .map(|t| parse::cgroup1_controllers(&t))
+                .unwrap_or_default()
+        };
+        let missing_held_by_v1 = missing.iter().filter(|c| v1.contains(c)).cloned().collect();
         Ok(InitReport {
             root: self.path().to_path_buf(),
             created,
@@ -36,6 +44,7 @@ impl Root {
             available,
             enabled,
             missing,
+            missing_held_by_v1,
             oomd_daemon,
         })
     }

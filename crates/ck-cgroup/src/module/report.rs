@@ -20,6 +20,9 @@ pub struct InitReport {
     pub enabled: Vec<String>,
     /// Controllers the helper uses that the root does not have.
     pub missing: Vec<String>,
+    /// Those of `missing` that a cgroup v1 hierarchy holds (a hybrid host: no delegation gives
+    /// them to cgroup2; `/proc/self/mountinfo`). Empty where none is held, or it was unreadable.
+    pub missing_held_by_v1: Vec<String>,
     /// `daemon/`'s systemd-oomd preference, read back after it was set.
     pub oomd_daemon: OomdMark,
 }
