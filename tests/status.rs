@@ -144,6 +144,7 @@ fn status_table_and_prometheus_snapshots() {
     ok(w.run(&["create", "aft"]));
     std::fs::create_dir_all(w.root().join("daemon/subc-modules/m-mcp_5f3ax_5f7")).unwrap();
     insta::assert_snapshot!("status_table", ok(w.run(&["status"])));
+    insta::assert_snapshot!("status_table_wide", ok(w.run(&["status", "--wide"])));
     insta::assert_snapshot!(
         "status_prometheus",
         ok(w.run(&["status", "--format", "prometheus"]))
@@ -203,7 +204,7 @@ fn status_sorts_by_each_key_biggest_first_unknown_last_in_every_format() {
             assert_eq!(order[0].1, "big", "the hoard leads --sort mem: {order:?}");
         }
         // The table and the Prometheus samples come in the same order.
-        let table = ok(w.run(&["status", "--sort", key]));
+        let table = ok(w.run(&["status", "--wide", "--sort", key]));
         let rows: Vec<&str> = table
             .lines()
             .skip(1)
@@ -242,12 +243,19 @@ fn the_daemons_directories_show_their_decoded_module_id() {
     for dir in ["m-mcp_5f3ax_5f7", "m-broca_5f3"] {
         std::fs::create_dir_all(w.root().join("daemon/subc-modules").join(dir)).unwrap();
     }
-    let table = ok(w.run(&["status"]));
+    let table = ok(w.run(&["status", "--wide"]));
     let lines: Vec<Vec<&str>> = table
         .lines()
         .map(|l| l.split_whitespace().collect())
         .collect();
     assert_eq!(lines[0][..2], ["NAME", "MODULE"], "{table}");
+    // The default table has one name column, MODULE: the id.
+    let narrow = ok(w.run(&["status"]));
+    let firsts: Vec<&str> = narrow
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(firsts[..4], ["MODULE", "aft", "broca", "mcp:x"], "{narrow}");
     let module_of = |name: &str| {
         lines
             .iter()
@@ -297,7 +305,7 @@ fn anon_and_file_come_from_memory_stat_or_are_null() {
         Err(_) => {
             assert_eq!(m.memory_anon.value, Value::Null, "{:?}", m.memory_anon);
             assert_eq!(m.memory_file.value, Value::Null, "{:?}", m.memory_file);
-            let table = ok(w.run(&["status", "hoard"]));
+            let table = ok(w.run(&["status", "hoard", "--wide"]));
             let head: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
             let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
             for col in ["ANON", "FILE"] {
@@ -308,4 +316,45 @@ fn anon_and_file_come_from_memory_stat_or_are_null() {
     }
     ok(w.run(&["kill", "--timeout", "3s", "hoard"]));
     c.wait().unwrap();
+}
+
+/// The default table fits 80 columns: the figures that matter, one name column, and the columns
+/// no module has a figure for left out and named under it; `--wide` has them all, `-o` those
+/// asked for, in that order; an unknown column is exit 2 naming the columns.
+#[test]
+fn status_fits_80_columns_and_names_the_columns_it_left_out() {
+    let w = World::new();
+    ok(w.run(&["create", "a-module-name"]));
+    std::fs::create_dir_all(w.root().join("daemon/subc-modules/m-mcp_5f3ax_5f7")).unwrap();
+    let table = ok(w.run(&["status"]));
+    for l in table.lines() {
+        assert!(
+            l.chars().count() <= 80,
+            "{} columns: {l}\n{table}",
+            l.chars().count()
+        );
+    }
+    let head: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(head[0], "MODULE", "{table}");
+    if !has_memory_controller(&w) {
+        // Here no module has a memory.peak: PEAK is left out, and said to be.
+        assert!(!head.contains(&"PEAK"), "{table}");
+        let note = table
+            .lines()
+            .find(|l| l.starts_with("not shown, unknown for every module: "))
+            .unwrap_or_else(|| panic!("no note of the columns left out:\n{table}"));
+        assert!(note.contains("PEAK"), "{note}");
+    }
+    let wide = ok(w.run(&["status", "--wide"]));
+    let wide_head: Vec<&str> = wide.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(wide_head.len(), 16, "{wide}");
+    assert!(!wide.contains("not shown"), "{wide}");
+    let picked = ok(w.run(&["status", "-o", "id,peak,procs"]));
+    let picked_head: Vec<&str> = picked.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(picked_head, ["MODULE", "PEAK", "PROCS"], "{picked}");
+    let o = w.run(&["status", "-o", "mem,bogus"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no column \"bogus\""), "{}", stderr(&o));
+    let o = w.run(&["status", "-o", "mem", "--wide"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }

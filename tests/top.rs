@@ -41,7 +41,15 @@ fn without_a_terminal_each_refresh_is_a_plain_table() {
             "stdin is no terminal: {header}"
         );
         let head: Vec<&str> = lines[1].split_whitespace().collect();
-        assert_eq!(head[..4], ["NAME", "MODULE", "PROCS", "CPU%"], "{f}");
+        assert_eq!(head[..3], ["MODULE", "PROCS", "CPU%"], "{f}");
+        // Every line of the table fits 80 columns (the header's root may not: it is last).
+        for l in &lines[1..] {
+            assert!(
+                l.chars().count() <= 80,
+                "{} columns: {l}\n{f}",
+                l.chars().count()
+            );
+        }
         // Equal memory (none): by name.
         assert!(lines[2].starts_with("aft "), "{f}");
         assert!(lines[3].starts_with("broca "), "{f}");
@@ -52,7 +60,7 @@ fn without_a_terminal_each_refresh_is_a_plain_table() {
             .nth(row)
             .unwrap()
             .split_whitespace()
-            .nth(3)
+            .nth(2)
             .map(str::to_string)
     };
     assert_eq!(cpu(frames[0], 2).as_deref(), Some("-"), "{out}");
@@ -153,7 +161,7 @@ fn q_on_stdin_ends_it_and_sigterm_ends_it_by_that_signal() {
         .unwrap();
     w.track(c.id());
     eventually("two refreshes", || {
-        std::fs::read_to_string(&out).is_ok_and(|s| s.matches("NAME").count() >= 2)
+        std::fs::read_to_string(&out).is_ok_and(|s| s.matches("MODULE").count() >= 2)
     });
     assert!(alive(c.id()), "top ended at stdin's end");
     let pid = rustix::process::Pid::from_raw(c.id() as i32).unwrap();
@@ -272,7 +280,7 @@ fn in_a_terminal_it_shows_the_modules_sorted_and_restores_the_terminal() {
         "-s",
         "top",
         "-x",
-        "220",
+        "80",
         "-y",
         "40",
         &format!("sh '{}'", t("pane.sh")),
@@ -304,10 +312,24 @@ fn in_a_terminal_it_shows_the_modules_sorted_and_restores_the_terminal() {
     });
     assert!(row(&screen, "big") < row(&screen, "small"), "{screen}");
     assert!(
-        screen.contains("2 modules") && screen.contains("(q quits)"),
+        screen.contains("2 modules") && screen.contains("(q quits; m c p P sort)"),
         "{screen}"
     );
     assert!(!screen.contains("\x1b"), "{screen}");
+    // In 80 columns the table's lines are whole: its header ends with its last column.
+    assert!(
+        screen.lines().any(|l| l.trim_end().ends_with("PSI_MEM")),
+        "a table line cut at 80 columns:\n{screen}"
+    );
+    // The sort keys of systemd-cgtop re-sort at once; m puts memory first again.
+    for (key, name) in [("c", "cpu"), ("p", "pids"), ("P", "psi"), ("m", "mem")] {
+        assert!(tmux.cmd(&["send-keys", "-t", "top", key]).status.success());
+        eventually(&format!("sorted by {name} after {key}"), || {
+            tmux.screen().contains(&format!("sorted by {name}"))
+        });
+    }
+    let screen = tmux.screen();
+    assert!(row(&screen, "big") < row(&screen, "small"), "{screen}");
     // While it runs, the terminal is in cbreak mode (what must be undone).
     let running = Command::new("stty")
         .args(["-a", "-F", &pane_tty])

@@ -389,6 +389,7 @@ impl Output {
         rows: &[ck_cgroup::telemetry::ModuleStatus],
         format: super::args::Format,
         output: Option<&Path>,
+        columns: super::status::Columns<'_>,
     ) -> Result<(), super::exit::Fail> {
         use super::args::Format;
         #[derive(Serialize)]
@@ -406,7 +407,7 @@ impl Output {
                     .collect();
                 serde_json::to_vec(&versioned(Status { modules })).map_err(io::Error::other)?
             }
-            Format::Table => super::status::table(rows).into_bytes(),
+            Format::Table => super::status::table(rows, columns).into_bytes(),
             Format::Prometheus => super::prometheus::prometheus(rows).into_bytes(),
         };
         if format == Format::Json {
@@ -521,7 +522,14 @@ fn limit_lines(l: &ck_cgroup::limits::LimitReport) -> String {
 
 /// Left-aligned columns separated by two spaces.
 pub fn table<const N: usize>(rows: &[[String; N]]) -> String {
-    let mut widths = [0usize; N];
+    let rows: Vec<Vec<String>> = rows.iter().map(|r| r.to_vec()).collect();
+    table_vec(&rows)
+}
+
+/// [`table`] of rows of any length (the first row's is the table's).
+pub fn table_vec(rows: &[Vec<String>]) -> String {
+    let n = rows.first().map_or(0, Vec::len);
+    let mut widths = vec![0usize; n];
     for r in rows {
         for (w, c) in widths.iter_mut().zip(r) {
             *w = (*w).max(c.chars().count());
@@ -530,8 +538,8 @@ pub fn table<const N: usize>(rows: &[[String; N]]) -> String {
     let mut s = String::new();
     for r in rows {
         let mut line = String::new();
-        for (i, c) in r.iter().enumerate() {
-            if i + 1 == N {
+        for (i, c) in r.iter().enumerate().take(n) {
+            if i + 1 == n {
                 line += c;
             } else {
                 line += &format!("{c:<w$}  ", w = widths[i]);

@@ -4,7 +4,7 @@
 use ck_cgroup::cgroup::parse::Limit;
 use ck_cgroup::telemetry::{Figure, ModuleStatus, PROC_RSS_SOURCE};
 
-use super::args::SortKey;
+use clap::ValueEnum;
 
 /// `1.5G`, `12.0M`, `512K`, `100B`; `-` for unknown.
 pub fn size(v: Option<u64>) -> String {
@@ -62,6 +62,9 @@ pub enum Col {
     Name,
     /// The module id (decoded for the daemon's layout).
     Module,
+    /// The module id, else (a daemon directory that does not decode) its directory name: the
+    /// one name column of the default table, headed `MODULE`.
+    Id,
     Pop,
     Procs,
     Mem,
@@ -84,10 +87,46 @@ pub enum Col {
 }
 
 impl Col {
+    /// Every column `-o` takes, by its name there (the header in lower case).
+    pub const ALL: [Col; 18] = [
+        Col::Name,
+        Col::Module,
+        Col::Id,
+        Col::Pop,
+        Col::Procs,
+        Col::Mem,
+        Col::Peak,
+        Col::Anon,
+        Col::File,
+        Col::Swap,
+        Col::High,
+        Col::Max,
+        Col::OomKill,
+        Col::Pids,
+        Col::PidsMax,
+        Col::CpuS,
+        Col::CpuRate,
+        Col::PsiMem,
+    ];
+
+    /// Its name for `-o`: the header in lower case (`id` for [`Col::Id`], `cpu_pct` for `CPU%`).
+    pub fn key(self) -> String {
+        match self {
+            Col::Id => "id".into(),
+            Col::CpuRate => "cpu_pct".into(),
+            c => c.header().to_ascii_lowercase(),
+        }
+    }
+
+    /// A column of figures, which may be unknown (`-`), as names are not.
+    fn is_figure(self) -> bool {
+        !matches!(self, Col::Name | Col::Id)
+    }
+
     fn header(self) -> &'static str {
         match self {
             Col::Name => "NAME",
-            Col::Module => "MODULE",
+            Col::Module | Col::Id => "MODULE",
             Col::Pop => "POP",
             Col::Procs => "PROCS",
             Col::Mem => "MEM",
@@ -119,6 +158,7 @@ impl Col {
         match self {
             Col::Name => m.name.clone(),
             Col::Module => m.module.clone().unwrap_or_else(|| "-".into()),
+            Col::Id => m.module.clone().unwrap_or_else(|| m.name.clone()),
             Col::Pop => match m.populated.value {
                 Some(true) => "yes".into(),
                 Some(false) => "no".into(),
@@ -148,8 +188,23 @@ impl Col {
     }
 }
 
-/// `status`'s columns.
-const STATUS_COLUMNS: [Col; 16] = [
+/// `status`'s columns by default: what tells a module that hoards memory from the others, in
+/// 80 columns for ids up to about 12 characters. A column with no known figure in any row is
+/// left out and named under the table.
+pub const STATUS_DEFAULT: &[Col] = &[
+    Col::Id,
+    Col::Procs,
+    Col::Mem,
+    Col::Peak,
+    Col::Swap,
+    Col::Max,
+    Col::OomKill,
+    Col::CpuS,
+    Col::PsiMem,
+];
+
+/// `status --wide`: every column, each shown whether or not a figure in it is known.
+pub const STATUS_WIDE: &[Col] = &[
     Col::Name,
     Col::Module,
     Col::Pop,
@@ -168,29 +223,64 @@ const STATUS_COLUMNS: [Col; 16] = [
     Col::PsiMem,
 ];
 
+/// Which columns a human table shows.
+#[derive(Debug, Clone, Copy)]
+pub enum Columns<'a> {
+    /// These, but those with no known figure in any row (named under the table instead, with
+    /// the second field: how to see them).
+    Fold(&'a [Col], &'a str),
+    /// These, every one.
+    All(&'a [Col]),
+}
+
 /// The human table, with a note under it for figures that came from a fallback.
-pub fn table(rows: &[ModuleStatus]) -> String {
-    table_of(rows, STATUS_COLUMNS, |_| None)
+pub fn table(rows: &[ModuleStatus], columns: Columns<'_>) -> String {
+    table_of(rows, columns, |_| None)
 }
 
 /// A human table of `rows` in `columns`, and the notes under it: figures summed from /proc,
-/// frozen modules, and what `-` means. `cpu_rate` gives [`Col::CpuRate`]'s figure of a row.
-pub fn table_of<const N: usize>(
+/// frozen modules, the columns left out, and what `-` means. `cpu_rate` gives
+/// [`Col::CpuRate`]'s figure of a row.
+pub fn table_of(
     rows: &[ModuleStatus],
-    columns: [Col; N],
+    columns: Columns<'_>,
     cpu_rate: impl Fn(&ModuleStatus) -> Option<f64>,
 ) -> String {
-    let mut t = vec![columns.map(|c| c.header().to_string())];
-    for m in rows {
-        let rate = cpu_rate(m);
-        t.push(columns.map(|c| c.cell(m, rate)));
+    let (cols, fold, how) = match columns {
+        Columns::Fold(c, how) => (c, true, how),
+        Columns::All(c) => (c, false, ""),
+    };
+    let rates: Vec<Option<f64>> = rows.iter().map(&cpu_rate).collect();
+    let cells = |c: Col| -> Vec<String> {
+        rows.iter()
+            .zip(&rates)
+            .map(|(m, r)| c.cell(m, *r))
+            .collect()
+    };
+    // A column is folded when no row knows its figure (CPU% before its second reading is no
+    // unread file, and the module's name is always known).
+    let mut shown = Vec::new();
+    let mut folded = Vec::new();
+    for &c in cols {
+        let v = cells(c);
+        // CPU% is `-` on a first screen: no file it could not read.
+        let foldable = c.is_figure() && c != Col::CpuRate;
+        if fold && !rows.is_empty() && foldable && v.iter().all(|x| x == "-") {
+            folded.push(c.header());
+        } else {
+            shown.push((c, v));
+        }
     }
-    let mut s = super::output::table(&t);
+    let mut t: Vec<Vec<String>> = vec![shown.iter().map(|(c, _)| c.header().to_string()).collect()];
+    for i in 0..rows.len() {
+        t.push(shown.iter().map(|(_, v)| v[i].clone()).collect());
+    }
+    let mut s = super::output::table_vec(&t);
     if rows
         .iter()
         .any(|m| m.memory_current.source == PROC_RSS_SOURCE)
     {
-        s += "* summed from VmRSS/VmSwap in /proc/<pid>/status: the memory controller is not enabled for the modules\n";
+        s += "* summed from VmRSS/VmSwap in /proc/<pid>/status: no memory controller here\n";
     }
     let frozen: Vec<&str> = rows
         .iter()
@@ -199,19 +289,25 @@ pub fn table_of<const N: usize>(
         .collect();
     if !frozen.is_empty() {
         s += &format!(
-            "frozen (cgroup.events frozen 1, its processes do not run): {}; `ck-cgroup thaw ID` lets it run again, `ck-cgroup kill ID` stops it\n",
+            "frozen (cgroup.events frozen 1, its processes do not run): {}\n  `ck-cgroup thaw ID` lets it run again, `ck-cgroup kill ID` stops it\n",
             frozen.join(", ")
         );
     }
+    if !folded.is_empty() {
+        s += &format!(
+            "not shown, unknown for every module: {}\n",
+            folded.join(" ")
+        );
+        if !how.is_empty() {
+            s += &format!("  {how}\n");
+        }
+    }
     // CPU% is `-` before its second reading, which is no file that could not be read.
-    let unread = t.iter().skip(1).any(|r| {
-        r.iter()
-            .zip(columns)
-            .any(|(c, col)| c == "-" && col != Col::CpuRate)
-    });
+    let unread = shown
+        .iter()
+        .any(|(c, v)| *c != Col::CpuRate && c.is_figure() && v.iter().any(|x| x == "-"));
     if unread {
-        s +=
-            "- could not be read (the controller is not enabled, or the kernel has no such file)\n";
+        s += "- could not be read (its controller is not enabled, or no such file here)\n";
     }
     s
 }
@@ -253,6 +349,35 @@ pub fn sort_by<T>(
             .then_with(|| a.name.cmp(&b.name))
             .then_with(|| a.layout.cmp(&b.layout))
     });
+}
+
+/// What `status --sort` and `top --sort` order the modules by, the biggest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SortKey {
+    /// Memory in use (MEM: memory.current, or the /proc sum).
+    Mem,
+    /// Peak memory (PEAK: memory.peak).
+    Peak,
+    /// CPU: for status the time used since the module was made (CPU_S: cpu.stat usage_usec),
+    /// for top the share of a CPU over the last interval (CPU%).
+    Cpu,
+    /// Tasks (PIDS: pids.current).
+    Pids,
+    /// Memory pressure (PSI_MEM: memory.pressure some avg10).
+    Psi,
+}
+
+impl SortKey {
+    /// The key as written on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            SortKey::Mem => "mem",
+            SortKey::Peak => "peak",
+            SortKey::Cpu => "cpu",
+            SortKey::Pids => "pids",
+            SortKey::Psi => "psi",
+        }
+    }
 }
 
 #[cfg(test)]
@@ -354,7 +479,7 @@ mod tests {
             &[("memory_anon", json!(3 << 20)), ("memory_file", json!(0))],
         );
         daemon.module = Some("mcp_3ax".into());
-        let t = table(&[daemon, module("aft", &[])]);
+        let t = table(&[daemon, module("aft", &[])], Columns::All(STATUS_WIDE));
         let lines: Vec<Vec<&str>> = t.lines().map(|l| l.split_whitespace().collect()).collect();
         assert_eq!(
             lines[0][..8],

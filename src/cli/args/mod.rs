@@ -7,6 +7,8 @@ use ck_cgroup::cgroup::parse::Limit;
 use ck_cgroup::telemetry::pressure::PressureTrigger;
 use clap::{Parser, Subcommand, ValueEnum};
 
+pub use crate::cli::status::{Col, SortKey};
+
 const EXIT_CODES: &str = "\
 Exit codes:
   0  done (for `kill`: the module's tree is gone and its directory removed, or it was already gone)
@@ -283,6 +285,17 @@ pub enum Command {
         /// Default: the order of `list`.
         #[arg(long, value_enum, value_name = "KEY")]
         sort: Option<SortKey>,
+        /// The table with every column (NAME, MODULE, POP, PROCS, MEM, PEAK, ANON, FILE, SWAP,
+        /// HIGH, MAX, OOM_KILL, PIDS, PIDS_MAX, CPU_S, PSI_MEM), known or not. By default it
+        /// shows MODULE, PROCS, MEM, PEAK, SWAP, MAX, OOM_KILL, CPU_S and PSI_MEM, and leaves out
+        /// (naming them under the table) the columns no module has a figure for.
+        #[arg(long, conflicts_with = "columns")]
+        wide: bool,
+        /// The table with these columns, in this order (as `ps -o`): a comma-separated list of
+        /// name, module, id, pop, procs, mem, peak, anon, file, swap, high, max, oom_kill, pids,
+        /// pids_max, cpu_s, psi_mem. Every one is shown, known or not.
+        #[arg(short = 'o', long = "columns", value_name = "COLS", value_parser = status_columns)]
+        columns: Option<ColumnList>,
         #[command(flatten)]
         backend: BackendArgs,
     },
@@ -426,6 +439,31 @@ pub enum Format {
     Prometheus,
 }
 
+/// `status -o`'s list: the columns' names, comma-separated (`cpu_pct`, `top`'s CPU%, is not
+/// one: status has no interval).
+fn status_columns(s: &str) -> Result<ColumnList, String> {
+    let names: Vec<String> = Col::ALL
+        .iter()
+        .filter(|c| **c != Col::CpuRate)
+        .map(|c| c.key())
+        .collect();
+    s.split(',')
+        .map(|n| {
+            let n = n.trim().to_ascii_lowercase();
+            Col::ALL
+                .iter()
+                .copied()
+                .find(|c| *c != Col::CpuRate && c.key() == n)
+                .ok_or_else(|| format!("no column {n:?}; the columns: {}", names.join(",")))
+        })
+        .collect::<Result<Vec<Col>, String>>()
+        .map(ColumnList)
+}
+
+/// `status -o`'s columns, in order.
+#[derive(Debug, Clone)]
+pub struct ColumnList(pub Vec<Col>);
+
 /// What `ps --sort` orders a module's processes by, the biggest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PsSort {
@@ -433,35 +471,6 @@ pub enum PsSort {
     Rss,
     /// Swapped out (SWAP: VmSwap).
     Swap,
-}
-
-/// What `status --sort` and `top --sort` order the modules by, the biggest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SortKey {
-    /// Memory in use (MEM: memory.current, or the /proc sum).
-    Mem,
-    /// Peak memory (PEAK: memory.peak).
-    Peak,
-    /// CPU: for status the time used since the module was made (CPU_S: cpu.stat usage_usec),
-    /// for top the share of a CPU over the last interval (CPU%).
-    Cpu,
-    /// Tasks (PIDS: pids.current).
-    Pids,
-    /// Memory pressure (PSI_MEM: memory.pressure some avg10).
-    Psi,
-}
-
-impl SortKey {
-    /// The key as written on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            SortKey::Mem => "mem",
-            SortKey::Peak => "peak",
-            SortKey::Cpu => "cpu",
-            SortKey::Pids => "pids",
-            SortKey::Psi => "psi",
-        }
-    }
 }
 
 /// The shortest `top --interval`: a faster refresh costs the host reads and tells no more.

@@ -31,7 +31,7 @@ pub use layout::{
 pub use ps::cmd_ps;
 pub use run::{Namespaces, cmd_run};
 pub use sandbox::{cmd_sandbox, cmd_sandbox_prune};
-pub use show::{cmd_doctor, cmd_list, cmd_status, cmd_watch};
+pub use show::{StatusView, cmd_doctor, cmd_list, cmd_status, cmd_watch};
 pub use stop::{PruneArgs, cmd_kill, cmd_prune};
 pub use top::cmd_top;
 

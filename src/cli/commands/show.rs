@@ -15,6 +15,7 @@ use crate::cli::args::{Format, SortKey};
 use crate::cli::backend::{Backend, Cgroupfs};
 use crate::cli::exit::Fail;
 use crate::cli::output::{Versioned, versioned};
+use crate::cli::status::{Col, Columns, STATUS_DEFAULT, STATUS_WIDE};
 
 /// `list`.
 pub fn cmd_list(ctx: &Ctx, backend: Backend) -> Result<ExitCode, Fail> {
@@ -23,25 +24,40 @@ pub fn cmd_list(ctx: &Ctx, backend: Backend) -> Result<ExitCode, Fail> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// How `status` shows its figures: the format, `--output`, `--sort`, and the table's columns.
+pub struct StatusView<'a> {
+    pub format: Format,
+    pub output: Option<&'a Path>,
+    pub sort: Option<SortKey>,
+    pub wide: bool,
+    pub columns: Option<&'a [Col]>,
+}
+
 /// `status` (`--json` is `--format json`), in the order of `--sort` when given; `--output FILE`
 /// is checked before anything is read.
 pub fn cmd_status(
     ctx: &Ctx,
     backend: Backend,
     ids: &[String],
-    format: Format,
-    output: Option<&Path>,
-    sort: Option<SortKey>,
+    v: StatusView<'_>,
 ) -> Result<ExitCode, Fail> {
-    if let Some(file) = output {
+    if let Some(file) = v.output {
         crate::cli::prometheus::check_output(file)?;
     }
     let mut r = backend.status(ids)?;
-    if let Some(key) = sort {
+    if let Some(key) = v.sort {
         crate::cli::status::sort(&mut r, key);
     }
-    let format = if ctx.json { Format::Json } else { format };
-    ctx.out.status(&r, format, output)?;
+    let format = if ctx.json { Format::Json } else { v.format };
+    let columns = match (v.columns, v.wide) {
+        (Some(c), _) => Columns::All(c),
+        (None, true) => Columns::All(STATUS_WIDE),
+        (None, false) => Columns::Fold(
+            STATUS_DEFAULT,
+            "(--wide shows every column, -o COLS picks them)",
+        ),
+    };
+    ctx.out.status(&r, format, v.output, columns)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -67,19 +67,15 @@ pub fn cmd_top(
 }
 
 /// `top`'s columns: what tells a module that eats memory or CPU from the others.
-const TOP_COLUMNS: [Col; 13] = [
-    Col::Name,
-    Col::Module,
+const TOP_COLUMNS: [Col; 9] = [
+    Col::Id,
     Col::Procs,
     Col::CpuRate,
     Col::Mem,
     Col::Peak,
-    Col::Anon,
-    Col::File,
     Col::Swap,
     Col::Max,
     Col::OomKill,
-    Col::Pids,
     Col::PsiMem,
 ];
 
@@ -139,23 +135,50 @@ impl Keys {
         self.open.then(|| self.stdin.as_fd())
     }
 
-    /// Read what stdin has: whether it holds `q`. At its end (or on an error) it is not read
-    /// again, and the view goes on until a signal or `--iterations`.
-    fn quit(&mut self) -> bool {
+    /// Read what stdin has: `q` (quit, over any other key), else the last sort key typed (as
+    /// systemd-cgtop's: `m` memory, `c` CPU, `p` pids, `P` pressure). At its end (or on an
+    /// error) it is not read again, and the view goes on until a signal or `--iterations`.
+    fn read(&mut self) -> Key {
         let mut buf = [0u8; 64];
         match rustix::io::read(self.stdin.as_fd(), &mut buf) {
             Ok(0) => {
                 self.open = false;
-                false
+                Key::None
             }
-            Ok(n) => buf[..n].iter().any(|b| matches!(b, b'q' | b'Q')),
-            Err(rustix::io::Errno::INTR) | Err(rustix::io::Errno::AGAIN) => false,
+            Ok(n) => key_of(&buf[..n]),
+            Err(rustix::io::Errno::INTR) | Err(rustix::io::Errno::AGAIN) => Key::None,
             Err(_) => {
                 self.open = false;
-                false
+                Key::None
             }
         }
     }
+}
+
+/// What the keys typed since the last read ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    None,
+    Quit,
+    Sort(SortKey),
+}
+
+/// `q` wins; else the last of `m`, `c`, `p`, `P`; other bytes are ignored.
+fn key_of(bytes: &[u8]) -> Key {
+    if bytes.contains(&b'q') {
+        return Key::Quit;
+    }
+    bytes
+        .iter()
+        .rev()
+        .find_map(|b| match b {
+            b'm' => Some(Key::Sort(SortKey::Mem)),
+            b'c' => Some(Key::Sort(SortKey::Cpu)),
+            b'p' => Some(Key::Sort(SortKey::Pids)),
+            b'P' => Some(Key::Sort(SortKey::Psi)),
+            _ => None,
+        })
+        .unwrap_or(Key::None)
 }
 
 impl Drop for Keys {
@@ -217,7 +240,15 @@ impl<'a> View<'a> {
                     break;
                 }
                 match relay.wait(keys.fd(), left)? {
-                    Woke::Readable if keys.quit() => return Ok(End::Done),
+                    Woke::Readable => match keys.read() {
+                        Key::Quit => return Ok(End::Done),
+                        // Sorted anew at once: a refresh now, the interval counted from it.
+                        Key::Sort(k) => {
+                            self.sort = k;
+                            break;
+                        }
+                        Key::None => {}
+                    },
                     // A new window size, or back from Ctrl-Z (when a shell may have put its own
                     // terminal settings back): the same refresh drawn again, on a terminal.
                     Woke::Signal(Signal::WINCH) if self.tty => self.show(&frame, false, true)?,
@@ -266,17 +297,27 @@ impl<'a> View<'a> {
             },
         );
         let n = rows.len();
-        // The root last: a narrow window cuts it, not what changes.
+        // The root last: a narrow window cuts it, not what changes. On a terminal the keys take
+        // the date's place (the time stays), so that the rest fits 80 columns.
+        let now = utc_now();
         let header = format!(
             "{}  {n} module{}  every {} s  sorted by {}{}  root {}\n",
-            utc_now(),
+            if interactive {
+                now.split_once(' ').map_or(now.as_str(), |(_, time)| time)
+            } else {
+                now.as_str()
+            },
             if n == 1 { "" } else { "s" },
             self.interval.as_secs_f64(),
             key.name(),
-            if interactive { "  (q quits)" } else { "" },
+            if interactive {
+                "  (q quits; m c p P sort)"
+            } else {
+                ""
+            },
             self.root.path().display(),
         );
-        Ok(header + &status::table_of(&rows, TOP_COLUMNS, rate_of))
+        Ok(header + &status::table_of(&rows, status::Columns::Fold(&TOP_COLUMNS, ""), rate_of))
     }
 
     /// Write a refresh: on a terminal over the last one (`clear`: the whole screen first), cut
@@ -357,6 +398,17 @@ fn utc(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_sort_as_systemd_cgtops_and_q_quits_over_them() {
+        assert_eq!(key_of(b"m"), Key::Sort(SortKey::Mem));
+        assert_eq!(key_of(b"c"), Key::Sort(SortKey::Cpu));
+        assert_eq!(key_of(b"p"), Key::Sort(SortKey::Pids));
+        assert_eq!(key_of(b"P"), Key::Sort(SortKey::Psi));
+        assert_eq!(key_of(b"mcx"), Key::Sort(SortKey::Cpu), "the last sort key");
+        assert_eq!(key_of(b"cq"), Key::Quit);
+        assert_eq!(key_of(b"x\n"), Key::None);
+    }
 
     #[test]
     fn dates() {
