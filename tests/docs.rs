@@ -67,3 +67,97 @@ fn the_daemon_integration_error_kinds_are_the_enum() {
         "docs/daemon-integration.md's ErrorKind list"
     );
 }
+
+/// `ck-cgroup --help`'s exit codes, as `CODE  meaning` pairs.
+fn help_exit_codes() -> Vec<(String, String)> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ck-cgroup"))
+        .arg("--help")
+        .output()
+        .expect("run ck-cgroup --help");
+    let help = String::from_utf8_lossy(&out.stdout).into_owned();
+    help.split_once("Exit codes:\n")
+        .expect("--help has its exit codes")
+        .1
+        .lines()
+        .map_while(|l| l.strip_prefix("  "))
+        .filter_map(|l| l.split_once("  "))
+        .map(|(c, m)| (c.to_string(), m.to_string()))
+        .collect()
+}
+
+/// README.md's exit codes table, as `code | meaning` pairs.
+fn readme_exit_codes() -> Vec<(String, String)> {
+    let readme = read("README.md");
+    let section = readme
+        .split_once("## Exit codes\n")
+        .expect("README.md has ## Exit codes")
+        .1;
+    section
+        .lines()
+        .skip_while(|l| !l.starts_with("| code |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.trim_matches('|').split(" | ").map(str::trim).collect();
+            (cells.len() == 2).then(|| (cells[0].to_string(), cells[1].to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn readme_help_and_man_page_give_the_same_exit_codes() {
+    let help = help_exit_codes();
+    assert_eq!(
+        help.iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>(),
+        ["0", "1", "2", "126, 127"],
+        "--help's exit codes"
+    );
+    assert_eq!(
+        readme_exit_codes(),
+        help,
+        "README.md's exit codes against --help's"
+    );
+    // The man page's EXIT STATUS is made from the same lines.
+    let dir = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ck-cgroup"))
+        .args(["generate", "man", "--out-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(dir.path().join("ck-cgroup.1")).unwrap();
+    let exit = page
+        .split_once(".SH \"EXIT STATUS\"")
+        .expect("EXIT STATUS")
+        .1;
+    for (code, meaning) in &help {
+        let roff_code = code.replace('-', "\\-");
+        assert!(
+            exit.contains(&format!("\\fB{roff_code}\\fR\n")),
+            "man: code {code}"
+        );
+        let first = meaning
+            .split('`')
+            .next()
+            .unwrap_or(meaning)
+            .replace('-', "\\-");
+        assert!(exit.contains(&first), "man: {code}'s meaning {meaning:?}");
+    }
+}
+
+/// README.md reads in two minutes: under 120 lines, none over 120 characters (the reference is
+/// docs/commands.md).
+#[test]
+fn readme_is_short_and_its_lines_fit() {
+    let readme = read("README.md");
+    let n = readme.lines().count();
+    assert!(n < 120, "README.md has {n} lines");
+    for (i, l) in readme.lines().enumerate() {
+        assert!(
+            l.chars().count() <= 120,
+            "README.md:{}: {} characters",
+            i + 1,
+            l.chars().count()
+        );
+    }
+}

@@ -176,23 +176,11 @@ fn tagged(items: &[(&str, &str)]) -> String {
 
 /// EXIT STATUS: the common codes, then what `command` (empty: the top-level page) adds.
 fn exit_status(command: &str) -> String {
-    let mut paras = vec![tagged(&[
-        (
-            "0",
-            "Done. For kill: the module's tree is gone and its directory removed, or it was \
-             already gone.",
-        ),
-        (
-            "1",
-            "The operation failed; the message names the file and the errno.",
-        ),
-        (
-            "2",
-            "Bad input, usage, or an unsupported root or kernel; nothing was changed on disk.",
-        ),
-    ])];
-    let cmd_codes = "CMD could not be executed (126) or was not found (127), looked up as \
-                     execvp(3) does before anything is made.";
+    let codes: Vec<(&str, &str)> = super::args::exit_codes()
+        .into_iter()
+        .filter(|(code, _)| !code.starts_with("126") || CMD_COMMANDS.contains(&command))
+        .collect();
+    let mut paras = vec![tagged(&codes)];
     let specific: &[&str] = match command {
         "" => &[
             "exec, run, sandbox and init -- CMD exit with 126 when CMD cannot be executed \
@@ -230,9 +218,6 @@ fn exit_status(command: &str) -> String {
     for s in specific {
         paras.push(roff(s));
     }
-    if matches!(command, "exec" | "run" | "sandbox" | "init") {
-        paras.push(roff(cmd_codes));
-    }
     if matches!(
         command,
         "" | "list" | "status" | "ps" | "top" | "doctor" | "watch" | "generate"
@@ -245,6 +230,9 @@ fn exit_status(command: &str) -> String {
     }
     section("EXIT STATUS", &paras)
 }
+
+/// The commands that execute a CMD (126 and 127 are theirs); `""` is the top-level page.
+const CMD_COMMANDS: [&str; 5] = ["", "exec", "run", "sandbox", "init"];
 
 /// ENVIRONMENT: what the helper reads (the mutation controls' build-time switch is not one).
 fn environment() -> String {

@@ -9,18 +9,21 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 pub use crate::cli::status::{Col, SortKey};
 
-const EXIT_CODES: &str = "\
+/// `--help`'s epilogue. Its first lines, `  CODE  meaning`, are the one list of exit codes: the
+/// man pages' EXIT STATUS is made from them ([`exit_codes`]) and tests/docs.rs holds README.md's
+/// table to them.
+pub const EXIT_CODES: &str = "\
 Exit codes:
   0  done (for `kill`: the module's tree is gone and its directory removed, or it was already gone)
   1  the operation failed (the message names the file and the errno)
   2  bad input, usage, or an unsupported root or kernel; nothing was changed
-`exec`, `run`, `sandbox` and `init -- CMD` exit with 126 when CMD cannot be executed and 127
-when it is not found, found as execvp(3) would before anything is made; after a successful exec
-the exit status is CMD's. `run` and `sandbox` exit with CMD's status (128+N when CMD died of
+  126, 127  `exec`, `run`, `sandbox`, `init -- CMD`: CMD cannot be executed, or is not found
+CMD is looked up as execvp(3) would, before anything is made; after a successful exec the exit
+status is CMD's. `run` and `sandbox` exit with CMD's status (128+N when CMD died of
 signal N).
 
 A stdout or stderr that cannot be written (closed, full) changes no exit code, except that
-`list`, `status`, `top`, `doctor`, `watch` and `generate`, whose output is their result, exit
+`list`, `status`, `ps`, `top`, `doctor`, `watch` and `generate`, whose output is their result, exit
 1 when stdout cannot take it (0 on a closed pipe). `top` exits 0 on `q` or after -n N refreshes;
 Ctrl-C, SIGTERM and SIGHUP end it by that signal once the terminal is restored.
 
@@ -34,6 +37,16 @@ from systemd over D-Bus, the system manager or with --user the caller's), else d
 `sandbox` and `doctor` refuses a root that is not a service root (it has neither daemon/ nor
 subc-modules/, e.g. an operator's login shell's cgroup) with exit 2 and one line; `init` lays
 a root out. See ck-cgroup(1) and docs/design.md.";
+
+/// The exit codes of [`EXIT_CODES`]: each code (`0`, `126, 127`) and its meaning.
+pub fn exit_codes() -> Vec<(&'static str, &'static str)> {
+    EXIT_CODES
+        .lines()
+        .skip(1)
+        .map_while(|l| l.strip_prefix("  "))
+        .filter_map(|l| l.split_once("  "))
+        .collect()
+}
 
 /// Module cgroups for the ck-subc supervisor: place, list, kill and remove whole process trees.
 #[derive(Debug, Parser)]
