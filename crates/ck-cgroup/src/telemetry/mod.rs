@@ -271,7 +271,14 @@ pub(crate) fn module_status_with(
     m: &ModuleEntry,
     enabled: Option<&[String]>,
 ) -> ModuleStatus {
-    let rel = m.path.as_str();
+    // The module's directory opened once, its files read from it by one path component each
+    // (not each by the whole path from the root); where it cannot be opened, each read from the
+    // root fails alike and its figure is unknown.
+    let own = dir.open_dir(&m.path).ok();
+    let (dir, rel) = match &own {
+        Some(d) => (d, ""),
+        None => (dir, m.path.as_str()),
+    };
     let f = |file: &str| {
         let controller = file.split('.').next().unwrap_or("");
         let core = matches!(file, "cpu.stat")
