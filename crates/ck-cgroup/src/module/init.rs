@@ -39,7 +39,10 @@ impl Root {
     }
 
     /// Move every process in the root's own `cgroup.procs` into `daemon/` (no internal processes).
+    /// Under the placement lock, taken exclusive (lock.rs): a helper placing itself or others
+    /// meanwhile is never read here and moved on into `daemon/`.
     pub(super) fn evacuate_root(&self) -> Result<Vec<u32>> {
+        let _lock = self.placement_lock(true)?;
         let mut moved = Vec::new();
         // Processes may fork while we move them; each round moves what is there now.
         for _ in 0..64 {
