@@ -322,17 +322,26 @@ impl Root {
             ))
             .with_kind(crate::error::ErrorKind::ModuleFrozen));
         }
-        // The modules' directory, then the root (whose `frozen` is 1 also when an ancestor of
-        // it froze it).
-        for anc in [MODULES_DIR, ""] {
-            if !frozen(anc) {
-                continue;
-            }
-            let path = self.dir.display_path(anc);
-            let own = self
-                .dir
+        // The root, then the modules' directory: the one whose own `cgroup.freeze` is 1 first,
+        // else the one whose `cgroup.events` says `frozen 1` (an ancestor of the root froze it).
+        let own = |anc: &str| {
+            self.dir
                 .read_raw(&join(anc, "cgroup.freeze"))
-                .is_ok_and(|t| t.trim() == "1");
+                .is_ok_and(|t| t.trim() == "1")
+        };
+        let events_frozen = |anc: &str| {
+            self.dir
+                .read_raw(&join(anc, "cgroup.events"))
+                .is_ok_and(|t| parse::events(&t).frozen == Some(true))
+        };
+        let ancestors = ["", MODULES_DIR];
+        let found = ancestors
+            .iter()
+            .find(|a| own(a))
+            .map(|a| (*a, true))
+            .or_else(|| ancestors.iter().find(|a| events_frozen(a)).map(|a| (*a, false)));
+        if let Some((anc, own)) = found {
+            let path = self.dir.display_path(anc);
             let fix = if own {
                 format!("thaw it with `echo 0 > {}/cgroup.freeze`", path.display())
             } else {
