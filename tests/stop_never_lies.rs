@@ -131,7 +131,8 @@ fn double_forker_rounds(who: As) {
     let runs = race_runs(50);
     let mut clean = 0;
     for round in 0..runs {
-        let marker = format!("df-{}-{round}", std::process::id());
+        // Unique on the machine: the root and the delegated-user tests run at once.
+        let marker = format!("df-{}-{who:?}-{round}", std::process::id());
         let ready = format!("{marker}.ready");
         let ready_path = w.tmp(&ready).display().to_string();
         let mut exec = who
@@ -224,8 +225,9 @@ while True:
 
 /// Issue 23: while a sibling process of the same uid made sub-directories inside the module
 /// being killed, `kill` reported the module removed and its directory was still there (one of
-/// two runs). Over many trials `kill` either removes it (exit 0, the directory gone) or says
-/// what is left (exit 1); never exit 0 with the directory there.
+/// two runs), and as an unprivileged user (at nice 0) it lost the race to the neighbour for its
+/// whole timeout. Over many trials `kill` removes the module (exit 0) and the directory is gone.
+/// Mutation control: `stop-no-seal`.
 fn subdir_maker_rounds(who: As) {
     let w = World::new();
     let script = w.tmp("subdirs.py");
@@ -269,17 +271,19 @@ fn subdir_maker_rounds(who: As) {
         let there = dir.exists();
         let v: Value = serde_json::from_slice(&o.stdout)
             .unwrap_or_else(|e| panic!("round {round}: {e}: {}", stderr(&o)));
-        if o.status.success() {
-            assert!(
-                !there,
-                "round {round} ({who:?}): kill exited 0 and {dir:?} is there: {v}"
-            );
-            assert_eq!(v["removed"], true, "round {round}: {v}");
-            removed += 1;
-        } else {
-            assert_eq!(o.status.code(), Some(1), "round {round}: {}", stderr(&o));
-            assert!(v["error"].is_string(), "round {round}: {v}");
-        }
+        // The stop wins: no sub-directory can be made below the module while it is stopped
+        // (its cgroup.max.descendants is 0), so it removes the module within its timeout.
+        assert!(
+            o.status.success(),
+            "round {round} ({who:?}): {}\n{v}",
+            stderr(&o)
+        );
+        assert!(
+            !there,
+            "round {round} ({who:?}): kill exited 0 and {dir:?} is there: {v}"
+        );
+        assert_eq!(v["removed"], true, "round {round}: {v}");
+        removed += 1;
         let _ = maker.kill();
         maker.wait().unwrap();
         exec.wait().unwrap();
@@ -287,7 +291,6 @@ fn subdir_maker_rounds(who: As) {
         assert_eq!(w.tree(), vec!["daemon", "subc-modules"], "round {round}");
     }
     eprintln!("{removed} of {runs} kills removed the module, none said so falsely");
-    assert!(removed > 0, "no kill removed the module in {runs} rounds");
 }
 
 #[test]
@@ -311,7 +314,7 @@ fn kill_of_a_module_whose_process_leaves_it_on_term_fails_naming_the_process() {
     let w = World::new();
     let daemon = w.root().join("daemon/cgroup.procs");
     for method in METHODS {
-        let marker = format!("leaver-{method}");
+        let marker = format!("leaver-{}-{method}", std::process::id());
         let script = format!(
             "trap 'echo $$ > {}' TERM; while :; do sleep 0.05; done # {marker}",
             daemon.display()

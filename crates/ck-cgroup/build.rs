@@ -40,6 +40,7 @@ const CONTROLS: &[&str] = &[
     "sandbox-no-sweep",
     "sandbox-prune-kept",
     "spawn-into-frozen",
+    "stop-no-seal",
     "stop-trusts-populated",
     "top-no-restore",
     "walk-by-path",

@@ -168,6 +168,28 @@ pub(super) fn state_name(c: char) -> &'static str {
     }
 }
 
+/// No new sub-cgroup while the module is stopped: `0` to its `cgroup.max.descendants`, which
+/// every `mkdir` below it checks (`EAGAIN`), so that neither its own processes nor a neighbour
+/// of the same uid can make sub-directories faster than the removal takes them away (issue 23:
+/// an unprivileged `kill`, at nice 0, lost that race to a Python loop for its whole timeout).
+/// The value it had, to put back when the stop fails (`None`: not sealed, as when the file is
+/// another uid's).
+fn seal(mdir: &CgroupDir) -> Option<String> {
+    if cfg!(ck_mutation = "stop-no-seal") {
+        return None;
+    }
+    let old = mdir.read_raw("cgroup.max.descendants").ok()?;
+    mdir.write_raw("cgroup.max.descendants", "0").ok()?;
+    Some(old.trim().to_string())
+}
+
+/// A stop that failed leaves the module as it was: its `cgroup.max.descendants` back.
+fn unseal(mdir: &CgroupDir, old: Option<String>) {
+    if let Some(v) = old {
+        let _ = mdir.write_raw("cgroup.max.descendants", &v);
+    }
+}
+
 /// A further stop of the same module's tree (a late entrant, a directory made again) added to
 /// `report`.
 fn merge_again(report: &mut StopReport, again: TreeStop, start: Instant) {
@@ -325,9 +347,19 @@ impl Root {
         report.layout = Some(m.layout);
         report.path = Some(path.clone());
         report.restored = restored;
-        report.tree = stop_tree(&mdir, "", opts)?;
+        let sealed = seal(&mdir);
         let deadline = start + opts.grace + opts.timeout;
-        let mut report = self.finish_stop(report, m, mdir, opts, start, deadline)?;
+        let first = stop_tree(&mdir, "", opts).and_then(|tree| {
+            report.tree = tree;
+            self.finish_stop(report, m, &mdir, opts, start, deadline)
+        });
+        let mut report = match first {
+            Ok(r) => r,
+            Err(e) => {
+                unseal(&mdir, sealed);
+                return Err(e);
+            }
+        };
         let (gone0, removed0) = (report.already_gone, report.removed);
         // Re-checked after the last write: a directory of the name made while this stop ran
         // (a sibling's `mkdir -p` into the module, an exec racing the kill) is stopped and
@@ -353,6 +385,7 @@ impl Root {
                 return Err(Error::stop_failed(report, None));
             }
             restored_into(&mut report, crate::cgroup::tree::restore_modes(&self.dir, &rel));
+            let sealed = seal(&mdir);
             let again = stop_tree(
                 &mdir,
                 "",
@@ -363,7 +396,13 @@ impl Root {
                 },
             )?;
             merge_again(&mut report, again, start);
-            report = self.finish_stop(report, m, mdir, opts, start, deadline)?;
+            report = match self.finish_stop(report, m, &mdir, opts, start, deadline) {
+                Ok(r) => r,
+                Err(e) => {
+                    unseal(&mdir, sealed);
+                    return Err(e);
+                }
+            };
             // What this stop did to the module it found first stands.
             report.already_gone = gone0;
             report.removed = removed0;
@@ -377,24 +416,24 @@ impl Root {
         &self,
         mut report: StopReport,
         m: ModuleRef,
-        mdir: CgroupDir,
+        mdir: &CgroupDir,
         opts: &StopOptions,
         start: Instant,
         deadline: Instant,
     ) -> Result<StopReport> {
         loop {
             if !report.tree.empty {
-                if report.tree.outside.is_empty() && self.vanished(&m, &mdir) {
+                if report.tree.outside.is_empty() && self.vanished(&m, mdir) {
                     return Ok(gone_meanwhile(report));
                 }
                 report.error = Some(if report.tree.outside.is_empty() {
-                    still_populated(&mdir, "", report.tree.waited_ms)
+                    still_populated(mdir, "", report.tree.waited_ms)
                 } else {
-                    left_outside(&mdir, &report.tree.outside, report.tree.waited_ms)
+                    left_outside(mdir, &report.tree.outside, report.tree.waited_ms)
                 });
                 return Err(Error::stop_failed(report, None));
             }
-            match self.remove_dir(&m, &mdir) {
+            match self.remove_dir(&m, mdir) {
                 Ok(Gone::No) => {
                     report.removed = !cfg!(ck_mutation = "no-rmdir");
                     return Ok(report);
@@ -407,7 +446,7 @@ impl Root {
                         && !cfg!(ck_mutation = "no-rekill") =>
                 {
                     let again = stop_tree(
-                        &mdir,
+                        mdir,
                         "",
                         &StopOptions {
                             grace: Duration::ZERO,
