@@ -51,7 +51,10 @@ fn exec_and_run_of_a_new_module_under_a_frozen_ancestor_are_refused_at_once() {
         ];
         if !frozen.is_empty() {
             // Started in the root's daemon/, which a frozen root freezes with it.
-            cases.push(("exec as nobody", ck_as_nobody(&w, &["exec", "new", "--", "true"])));
+            cases.push((
+                "exec as nobody",
+                ck_as_nobody(&w, &["exec", "new", "--", "true"]),
+            ));
         }
         for (what, mut cmd) in cases {
             let mut c = cmd
@@ -62,8 +65,15 @@ fn exec_and_run_of_a_new_module_under_a_frozen_ancestor_are_refused_at_once() {
             let status = wait_at_most(&mut c, Duration::from_secs(20));
             let mut err = String::new();
             std::io::Read::read_to_string(c.stderr.as_mut().unwrap(), &mut err).unwrap();
-            assert!(status.is_some(), "{what} under frozen {frozen:?} hung: {err}");
-            assert_eq!(status.unwrap().code(), Some(1), "{what} under {frozen:?}: {err}");
+            assert!(
+                status.is_some(),
+                "{what} under frozen {frozen:?} hung: {err}"
+            );
+            assert_eq!(
+                status.unwrap().code(),
+                Some(1),
+                "{what} under {frozen:?}: {err}"
+            );
             assert_eq!(err.lines().count(), 1, "{what}: {err}");
             let named = if frozen.is_empty() {
                 w.root().to_path_buf()
@@ -84,10 +94,12 @@ fn exec_and_run_of_a_new_module_under_a_frozen_ancestor_are_refused_at_once() {
     ok(w.run(&["run", "new", "--", "true"]));
 }
 
-/// Issue 23: `freeze` racing a `kill` that removes the module waited out its whole `--timeout`
-/// (a poll on `cgroup.events` is not woken by a removal). Here a `thaw` that cannot end (an
-/// ancestor holds the module frozen) waits with a 120 s timeout; the module's `kill` removes it,
-/// and the `thaw` answers at once: exit 2, the module is gone.
+/// Issue 23: `freeze` racing a `kill` that removes the module waited out its whole `--timeout`:
+/// a poll on `cgroup.events` is woken by a change of the file, and a removal is none. Here a
+/// `thaw` that cannot end (an ancestor holds the module frozen) waits with a 120 s timeout; the
+/// module's process is killed first (the `populated 0` that wakes the wait, which then goes on:
+/// the empty module stays frozen), then the emptied module is removed alone (`remove`: no event
+/// of `cgroup.events` any more), and the `thaw` answers at once: exit 2, the module is gone.
 #[test]
 fn thaw_racing_a_kill_that_removes_the_module_answers_at_once() {
     let w = World::new();
@@ -112,14 +124,19 @@ fn thaw_racing_a_kill_that_removes_the_module_answers_at_once() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // The thaw is waiting in its poll (it cannot end while the ancestor is frozen) when the
-    // kill comes.
+    // The thaw waits in its poll (it cannot end while the ancestor is frozen).
     let wchan = format!("/proc/{}/wchan", thaw.id());
-    eventually("the thaw waiting in poll", || {
-        std::fs::read_to_string(&wchan).is_ok_and(|s| s.contains("poll"))
+    let polling = || std::fs::read_to_string(&wchan).is_ok_and(|s| s.contains("poll"));
+    eventually("the thaw waiting in poll", polling);
+    m.kill().unwrap();
+    m.wait().unwrap();
+    eventually("the module empty", || {
+        std::fs::read_to_string(&events).is_ok_and(|s| s.contains("populated 0"))
     });
-    assert!(thaw.try_wait().unwrap().is_none(), "thaw ended before the kill");
-    ok(w.run(&["kill", "fz"]));
+    // Woken by `populated 0`, the thaw reads `frozen 1` and waits again.
+    eventually("the thaw waiting in poll again", polling);
+    assert!(thaw.try_wait().unwrap().is_none(), "thaw ended before the removal");
+    ok(w.run(&["remove", "fz"]));
     let status = wait_at_most(&mut thaw, Duration::from_secs(30));
     std::fs::write(&ancestor, "0").unwrap();
     let mut err = String::new();
@@ -127,6 +144,5 @@ fn thaw_racing_a_kill_that_removes_the_module_answers_at_once() {
     let status = status.unwrap_or_else(|| panic!("thaw waited on after its module was removed"));
     assert_eq!(status.code(), Some(2), "{err}");
     assert!(err.contains("no module fz"), "{err}");
-    m.wait().unwrap();
     assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
 }

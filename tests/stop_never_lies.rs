@@ -156,7 +156,14 @@ fn double_forker_rounds(who: As) {
             .ck(
                 &w,
                 &[
-                    "--json", "kill", "df", "--grace", "100ms", "--method", "auto", "--timeout",
+                    "--json",
+                    "kill",
+                    "df",
+                    "--grace",
+                    "100ms",
+                    "--method",
+                    "auto",
+                    "--timeout",
                     "10s",
                 ],
             )
@@ -329,13 +336,30 @@ fn kill_of_a_module_whose_process_leaves_it_on_term_fails_naming_the_process() {
             procs_of(&w.root().join("subc-modules/lv")) >= 1
         });
         let o = w.run(&[
-            "--json", "kill", "lv", "--grace", "5s", "--method", method, "--timeout", "1s",
+            "--json",
+            "kill",
+            "lv",
+            "--grace",
+            "5s",
+            "--method",
+            method,
+            "--timeout",
+            "1s",
         ]);
         let v: Value = serde_json::from_slice(&o.stdout)
             .unwrap_or_else(|e| panic!("{method}: {e}: {}", stderr(&o)));
-        assert_eq!(o.status.code(), Some(1), "{method}: exit 0 with {} alive: {v}", exec.id());
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{method}: exit 0 with {} alive: {v}",
+            exec.id()
+        );
         assert_eq!(v["empty"], false, "{method}: {v}");
-        assert_eq!(v["outside"], serde_json::json!([exec.id()]), "{method}: {v}");
+        assert_eq!(
+            v["outside"],
+            serde_json::json!([exec.id()]),
+            "{method}: {v}"
+        );
         let err = stderr(&o);
         assert_eq!(err.lines().count(), 1, "{method}: {err}");
         assert!(

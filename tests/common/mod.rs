@@ -206,7 +206,11 @@ pub fn ok(o: Output) -> String {
 pub fn race_runs(default: u32) -> u32 {
     std::env::var("CK_TEST_RACE_RUNS")
         .ok()
-        .map(|v| v.parse::<u32>().expect("CK_TEST_RACE_RUNS: a number").max(1))
+        .map(|v| {
+            v.parse::<u32>()
+                .expect("CK_TEST_RACE_RUNS: a number")
+                .max(1)
+        })
         .unwrap_or(default)
 }
 

@@ -108,8 +108,8 @@ pub(crate) fn wait_events_or_gone(
     timeout: Duration,
     done: impl Fn(&parse::Events) -> bool,
 ) -> Result<Until> {
-    use std::os::unix::io::AsRawFd;
     use rustix::fs::inotify;
+    use std::os::unix::io::AsRawFd;
     let parent = dir
         .open_beneath(parent_rel, OFlags::RDONLY | OFlags::DIRECTORY)
         .map_err(|e| Error::io("open", dir.display_path(parent_rel), e))?;
@@ -118,8 +118,9 @@ pub(crate) fn wait_events_or_gone(
         else {
             return true;
         };
-        rustix::fs::fstat(cgroup.fd())
-            .map_or(true, |st| st.st_ino != there.st_ino || st.st_dev != there.st_dev)
+        rustix::fs::fstat(cgroup.fd()).map_or(true, |st| {
+            st.st_ino != there.st_ino || st.st_dev != there.st_dev
+        })
     };
     let events_rel = join(parent_rel, &join(name, "cgroup.events"));
     let ino = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)
@@ -164,7 +165,10 @@ pub(crate) fn wait_events_or_gone(
             tv_sec: left.as_secs() as _,
             tv_nsec: left.subsec_nanos() as _,
         };
-        let mut fds = [PollFd::new(&fd, PollFlags::PRI), PollFd::new(&ino, PollFlags::IN)];
+        let mut fds = [
+            PollFd::new(&fd, PollFlags::PRI),
+            PollFd::new(&ino, PollFlags::IN),
+        ];
         match poll(&mut fds, Some(&ts)) {
             Ok(_) | Err(Errno::INTR) => {}
             Err(e) => return Err(Error::io("wait on", dir.display_path(&events_rel), e)),

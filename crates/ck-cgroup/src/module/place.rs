@@ -339,7 +339,12 @@ impl Root {
             .iter()
             .find(|a| own(a))
             .map(|a| (*a, true))
-            .or_else(|| ancestors.iter().find(|a| events_frozen(a)).map(|a| (*a, false)));
+            .or_else(|| {
+                ancestors
+                    .iter()
+                    .find(|a| events_frozen(a))
+                    .map(|a| (*a, false))
+            });
         if let Some((anc, own)) = found {
             let path = self.dir.display_path(anc);
             let fix = if own {

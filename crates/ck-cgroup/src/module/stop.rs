@@ -384,7 +384,10 @@ impl Root {
                 ));
                 return Err(Error::stop_failed(report, None));
             }
-            restored_into(&mut report, crate::cgroup::tree::restore_modes(&self.dir, &rel));
+            restored_into(
+                &mut report,
+                crate::cgroup::tree::restore_modes(&self.dir, &rel),
+            );
             let sealed = seal(&mdir);
             let again = stop_tree(
                 &mdir,
