@@ -135,7 +135,10 @@ fn thaw_racing_a_kill_that_removes_the_module_answers_at_once() {
     });
     // Woken by `populated 0`, the thaw reads `frozen 1` and waits again.
     eventually("the thaw waiting in poll again", polling);
-    assert!(thaw.try_wait().unwrap().is_none(), "thaw ended before the removal");
+    assert!(
+        thaw.try_wait().unwrap().is_none(),
+        "thaw ended before the removal"
+    );
     ok(w.run(&["remove", "fz"]));
     let status = wait_at_most(&mut thaw, Duration::from_secs(30));
     std::fs::write(&ancestor, "0").unwrap();

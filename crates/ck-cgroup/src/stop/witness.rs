@@ -6,7 +6,8 @@
 //! (`exit_notify()`, where its pidfd turns readable), and one that moved itself out (a module
 //! that can write another cgroup's `cgroup.procs`) counts as gone at once. So `populated 0`
 //! alone is not "every process of the module is dead". The stop holds a pidfd on each member
-//! it listed (at most [`HOLD`] of them: a listing of a fork storm holds thousands) and, once
+//! it listed (at most [`HOLD`] of them, and a quarter of the descriptor limit: a listing of a
+//! fork storm holds thousands) and, once
 //! the tree is empty, waits until the deadline for every one of them to have exited; one that
 //! still runs then is reported by pid, and the stop did not succeed.
 
@@ -17,8 +18,16 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::io::Errno;
 use rustix::process::{Pid, PidfdFlags, pidfd_open};
 
-/// At most this many pidfds are held.
+/// At most this many pidfds are held, and never more than a quarter of the soft
+/// `RLIMIT_NOFILE` (the stop's own walks and pidfd batches need the rest: `prlimit --nofile=64`).
 const HOLD: usize = 256;
+
+fn cap() -> usize {
+    let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(u64::MAX);
+    HOLD.min(usize::try_from(soft / 4).unwrap_or(HOLD))
+}
 
 /// The members a stop saw, by pidfd.
 #[derive(Default)]
@@ -31,8 +40,9 @@ pub(super) struct Witness {
 impl Witness {
     /// Hold a pidfd on each of `pids` not held yet (a pid that has exited is skipped).
     pub(super) fn saw(&mut self, pids: &[u32]) {
+        let cap = cap();
         for &pid in pids {
-            if self.full || self.held.len() >= HOLD {
+            if self.full || self.held.len() >= cap {
                 return;
             }
             if self.held.iter().any(|(p, _)| *p == pid) {
@@ -43,7 +53,11 @@ impl Witness {
             };
             match pidfd_open(p, PidfdFlags::empty()) {
                 Ok(fd) => self.held.push((pid, fd)),
-                Err(Errno::MFILE) | Err(Errno::NFILE) => self.full = true,
+                Err(Errno::MFILE) | Err(Errno::NFILE) => {
+                    // Leave room for the stop itself: half of those held are let go.
+                    self.held.truncate(self.held.len() / 2);
+                    self.full = true;
+                }
                 Err(_) => {}
             }
         }
