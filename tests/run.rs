@@ -9,6 +9,7 @@ mod common;
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
+use common::nobody::{NOBODY, ck_as_nobody};
 use common::*;
 
 /// Shell: write this shell's host pid to FILE (`/proc` is the host's, `$$` the namespace's).
@@ -308,61 +309,6 @@ fn run_with_a_limit_whose_controller_is_off_is_refused_and_makes_nothing() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("memory"), "{}", stderr(&o));
     assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
-}
-
-/// The uid and gid of an unprivileged user's helper in the tests below (nobody: no account's
-/// files, no capability).
-const NOBODY: u32 = 65534;
-
-/// Hand the sandbox's root to [`NOBODY`] as systemd's `Delegate=` hands a user service its
-/// cgroup (the directory and its `cgroup.procs`, `cgroup.threads` and `cgroup.subtree_control`),
-/// and `subc-modules/` with it, where the helper makes the module. The temp dir is opened to all:
-/// the module writes its pids there as nobody.
-fn delegate_root_to_nobody(w: &World) {
-    use std::os::unix::fs::PermissionsExt;
-    let files = ["cgroup.procs", "cgroup.threads", "cgroup.subtree_control"];
-    for dir in [w.root().to_path_buf(), w.root().join("subc-modules")] {
-        let chown = |p: &std::path::Path| {
-            std::os::unix::fs::chown(p, Some(NOBODY), Some(NOBODY))
-                .unwrap_or_else(|e| panic!("chown {}: {e}", p.display()))
-        };
-        chown(&dir);
-        for f in files {
-            chown(&dir.join(f));
-        }
-    }
-    std::fs::set_permissions(w.tmp.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-}
-
-/// `ck-cgroup --root <sandbox> ARGS` as an unprivileged user's helper: started in the root's
-/// `daemon/` (as a user manager starts a delegated service's process in its cgroup, so that the
-/// module's parent is the root nobody owns), then as nobody with every capability gone
-/// (`setpriv`: no CAP_SYS_ADMIN, in the effective, inheritable or bounding set).
-fn ck_as_nobody(w: &World, args: &[&str]) -> std::process::Command {
-    delegate_root_to_nobody(w);
-    let mut c = std::process::Command::new("sh");
-    c.args([
-        "-c",
-        "echo $$ > \"$1/daemon/cgroup.procs\" && shift && exec \"$@\"",
-        "sh",
-    ])
-    .arg(w.root())
-    .arg("setpriv")
-    .args([
-        &format!("--reuid={NOBODY}"),
-        &format!("--regid={NOBODY}"),
-        "--clear-groups",
-        "--inh-caps=-all",
-        "--bounding-set=-all",
-        "--",
-        bin(),
-        "--root",
-    ])
-    .arg(w.root())
-    .args(args)
-    .env_remove("CK_CGROUP_ROOT")
-    .env("CK_CGROUP_POLICY", "/dev/null");
-    c
 }
 
 /// Lane 2 of the guest lane: a helper without CAP_SYS_ADMIN (a user's manager runs it) got

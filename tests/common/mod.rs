@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use ck_cgroup::Sandbox;
 
+pub mod nobody;
+
 /// The parent of every test sandbox: `CK_CGROUP_TEST_PARENT`, else the cgroup2 mount's root
 /// found in /proc/self/mountinfo. Never the caller's own cgroup (no ambient resolution).
 pub fn parent() -> PathBuf {
@@ -229,6 +231,19 @@ pub fn ok(o: Output) -> String {
         stderr(&o)
     );
     stdout(&o)
+}
+
+/// How many trials a race runs: `default`, or `CK_TEST_RACE_RUNS` (at least 1), as
+/// `CK_TEST_FORKING_RUNS` for the forking trees of tests/teardown.rs.
+pub fn race_runs(default: u32) -> u32 {
+    std::env::var("CK_TEST_RACE_RUNS")
+        .ok()
+        .map(|v| {
+            v.parse::<u32>()
+                .expect("CK_TEST_RACE_RUNS: a number")
+                .max(1)
+        })
+        .unwrap_or(default)
 }
 
 /// Poll `f` until true or 10 s (for processes to start; never used to wait for a kill).

@@ -57,6 +57,7 @@ fn stop_report() -> StopReport {
             killed: 1,
             waited_ms: 12.5,
             empty: false,
+            outside: vec![4711],
         },
         removed: false,
         restored: vec!["subc-modules/web-1 0->755".into()],

@@ -83,6 +83,105 @@ pub fn wait_fd(
     }
 }
 
+/// How [`wait_events_or_gone`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Until {
+    /// `done` held.
+    Done,
+    /// The cgroup was removed meanwhile.
+    Gone,
+    /// The timeout passed.
+    TimedOut,
+}
+
+/// [`wait_events`] for a cgroup that another process may remove meanwhile (a `freeze` racing a
+/// `kill`): a poll on `cgroup.events` is not woken when its cgroup is removed (kernfs wakes it
+/// for changes only), so the directory that holds the cgroup (`parent_rel`, whose entry is
+/// `name`) is watched with inotify as well (`IN_DELETE`, `IN_MOVED_FROM`: the `rmdir`), and
+/// the wait ends at once with [`Until::Gone`] when `name` no longer is the directory `cgroup`
+/// (an open handle of it).
+pub(crate) fn wait_events_or_gone(
+    dir: &CgroupDir,
+    parent_rel: &str,
+    name: &str,
+    cgroup: &CgroupDir,
+    timeout: Duration,
+    done: impl Fn(&parse::Events) -> bool,
+) -> Result<Until> {
+    use rustix::fs::inotify;
+    use std::os::unix::io::AsRawFd;
+    let parent = dir
+        .open_beneath(parent_rel, OFlags::RDONLY | OFlags::DIRECTORY)
+        .map_err(|e| Error::io("open", dir.display_path(parent_rel), e))?;
+    let gone = || {
+        let Ok(there) = rustix::fs::statat(&parent, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+        else {
+            return true;
+        };
+        rustix::fs::fstat(cgroup.fd()).map_or(true, |st| {
+            st.st_ino != there.st_ino || st.st_dev != there.st_dev
+        })
+    };
+    let events_rel = join(parent_rel, &join(name, "cgroup.events"));
+    let ino = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)
+        .map_err(|e| Error::io("set up inotify for", dir.display_path(parent_rel), e))?;
+    if !cfg!(ck_mutation = "freeze-blind-to-removal") {
+        inotify::add_watch(
+            &ino,
+            format!("/proc/self/fd/{}", parent.as_raw_fd()),
+            inotify::WatchFlags::DELETE
+                | inotify::WatchFlags::MOVED_FROM
+                | inotify::WatchFlags::DELETE_SELF,
+        )
+        .map_err(|e| Error::io("watch", dir.display_path(parent_rel), e))?;
+    }
+    let fd = match cgroup.open_beneath("cgroup.events", OFlags::RDONLY) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) | Err(Errno::NODEV) => return Ok(Until::Gone),
+        Err(e) => return Err(Error::io("open", dir.display_path(&events_rel), e)),
+    };
+    let deadline = Instant::now() + timeout;
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
+    loop {
+        let text = match read_fd(&fd) {
+            Ok(t) => t,
+            Err(Errno::NODEV) | Err(Errno::NOENT) => return Ok(Until::Gone),
+            Err(e) => return Err(Error::io("read", dir.display_path(&events_rel), e)),
+        };
+        if done(&parse::events(&text)) {
+            return Ok(Until::Done);
+        }
+        // Checked after the watch was set and the events read: a removal before either is
+        // seen here, one after wakes the poll.
+        if gone() {
+            return Ok(Until::Gone);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(Until::TimedOut);
+        }
+        let left = deadline - now;
+        let ts = Timespec {
+            tv_sec: left.as_secs() as _,
+            tv_nsec: left.subsec_nanos() as _,
+        };
+        let mut fds = [
+            PollFd::new(&fd, PollFlags::PRI),
+            PollFd::new(&ino, PollFlags::IN),
+        ];
+        match poll(&mut fds, Some(&ts)) {
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(e) => return Err(Error::io("wait on", dir.display_path(&events_rel), e)),
+        }
+        // Drain what inotify said (the checks above say what it means).
+        while let Ok(n) = rustix::io::read(&ino, &mut buf[..]) {
+            if n.0.is_empty() {
+                break;
+            }
+        }
+    }
+}
+
 pub(crate) fn join(rel: &str, name: &str) -> String {
     if rel.is_empty() {
         name.to_string()

@@ -67,6 +67,11 @@ impl Root {
         };
         let rel = m.rel();
         let path = self.dir.display_path(&rel);
+        let mdir = match self.dir.open_dir(&rel) {
+            Ok(d) => d,
+            Err(Errno::NOENT) => return Err(missing()),
+            Err(e) => return Err(Error::io("open", &path, e)),
+        };
         let before = self.events(&rel).ok().and_then(|e| e.frozen);
         let file = join(&rel, "cgroup.freeze");
         match self.dir.write_raw(&file, if frozen { "1" } else { "0" }) {
@@ -89,10 +94,19 @@ impl Root {
         let start = Instant::now();
         // Mutation control (`CK_MUTATION=freeze-no-wait`): return as soon as the file is
         // written, before the kernel has frozen (or thawed) every process.
+        // A module removed meanwhile (a `kill` racing this) ends the wait at once: missing.
         if !cfg!(ck_mutation = "freeze-no-wait") {
-            crate::cgroup::wait::wait_events(&self.dir, &rel, timeout, |e| {
-                e.frozen == Some(frozen)
-            })?;
+            let until = crate::cgroup::wait::wait_events_or_gone(
+                &self.dir,
+                m.layout.dir(),
+                m.name.as_str(),
+                &mdir,
+                timeout,
+                |e| e.frozen == Some(frozen),
+            )?;
+            if until == crate::cgroup::wait::Until::Gone {
+                return Err(missing());
+            }
         }
         let waited_ms = crate::stop::ms_since(start);
         let now = match self.events(&rel) {

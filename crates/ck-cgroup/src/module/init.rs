@@ -2,6 +2,28 @@
 
 use super::*;
 
+/// Wait until one of `pids` has exited (its pidfd polls readable), at most until `deadline`;
+/// `false` when none could be waited for (no pidfd: each is gone already, which is an exit too).
+fn wait_exiting(pids: &[u32], deadline: Instant) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use rustix::process::{Pid, PidfdFlags, pidfd_open};
+    let fds: Vec<OwnedFd> = pids
+        .iter()
+        .filter_map(|&p| i32::try_from(p).ok().and_then(Pid::from_raw))
+        .filter_map(|p| pidfd_open(p, PidfdFlags::empty()).ok())
+        .collect();
+    if fds.is_empty() {
+        return true;
+    }
+    let left = deadline.saturating_duration_since(Instant::now());
+    let ts = Timespec {
+        tv_sec: left.as_secs() as _,
+        tv_nsec: left.subsec_nanos() as _,
+    };
+    let mut polls: Vec<PollFd<'_>> = fds.iter().map(|f| PollFd::new(f, PollFlags::IN)).collect();
+    matches!(poll(&mut polls, Some(&ts)), Ok(n) if n > 0) || Instant::now() < deadline
+}
+
 impl Root {
     /// Make `daemon/` and `subc-modules/`, move every process of the root into `daemon/`, and
     /// enable every available controller in the root's and `subc-modules/`'s
@@ -70,15 +92,42 @@ impl Root {
     }
 
     /// Move every process in the root's own `cgroup.procs` into `daemon/` (no internal processes).
+    /// Under the placement lock, taken exclusive (lock.rs): a helper placing itself or others
+    /// meanwhile is never read here and moved on into `daemon/`.
+    ///
+    /// A process that is exiting stays listed after its move was written (the kernel skips an
+    /// exiting task, and the write succeeds) until it has left its cgroup: one listed again after
+    /// it was moved is waited for by pidfd (at most a second), never counted as a new arrival.
     pub(super) fn evacuate_root(&self) -> Result<Vec<u32>> {
+        let _lock = self.placement_lock(true)?;
         let mut moved = Vec::new();
+        let mut rounds = 0;
+        let deadline = Instant::now() + Duration::from_secs(1);
         // Processes may fork while we move them; each round moves what is there now.
-        for _ in 0..64 {
+        loop {
             let pids = parse::pids(&self.dir.read("cgroup.procs")?);
-            if pids.is_empty() {
-                return Ok(moved);
+            let (again, new): (Vec<u32>, Vec<u32>) =
+                pids.into_iter().partition(|p| moved.contains(p));
+            if new.is_empty() {
+                if again.is_empty() {
+                    return Ok(moved);
+                }
+                if Instant::now() >= deadline || !wait_exiting(&again, deadline) {
+                    return Err(Error::failed(format!(
+                        "processes {again:?} stay in {}/cgroup.procs after they were moved into daemon/",
+                        self.path().display()
+                    )));
+                }
+                continue;
             }
-            for pid in pids {
+            rounds += 1;
+            if rounds > 64 {
+                return Err(Error::failed(format!(
+                    "processes keep appearing in {}/cgroup.procs faster than they can be moved into daemon/",
+                    self.path().display()
+                )));
+            }
+            for pid in new {
                 match self.dir.write_raw("daemon/cgroup.procs", &pid.to_string()) {
                     Ok(()) => moved.push(pid),
                     Err(Errno::SRCH) => {}
@@ -92,10 +141,6 @@ impl Root {
                 }
             }
         }
-        Err(Error::failed(format!(
-            "processes keep appearing in {}/cgroup.procs faster than they can be moved into daemon/",
-            self.path().display()
-        )))
     }
 
     /// Enable `controllers` in the root's and `subc-modules/`'s `cgroup.subtree_control`;

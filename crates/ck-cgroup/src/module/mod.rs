@@ -24,6 +24,7 @@ use serde::Serialize;
 mod freeze;
 mod init;
 mod limits;
+mod lock;
 mod place;
 mod remove;
 mod report;
@@ -51,6 +52,44 @@ pub struct Root {
     dir: CgroupDir,
 }
 
+/// Refuse `path` when it lies inside another root's `subc-modules/` or `daemon/`: one of its
+/// components below the cgroup2 mount (not the first, a child of the hierarchy's root) is named
+/// `subc-modules` or `daemon`. The path is made canonical first (a symlink cannot hide the
+/// names); the mount is read from `/proc/self/mountinfo` only when a name matches.
+fn refuse_nested(path: &Path) -> Result<()> {
+    if cfg!(ck_mutation = "root-in-root") {
+        return Ok(());
+    }
+    let Ok(abs) = std::fs::canonicalize(path) else {
+        return Ok(());
+    };
+    let named = |c: &std::ffi::OsStr| c == MODULES_DIR || c == DAEMON_LEAF;
+    if !abs.iter().any(named) {
+        return Ok(());
+    }
+    let Ok(mount) = crate::cgroup::mount::cgroup2_mount() else {
+        return Ok(());
+    };
+    let Ok(below) = abs.strip_prefix(&mount) else {
+        return Ok(());
+    };
+    let mut at = mount.clone();
+    for (i, c) in below.iter().enumerate() {
+        if i > 0 && named(c) {
+            return Err(Error::bad_input(format!(
+                "{} is inside the service root {}'s {}/ (a module's cgroup or the daemon's leaf), not a service root: pass --root {} itself",
+                path.display(),
+                at.display(),
+                c.to_string_lossy(),
+                at.display()
+            ))
+            .with_kind(crate::error::ErrorKind::NotAServiceRoot));
+        }
+        at.push(c);
+    }
+    Ok(())
+}
+
 impl Root {
     /// Open `path` as a service root: a cgroup2 directory (statfs-checked) below the hierarchy's
     /// root. The hierarchy's root itself is refused: it would hold every process of the machine.
@@ -63,8 +102,14 @@ impl Root {
     /// # Ok(())
     /// # }
     /// ```
+    ///
+    /// A path inside another root's `subc-modules/` or `daemon/` (a module's cgroup, the modules'
+    /// directory, the daemon's leaf) is refused as bad input of kind
+    /// [`ErrorKind::NotAServiceRoot`](crate::error::ErrorKind::NotAServiceRoot): laid out, it
+    /// would be a root inside a root.
     pub fn open(path: &Path) -> Result<Root> {
         let dir = CgroupDir::open(path)?;
+        refuse_nested(path)?;
         Root::from_dir(dir)
     }
 

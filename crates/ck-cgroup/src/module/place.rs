@@ -129,6 +129,7 @@ impl Root {
                 checked.push((pid, placeable(pid)?));
             }
         }
+        let _lock = self.placement_lock(false)?;
         let created = self.create(id)?;
         let module = ModuleRef::ck(id).rel();
         let rel = join(&module, "cgroup.procs");
@@ -182,6 +183,7 @@ impl Root {
         let rel = ModuleRef::ck(id).rel();
         self.refuse_frozen(id, &rel)?;
         let procs = join(&rel, "cgroup.procs");
+        let _lock = self.placement_lock(false)?;
         match self.move_pid(&procs, 0) {
             Err(e) if e.errno() == Some(Errno::NOENT) => {
                 let _created = self.create(id)?;
@@ -290,34 +292,74 @@ impl Root {
     /// A spawn into a frozen module would hang: the new process stops before its first
     /// instruction (a task that enters a frozen cgroup is frozen), and whoever waits for it
     /// waits forever. So it is refused (bad input, exit 2) with the two fixes. A module that
-    /// does not exist is not frozen.
+    /// does not exist is not frozen, but one made under a frozen `subc-modules/` or root (or an
+    /// ancestor of the root, which the root's `cgroup.events` says) is frozen from birth: a
+    /// frozen ancestor is refused too (exit 1, naming the frozen cgroup and how to thaw it).
     pub(super) fn refuse_frozen(&self, id: &ModuleId, rel: &str) -> Result<()> {
         if cfg!(ck_mutation = "spawn-into-frozen") {
             return Ok(());
         }
-        let frozen = self
-            .dir
-            .read_raw(&join(rel, "cgroup.events"))
-            .map(|t| parse::events(&t).frozen == Some(true))
-            .unwrap_or(false)
-            || self
-                .dir
-                .read_raw(&join(rel, "cgroup.freeze"))
-                .map(|t| t.trim() == "1")
-                .unwrap_or(false);
-        if !frozen {
-            return Ok(());
+        let frozen = |rel: &str| {
+            self.dir
+                .read_raw(&join(rel, "cgroup.events"))
+                .map(|t| parse::events(&t).frozen == Some(true))
+                .unwrap_or(false)
+                || self
+                    .dir
+                    .read_raw(&join(rel, "cgroup.freeze"))
+                    .map(|t| t.trim() == "1")
+                    .unwrap_or(false)
+        };
+        if frozen(rel) {
+            let path = self.dir.display_path(rel);
+            return Err(Error::bad_input(format!(
+                "module {id} is frozen ({}: cgroup.freeze 1 or cgroup.events frozen 1): a process started in it would stop before its first instruction",
+                path.display()
+            ))
+            .with_hint(format!(
+                "thaw it with `echo 0 > {}/cgroup.freeze`, or stop it with `ck-cgroup kill {id}`",
+                path.display()
+            ))
+            .with_kind(crate::error::ErrorKind::ModuleFrozen));
         }
-        let path = self.dir.display_path(rel);
-        Err(Error::bad_input(format!(
-            "module {id} is frozen ({}: cgroup.freeze 1 or cgroup.events frozen 1): a process started in it would stop before its first instruction",
-            path.display()
-        ))
-        .with_hint(format!(
-            "thaw it with `echo 0 > {}/cgroup.freeze`, or stop it with `ck-cgroup kill {id}`",
-            path.display()
-        ))
-        .with_kind(crate::error::ErrorKind::ModuleFrozen))
+        // The root, then the modules' directory: the one whose own `cgroup.freeze` is 1 first,
+        // else the one whose `cgroup.events` says `frozen 1` (an ancestor of the root froze it).
+        let own = |anc: &str| {
+            self.dir
+                .read_raw(&join(anc, "cgroup.freeze"))
+                .is_ok_and(|t| t.trim() == "1")
+        };
+        let events_frozen = |anc: &str| {
+            self.dir
+                .read_raw(&join(anc, "cgroup.events"))
+                .is_ok_and(|t| parse::events(&t).frozen == Some(true))
+        };
+        let ancestors = ["", MODULES_DIR];
+        let found = ancestors
+            .iter()
+            .find(|a| own(a))
+            .map(|a| (*a, true))
+            .or_else(|| {
+                ancestors
+                    .iter()
+                    .find(|a| events_frozen(a))
+                    .map(|a| (*a, false))
+            });
+        if let Some((anc, own)) = found {
+            let path = self.dir.display_path(anc);
+            let fix = if own {
+                format!("thaw it with `echo 0 > {}/cgroup.freeze`", path.display())
+            } else {
+                "thaw the ancestor that froze it (its cgroup.freeze)".to_string()
+            };
+            return Err(Error::failed(format!(
+                "{} is frozen ({}), so module {id} in it would be too: a process started there would stop before its first instruction; {fix}",
+                path.display(),
+                if own { "cgroup.freeze 1" } else { "cgroup.events frozen 1: an ancestor froze it" },
+            ))
+            .with_kind(crate::error::ErrorKind::ModuleFrozen));
+        }
+        Ok(())
     }
 
     /// Start `cmd` inside the module (made if needed) with no window between spawn and
@@ -371,6 +413,9 @@ impl Root {
             }
             Err(e) => return Err(Error::io("open", self.dir.display_path(&rel), e)),
         };
+        // The pre-exec placement (kernels before 5.7) has the child in this process's cgroup
+        // until it moves itself: under the placement lock, as every placement.
+        let _lock = self.placement_lock(false)?;
         crate::spawn::spawn_into(std::os::unix::io::AsFd::as_fd(&dir), cmd).map_err(|e| {
             if let Some(errno) = crate::spawn::cgroup_namespace_refused(&e) {
                 return Error::no_cgroup_namespace(self.dir.display_path(&rel), errno);

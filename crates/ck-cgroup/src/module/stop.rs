@@ -168,6 +168,77 @@ pub(super) fn state_name(c: char) -> &'static str {
     }
 }
 
+/// No new sub-cgroup while the module is stopped: `0` to its `cgroup.max.descendants`, which
+/// every `mkdir` below it checks (`EAGAIN`), so that neither its own processes nor a neighbour
+/// of the same uid can make sub-directories faster than the removal takes them away (issue 23:
+/// an unprivileged `kill`, at nice 0, lost that race to a Python loop for its whole timeout).
+/// The value it had, to put back when the stop fails (`None`: not sealed, as when the file is
+/// another uid's).
+fn seal(mdir: &CgroupDir) -> Option<String> {
+    if cfg!(ck_mutation = "stop-no-seal") {
+        return None;
+    }
+    let old = mdir.read_raw("cgroup.max.descendants").ok()?;
+    mdir.write_raw("cgroup.max.descendants", "0").ok()?;
+    Some(old.trim().to_string())
+}
+
+/// A stop that failed leaves the module as it was: its `cgroup.max.descendants` back.
+fn unseal(mdir: &CgroupDir, old: Option<String>) {
+    if let Some(v) = old {
+        let _ = mdir.write_raw("cgroup.max.descendants", &v);
+    }
+}
+
+/// A further stop of the same module's tree (a late entrant, a directory made again) added to
+/// `report`.
+fn merge_again(report: &mut StopReport, again: TreeStop, start: Instant) {
+    report.tree.killed += again.killed;
+    report.tree.empty = again.empty;
+    report.tree.outside = again.outside;
+    report.tree.waited_ms = crate::stop::ms_since(start);
+    if report.tree.method.is_none() {
+        report.tree.method = again.method;
+    }
+    for f in again.fell_through {
+        if !report.tree.fell_through.contains(&f) {
+            report.tree.fell_through.push(f);
+        }
+    }
+}
+
+fn restored_into(report: &mut StopReport, more: Vec<String>) {
+    for r in more {
+        if !report.restored.contains(&r) {
+            report.restored.push(r);
+        }
+    }
+}
+
+/// Why a stop did not end although `rel` reads `populated 0`: processes it listed in the tree
+/// still run, outside it (each named with the cgroup `/proc/<pid>/cgroup` gives).
+pub(crate) fn left_outside(dir: &CgroupDir, pids: &[u32], waited_ms: f64) -> String {
+    let each: Vec<String> = pids
+        .iter()
+        .map(|pid| {
+            let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+                .ok()
+                .and_then(|t| parse::proc_cgroup_v2(&t));
+            match cg {
+                Some(c) => format!("{pid} (now in {c})"),
+                None => format!("{pid}"),
+            }
+        })
+        .collect();
+    format!(
+        "{} is empty, but process{} it held still run{} outside it after {waited_ms} ms: {}",
+        dir.display_path("").display(),
+        if pids.len() == 1 { "" } else { "es" },
+        if pids.len() == 1 { "s" } else { "" },
+        each.join(", ")
+    )
+}
+
 /// `SIGTERM` for [`Signal::TERM`].
 pub fn signal_name(sig: Signal) -> String {
     let n = sig.as_raw();
@@ -213,9 +284,14 @@ impl Root {
     /// Before anything, the modes of the directories on the way to the module, of its
     /// directory, its sub-cgroups and their control files are restored where this process's uid
     /// owns them (a module sharing that uid can `chmod 000` them). The module is then opened
-    /// once, and every step goes through that handle, relative to it: another module of the
-    /// same name made meanwhile is never touched. A process that enters the module after the
-    /// kill (an `exec` racing it) keeps `rmdir` busy: it is killed again, until the timeout.
+    /// once, and every step goes through that handle, relative to it: each `rmdir` removes the
+    /// directory that was stopped, never one made under the same name meanwhile. A process that
+    /// enters the module after the kill (an `exec` racing it) keeps `rmdir` busy: it is killed
+    /// again, until the timeout. Success is re-checked after the last write: every process the
+    /// stop listed in the tree must have exited (not only left it: [`TreeStop::outside`](crate::stop::TreeStop::outside)), and
+    /// no directory of the name may be there; one made again while the stop ran (a sibling's
+    /// `mkdir -p` into the module, an `exec` racing the kill) is stopped and removed in turn,
+    /// until none is there or the timeout, when the stop fails naming it.
     ///
     /// A module that does not exist, or that disappears while it is being stopped (another
     /// stop removed it), is reported as already gone (`Ok`, [`StopReport::already_gone`]). A
@@ -271,20 +347,99 @@ impl Root {
         report.layout = Some(m.layout);
         report.path = Some(path.clone());
         report.restored = restored;
-        report.tree = stop_tree(&mdir, "", opts)?;
-        report.kills = crate::cgroup::oomd::kill_counters(&mdir, "");
+        let sealed = seal(&mdir);
         let deadline = start + opts.grace + opts.timeout;
+        let first = stop_tree(&mdir, "", opts).and_then(|tree| {
+            report.tree = tree;
+            self.finish_stop(report, m, &mdir, opts, start, deadline)
+        });
+        let mut report = match first {
+            Ok(r) => r,
+            Err(e) => {
+                unseal(&mdir, sealed);
+                return Err(e);
+            }
+        };
+        let (gone0, removed0, kills0) = (report.already_gone, report.removed, report.kills);
+        // Re-checked after the last write: a directory of the name made while this stop ran
+        // (a sibling's `mkdir -p` into the module, an exec racing the kill) is stopped and
+        // removed too, until none is there or the deadline; then the stop failed, naming it.
+        loop {
+            let Some(m) = self.find(dname.as_str())? else {
+                return Ok(report);
+            };
+            let rel = m.rel();
+            let again_path = self.dir.display_path(&rel);
+            let mdir = match self.dir.open_dir(&rel) {
+                Ok(d) => d,
+                Err(Errno::NOENT) => continue,
+                Err(e) => return Err(Error::io("open", &again_path, e)),
+            };
+            if Instant::now() >= deadline {
+                report.removed = false;
+                report.error = Some(format!(
+                    "{} was made again while it was being stopped and is still there after {} ms",
+                    again_path.display(),
+                    crate::stop::ms_since(start)
+                ));
+                return Err(Error::stop_failed(report, None));
+            }
+            restored_into(
+                &mut report,
+                crate::cgroup::tree::restore_modes(&self.dir, &rel),
+            );
+            let sealed = seal(&mdir);
+            let again = stop_tree(
+                &mdir,
+                "",
+                &StopOptions {
+                    grace: Duration::ZERO,
+                    timeout: deadline.saturating_duration_since(Instant::now()),
+                    ..*opts
+                },
+            )?;
+            merge_again(&mut report, again, start);
+            report = match self.finish_stop(report, m, &mdir, opts, start, deadline) {
+                Ok(r) => r,
+                Err(e) => {
+                    unseal(&mdir, sealed);
+                    return Err(e);
+                }
+            };
+            // What this stop did to the module it found first stands, and who killed in it.
+            report.already_gone = gone0;
+            report.removed = removed0;
+            report.kills = kills0;
+        }
+    }
+
+    /// The rest of a stop whose tree was stopped (`report.tree`): the tree empty, remove the
+    /// directory; a process that entered after the kill keeps `rmdir` busy: kill again, until
+    /// `deadline`.
+    fn finish_stop(
+        &self,
+        mut report: StopReport,
+        m: ModuleRef,
+        mdir: &CgroupDir,
+        opts: &StopOptions,
+        start: Instant,
+        deadline: Instant,
+    ) -> Result<StopReport> {
         loop {
             if !report.tree.empty {
-                if self.vanished(&m, &mdir) {
+                if report.tree.outside.is_empty() && self.vanished(&m, mdir) {
                     return Ok(gone_meanwhile(report));
                 }
-                report.error = Some(still_populated(&mdir, "", report.tree.waited_ms));
+                report.error = Some(if report.tree.outside.is_empty() {
+                    still_populated(mdir, "", report.tree.waited_ms)
+                } else {
+                    left_outside(mdir, &report.tree.outside, report.tree.waited_ms)
+                });
                 return Err(Error::stop_failed(report, None));
             }
             // Before the rmdir takes them with the directory.
-            report.kills = crate::cgroup::oomd::kill_counters(&mdir, "");
-            match self.remove_dir(&m, &mdir) {
+            report.kills = crate::cgroup::oomd::kill_counters(mdir, "");
+            match self.remove_dir(&m, mdir) {
                 Ok(Gone::No) => {
                     report.removed = !cfg!(ck_mutation = "no-rmdir");
                     return Ok(report);
@@ -297,7 +452,7 @@ impl Root {
                         && !cfg!(ck_mutation = "no-rekill") =>
                 {
                     let again = stop_tree(
-                        &mdir,
+                        mdir,
                         "",
                         &StopOptions {
                             grace: Duration::ZERO,
@@ -305,14 +460,7 @@ impl Root {
                             ..*opts
                         },
                     )?;
-                    report.tree.killed += again.killed;
-                    report.tree.empty = again.empty;
-                    report.tree.waited_ms = crate::stop::ms_since(start);
-                    for f in again.fell_through {
-                        if !report.tree.fell_through.contains(&f) {
-                            report.tree.fell_through.push(f);
-                        }
-                    }
+                    merge_again(&mut report, again, start);
                 }
                 Err(e) => {
                     report.error = Some(e.to_string());

@@ -39,6 +39,7 @@ mod cgroup_kill;
 mod control;
 mod freeze;
 mod signal;
+mod witness;
 
 pub(crate) use signal::signal_members;
 
@@ -142,8 +143,14 @@ pub struct TreeStop {
     pub killed: usize,
     /// Milliseconds from the start to `populated 0` (or to the timeout).
     pub waited_ms: f64,
-    /// The tree was empty at the end.
+    /// The tree was empty at the end: `populated 0`, and every process the stop listed in it
+    /// has exited (see `outside`).
     pub empty: bool,
+    /// Processes the stop listed in the tree that still ran when it read `populated 0` and the
+    /// timeout had passed: they are outside the tree (moved out meanwhile), so the stop did not
+    /// succeed. Empty (and left out of the JSON) otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outside: Vec<u32>,
 }
 
 /// Stop every process in `rel` and below: graceful signal and grace, then SIGKILL by `opts.method`,
@@ -196,9 +203,13 @@ pub(crate) fn stop_tree_by(
         .with_hint("run `ck-cgroup kill` from outside the module, e.g. from the daemon")
         .with_kind(crate::error::ErrorKind::ModuleHoldsCaller)
     };
+    let mut seen = witness::Witness::default();
     let before = match members(dir, rel) {
         Ok(p) if p.contains(&me) => return Err(refuse()),
-        Ok(p) => Some(p),
+        Ok(p) => {
+            seen.saw(&p);
+            Some(p)
+        }
         // Unlisted (never the case for a subtree a module can make, whose modes this uid
         // owns): where this process is, from /proc/self/cgroup.
         Err(e) => match holds_caller(dir, rel) {
@@ -215,22 +226,33 @@ pub(crate) fn stop_tree_by(
         let waited = grace_wait(dir, rel, opts.grace)?;
         if waited == Waited::Empty {
             out.left_after_grace = Some(0);
-            out.empty = true;
+            out.outside = seen.still_running(Instant::now() + opts.timeout);
+            out.empty = out.outside.is_empty();
             out.waited_ms = ms_since(start);
             return Ok(out);
         }
-        out.left_after_grace = members(dir, rel).ok().map(|p| p.len());
+        let after = members(dir, rel).ok();
+        if let Some(p) = &after {
+            seen.saw(p);
+        }
+        out.left_after_grace = after.map(|p| p.len());
     }
     // The kill never waits on the list: a subtree that cannot be listed is killed all the same.
     out.killed = if opts.grace.is_zero() {
         before.map_or(0, |p| p.len())
     } else {
-        members(dir, rel).map_or(0, |p| p.len())
+        out.left_after_grace.unwrap_or(0)
     };
     let deadline = Instant::now() + opts.timeout;
     kill(deadline, &mut out)?;
     let left = deadline.saturating_duration_since(Instant::now());
     out.empty = wait_events(dir, rel, left, |e| e.populated == Some(false))? == Waited::Empty;
+    if out.empty {
+        // Re-checked after the last write: `populated 0` is not yet "every process it listed
+        // has exited" (witness.rs).
+        out.outside = seen.still_running(deadline);
+        out.empty = out.outside.is_empty();
+    }
     out.waited_ms = ms_since(start);
     Ok(out)
 }

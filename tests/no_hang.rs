@@ -1,0 +1,151 @@
+//! No hang (issue 23, item 4): a spawn under a frozen ancestor of its module is refused at once
+//! in one line naming the frozen cgroup, and a `thaw` or `freeze` whose module a `kill` removes
+//! answers at once. Mutation controls: `spawn-into-frozen`, `freeze-blind-to-removal`.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::nobody::ck_as_nobody;
+use common::*;
+
+/// Wait for `c` at most `limit` (far below the timeout the command was given, so that a
+/// command that waits its whole timeout fails here instead of passing late).
+fn wait_at_most(c: &mut std::process::Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + scaled(limit);
+    loop {
+        if let Some(s) = c.try_wait().unwrap() {
+            return Some(s);
+        }
+        if Instant::now() >= deadline {
+            let _ = c.kill();
+            let _ = c.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Issue 23: `exec` and `run` of a new module while `subc-modules/` was frozen hung (10 to 13 s
+/// until killed, and `run` ignored TERM): the new module was frozen from birth. With
+/// `subc-modules/` or the root frozen, both are refused (exit 1, one line naming the frozen
+/// cgroup), as root and as a delegated user, and nothing is made.
+#[test]
+fn exec_and_run_of_a_new_module_under_a_frozen_ancestor_are_refused_at_once() {
+    let w = World::new();
+    for frozen in ["subc-modules", ""] {
+        let freeze = w.root().join(frozen).join("cgroup.freeze");
+        std::fs::write(&freeze, "1").unwrap();
+        let mut cases: Vec<(&str, Command)> = vec![
+            ("exec", {
+                let mut c = w.ck();
+                c.args(["exec", "new", "--", "true"]);
+                c
+            }),
+            ("run", {
+                let mut c = w.ck();
+                c.args(["run", "new", "--", "true"]);
+                c
+            }),
+        ];
+        if !frozen.is_empty() {
+            // Started in the root's daemon/, which a frozen root freezes with it.
+            cases.push((
+                "exec as nobody",
+                ck_as_nobody(&w, &["exec", "new", "--", "true"]),
+            ));
+        }
+        for (what, mut cmd) in cases {
+            let mut c = cmd
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let status = wait_at_most(&mut c, Duration::from_secs(20));
+            let mut err = String::new();
+            std::io::Read::read_to_string(c.stderr.as_mut().unwrap(), &mut err).unwrap();
+            assert!(
+                status.is_some(),
+                "{what} under frozen {frozen:?} hung: {err}"
+            );
+            assert_eq!(
+                status.unwrap().code(),
+                Some(1),
+                "{what} under {frozen:?}: {err}"
+            );
+            assert_eq!(err.lines().count(), 1, "{what}: {err}");
+            let named = if frozen.is_empty() {
+                w.root().to_path_buf()
+            } else {
+                w.root().join(frozen)
+            };
+            assert!(
+                err.contains(&format!("{} is frozen", named.display())),
+                "{what} under {frozen:?}: {err}"
+            );
+            std::fs::write(&freeze, "0").unwrap();
+            assert_eq!(w.tree(), vec!["daemon", "subc-modules"], "{what}");
+            std::fs::write(&freeze, "1").unwrap();
+        }
+        std::fs::write(&freeze, "0").unwrap();
+    }
+    // Thawed, the same commands run.
+    ok(w.run(&["run", "new", "--", "true"]));
+}
+
+/// Issue 23: `freeze` racing a `kill` that removes the module waited out its whole `--timeout`:
+/// a poll on `cgroup.events` is woken by a change of the file, and a removal is none. Here a
+/// `thaw` that cannot end (an ancestor holds the module frozen) waits with a 120 s timeout; the
+/// module's process is killed first (the `populated 0` that wakes the wait, which then goes on:
+/// the empty module stays frozen), then the emptied module is removed alone (`remove`: no event
+/// of `cgroup.events` any more), and the `thaw` answers at once: exit 2, the module is gone.
+#[test]
+fn thaw_racing_a_kill_that_removes_the_module_answers_at_once() {
+    let w = World::new();
+    let mut m = w
+        .ck()
+        .args(["exec", "fz", "--", "sleep", "600"])
+        .spawn()
+        .unwrap();
+    w.track(m.id());
+    let events = w.root().join("subc-modules/fz/cgroup.events");
+    eventually("the module's process", || {
+        std::fs::read_to_string(&events).is_ok_and(|s| s.contains("populated 1"))
+    });
+    let ancestor = w.root().join("subc-modules/cgroup.freeze");
+    std::fs::write(&ancestor, "1").unwrap();
+    eventually("the module frozen by its ancestor", || {
+        std::fs::read_to_string(&events).is_ok_and(|s| s.contains("frozen 1"))
+    });
+    let mut thaw = w
+        .ck()
+        .args(["thaw", "fz", "--timeout", "120s"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The thaw waits in its poll (it cannot end while the ancestor is frozen).
+    let wchan = format!("/proc/{}/wchan", thaw.id());
+    let polling = || std::fs::read_to_string(&wchan).is_ok_and(|s| s.contains("poll"));
+    eventually("the thaw waiting in poll", polling);
+    m.kill().unwrap();
+    m.wait().unwrap();
+    eventually("the module empty", || {
+        std::fs::read_to_string(&events).is_ok_and(|s| s.contains("populated 0"))
+    });
+    // Woken by `populated 0`, the thaw reads `frozen 1` and waits again.
+    eventually("the thaw waiting in poll again", polling);
+    assert!(
+        thaw.try_wait().unwrap().is_none(),
+        "thaw ended before the removal"
+    );
+    ok(w.run(&["remove", "fz"]));
+    let status = wait_at_most(&mut thaw, Duration::from_secs(30));
+    std::fs::write(&ancestor, "0").unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(thaw.stderr.as_mut().unwrap(), &mut err).unwrap();
+    let status = status.unwrap_or_else(|| panic!("thaw waited on after its module was removed"));
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("no module fz"), "{err}");
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
+}
