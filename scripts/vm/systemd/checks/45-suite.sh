@@ -13,6 +13,8 @@
 # (directories and processes) is the same afterwards, with the daemon on its pid.
 #   CK_TEST_FORKING_RUNS=5 (not 50): each forking-tree test stops 5 trees per method instead of
 #                          50; under TCG 50 take minutes per method, each run is the same check.
+#   CK_TEST_RACE_RUNS=3 (not 50): each race test (a kill racing a fork storm or a mkdir loop,
+#                          init racing exec) runs 3 trials; the host's make test runs 50.
 #   CK_TEST_TIME_SCALE=5   the tests' time limits (a readiness line in 10 s, a stop in 8 s, ...)
 #                          five times longer (TCG is some 20 times slower than the host)
 #   CK_TEST_HOSTILE        tests/fixtures/hostile.c compiled on the host (the guest has no cc)
@@ -42,7 +44,7 @@ mp=$(main_pid)
 before_d=$(subtree_dirs "$SVC") before_p=$(subtree_pids "$SVC")
 rc=0
 t0=$(date +%s)
-(cd "$REPO" && env CK_TEST_SKIP="fork_storm_of_2000 deep_900_" CK_TEST_THREADS=2 CK_TEST_FORKING_RUNS=5 CK_TEST_TIME_SCALE=5 CK_TEST_TIMEOUT="${SUITE_TIMEOUT:-600}" \
+(cd "$REPO" && env CK_TEST_SKIP="fork_storm_of_2000 deep_900_" CK_TEST_THREADS=2 CK_TEST_FORKING_RUNS=5 CK_TEST_RACE_RUNS=3 CK_TEST_TIME_SCALE=5 CK_TEST_TIMEOUT="${SUITE_TIMEOUT:-600}" \
   CK_TEST_HOSTILE="$REPO/target/vm/systemd/hostile" scripts/test --prebuilt "$list") \
   > /tmp/suite.log 2>&1 || rc=$?
 t1=$(date +%s)

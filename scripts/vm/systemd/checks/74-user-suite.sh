@@ -58,7 +58,7 @@ rc=0
 u systemd-run --user --quiet --wait --pipe --collect \
   --setenv=REPO="$REPO" --setenv=USUITE_LIST=/tmp/user-suite.list \
   --setenv=USUITE_SKIP_BINS="conformance parsers_random cli teardown json_contract" --setenv=USUITE_BIN_TIMEOUT=60 \
-  --setenv=CK_TEST_TIME_SCALE=5 --setenv=CK_TEST_FORKING_RUNS=5 \
+  --setenv=CK_TEST_TIME_SCALE=5 --setenv=CK_TEST_FORKING_RUNS=5 --setenv=CK_TEST_RACE_RUNS=3 \
   bash /tmp/user-suite.sh > >(tee /tmp/user-suite.out) 2>&1 || rc=$?
 sleep 0.2 # tee's last lines
 out=$(cat /tmp/user-suite.out)
