@@ -57,8 +57,12 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
     let fs = || Backend::from_env(root.clone()).cgroupfs(name);
     let chosen = |a| cli::backend::from_args(a, root.clone());
     match cli.command {
-        Command::Init { cmd } if cmd.is_empty() => cmd_init(&ctx, fs()?),
-        Command::Init { cmd } => cmd_init_daemon(Backend::from_env(root.clone()), &cmd),
+        Command::Init { cmd, oomd_daemon } if cmd.is_empty() => {
+            cmd_init(&ctx, fs()?, oomd_daemon)
+        }
+        Command::Init { cmd, oomd_daemon } => {
+            cmd_init_daemon(&ctx, Backend::from_env(root.clone()), &cmd, oomd_daemon)
+        }
         Command::Create { id, limits } => cmd_create(&ctx, fs()?, &id, &limits),
         Command::Set { id, limits } => cmd_set(&ctx, fs()?, &id, &limits),
         Command::Place { id, pids } => cmd_place(&ctx, fs()?, &id, &pids),

@@ -515,6 +515,17 @@ struct Kill {
     removed: bool,
     restored: Vec<String>,
     error: Option<String>,
+    kills: Kills,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Kills {
+    oom_kill: Option<u64>,
+    oom_group_kill: Option<u64>,
+    oomd_ooms: Option<u64>,
+    oomd_kill: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -552,6 +563,16 @@ struct Init {
     available: Vec<String>,
     enabled: Vec<String>,
     missing: Vec<String>,
+    oomd_daemon: OomdMark,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct OomdMark {
+    value: Option<String>,
+    source: String,
+    error: Option<String>,
 }
 
 #[derive(Deserialize, Debug)]

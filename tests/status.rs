@@ -40,6 +40,9 @@ struct Module {
     cpu_pressure_avg10: Fig,
     io_pressure_avg10: Fig,
     limits: Limits,
+    oomd_preference: Fig,
+    oomd_ooms: Fig,
+    oomd_kill: Fig,
 }
 
 #[derive(Deserialize)]

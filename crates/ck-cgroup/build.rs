@@ -19,6 +19,7 @@ const CONTROLS: &[&str] = &[
     "no-kill-on-close",
     "no-mode-restore",
     "no-oom-group-default",
+    "no-oomd-omit",
     "no-pidns-userns",
     "no-pdeathsig",
     "no-placement",

@@ -97,6 +97,7 @@ impl Output {
                     words(&r.missing)
                 );
             }
+            s += &format!("oomd       {}\n", oomd_mark_line(&r.oomd_daemon));
             s
         })
     }
@@ -379,6 +380,9 @@ impl Output {
         if self.json {
             return result_line(r);
         }
+        if let Some(line) = kills_line(&r.module, &r.kills) {
+            eprintln!("ck-cgroup: {line}");
+        }
         Ok(())
     }
 
@@ -521,6 +525,9 @@ fn stop_text(r: &StopReport) -> String {
         if r.removed { "removed" } else { "kept" }
     ));
     let mut s = format!("{}: {}\n", r.module, parts.join("; "));
+    if let Some(line) = kills_line(&r.module, &r.kills) {
+        s += &format!("{line}\n");
+    }
     for f in &t.fell_through {
         s += &format!(
             "{}: {} fell through: {}\n",
@@ -539,4 +546,53 @@ fn yes_no(v: Option<bool>) -> String {
         Some(false) => "no".into(),
         None => "-".into(),
     }
+}
+
+/// `init`'s line for `daemon/`'s systemd-oomd mark, as read back.
+pub fn oomd_mark_line(m: &ck_cgroup::cgroup::oomd::OomdMark) -> String {
+    use ck_cgroup::cgroup::oomd::OomdPreference;
+    if let Some(line) = oomd_mark_failure(m) {
+        return line;
+    }
+    let how = match m.value {
+        Some(OomdPreference::Omit) => "user.oomd_omit set",
+        Some(OomdPreference::Avoid) => "user.oomd_avoid set",
+        _ => "neither user.oomd_omit nor user.oomd_avoid set: systemd-oomd ranks it as any module",
+    };
+    let v = m.value.map_or("unknown", OomdPreference::name);
+    format!("daemon/: systemd-oomd preference {v} ({how}, read back)")
+}
+
+/// The one line for a `daemon/` that could not be marked (or read back), `None` when it was.
+pub fn oomd_mark_failure(m: &ck_cgroup::cgroup::oomd::OomdMark) -> Option<String> {
+    m.error.as_ref().map(|e| {
+        format!(
+            "daemon/: not marked for systemd-oomd: {e}; systemd-oomd may then pick the daemon's own leaf"
+        )
+    })
+}
+
+/// `module a: killed by systemd-oomd (3 processes)` when systemd-oomd or the kernel's OOM killer
+/// killed in the module before it was removed; `None` when neither did (or neither could be read).
+pub fn kills_line(module: &str, k: &ck_cgroup::cgroup::oomd::KillCounters) -> Option<String> {
+    let mut by = Vec::new();
+    if k.by_oomd() {
+        by.push(match k.oomd_kill {
+            Some(n) => format!(
+                "systemd-oomd ({})",
+                plural(n as usize, "process", "processes")
+            ),
+            None => "systemd-oomd".to_string(),
+        });
+    }
+    if k.by_kernel() {
+        by.push(match k.oom_kill {
+            Some(n) if n > 0 => format!(
+                "the kernel's OOM killer ({})",
+                plural(n as usize, "process", "processes")
+            ),
+            _ => "the kernel's OOM killer".to_string(),
+        });
+    }
+    (!by.is_empty()).then(|| format!("module {module}: killed by {}", by.join(" and ")))
 }

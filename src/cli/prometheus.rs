@@ -246,6 +246,18 @@ fn counted(series: &[Series<'_>]) -> Vec<Metric> {
             events,
         ),
         Metric::new(
+            "ck_cgroup_oomd_kills_total",
+            "counter",
+            "systemd-oomd's kills of the module (user.oomd_ooms xattr; the kernel's are ck_cgroup_memory_events_total{event=\"oom_kill\"}).",
+            each(series, |m| m.oomd_ooms.value.map(Num::Int)),
+        ),
+        Metric::new(
+            "ck_cgroup_oomd_killed_processes_total",
+            "counter",
+            "Processes systemd-oomd killed in the module (user.oomd_kill xattr).",
+            each(series, |m| m.oomd_kill.value.map(Num::Int)),
+        ),
+        Metric::new(
             "ck_cgroup_pids_current",
             "gauge",
             "pids.current of the module.",
@@ -496,7 +508,10 @@ mod tests {
             "cpu_usage_usec": fig(1500000.into(), "cpu.stat"),
             "memory_pressure_avg10": fig(null.clone(), "memory.pressure"),
             "cpu_pressure_avg10": fig(null.clone(), "cpu.pressure"),
-            "io_pressure_avg10": fig(null, "io.pressure"),
+            "io_pressure_avg10": fig(null.clone(), "io.pressure"),
+            "oomd_preference": fig("omit".into(), "user.oomd_avoid, user.oomd_omit xattrs"),
+            "oomd_ooms": fig(2.into(), "user.oomd_ooms xattr"),
+            "oomd_kill": fig(null, "user.oomd_kill xattr"),
             "limits": limits,
         }))
         .expect("a ModuleStatus")
@@ -544,6 +559,22 @@ mod tests {
         assert!(!s.contains("memory.swap.max"), "{s}");
         assert!(s.contains("# HELP ck_cgroup_limit DEPRECATED"), "{s}");
         assert!(s.contains("ck_cgroup_cpu_usage_seconds_total{module=\"aft\",layout=\"ck\",slot=\"main\"} 1.5\n"), "{s}");
+    }
+
+    #[test]
+    fn oomd_kills_are_counters_per_module_and_an_unreadable_one_has_no_series() {
+        let rows = [module(
+            "aft",
+            Some("aft"),
+            "ck",
+            limits("max".into(), 1073741824u64.into(), 512.into()),
+        )];
+        let s = prometheus(&rows);
+        let l = "{module=\"aft\",layout=\"ck\",slot=\"main\"}";
+        assert!(s.contains(&format!("ck_cgroup_oomd_kills_total{l} 2\n")), "{s}");
+        assert!(s.contains("# TYPE ck_cgroup_oomd_kills_total counter\n"), "{s}");
+        // user.oomd_kill could not be read: no series (never a made-up 0).
+        assert!(!s.contains("ck_cgroup_oomd_killed_processes_total{"), "{s}");
     }
 
     #[test]

@@ -41,6 +41,16 @@ fn limit_num(l: &Figure<Limit>) -> String {
     }
 }
 
+/// The kernel's `oom_kill`, and systemd-oomd's kills folded in where it killed there
+/// (`0+oomd:3`: the kernel killed none, systemd-oomd 3 processes), so the table stays narrow.
+fn oom_kill_cell(m: &ModuleStatus) -> String {
+    let kernel = opt(m.memory_events.value.and_then(|e| e.oom_kill));
+    match (m.oomd_ooms.value, m.oomd_kill.value) {
+        (Some(n), k) if n > 0 => format!("{kernel}+oomd:{}", opt(k)),
+        _ => kernel,
+    }
+}
+
 fn opt<T: ToString>(v: Option<T>) -> String {
     v.map_or("-".into(), |v| v.to_string())
 }
@@ -122,7 +132,7 @@ impl Col {
             Col::Swap => mark(size(m.memory_swap_current.value)),
             Col::High => limit_size(&m.limits.memory_high),
             Col::Max => limit_size(&m.limits.memory_max),
-            Col::OomKill => opt(m.memory_events.value.and_then(|e| e.oom_kill)),
+            Col::OomKill => oom_kill_cell(m),
             Col::Pids => opt(m.pids_current.value),
             Col::PidsMax => limit_num(&m.limits.pids_max),
             Col::CpuS => m
@@ -262,6 +272,8 @@ mod tests {
             "cpu_usage_usec": fig("cpu.stat usage_usec"),
             "memory_pressure_avg10": fig("memory.pressure"),
             "cpu_pressure_avg10": fig("cpu.pressure"), "io_pressure_avg10": fig("io.pressure"),
+            "oomd_preference": fig("user.oomd_avoid, user.oomd_omit xattrs"),
+            "oomd_ooms": fig("user.oomd_ooms xattr"), "oomd_kill": fig("user.oomd_kill xattr"),
             "limits": {
                 "memory_high": fig("memory.high"), "memory_max": fig("memory.max"),
                 "memory_swap_max": fig("memory.swap.max"), "pids_max": fig("pids.max"),

@@ -61,6 +61,12 @@ fn stop_report() -> StopReport {
         removed: false,
         restored: vec!["subc-modules/web-1 0->755".into()],
         error: Some("still holds 1 process".into()),
+        kills: crate::cgroup::oomd::KillCounters {
+            oom_kill: Some(0),
+            oom_group_kill: None,
+            oomd_ooms: Some(1),
+            oomd_kill: Some(3),
+        },
     }
 }
 
@@ -114,6 +120,17 @@ fn module_reports_round_trip() {
         available: vec!["memory".into(), "pids".into()],
         enabled: vec!["memory".into()],
         missing: vec!["io".into()],
+        oomd_daemon: crate::cgroup::oomd::OomdMark {
+            value: Some(crate::cgroup::oomd::OomdPreference::Omit),
+            source: crate::cgroup::oomd::PREFERENCE_SOURCE.into(),
+            error: None,
+        },
+    });
+    round_trip(&crate::cgroup::oomd::KillCounters {
+        oom_kill: Some(0),
+        oom_group_kill: None,
+        oomd_ooms: Some(2),
+        oomd_kill: Some(5),
     });
     round_trip(&CreateReport {
         module: id("a"),
@@ -253,6 +270,18 @@ fn telemetry_round_trips() {
             pids_max: l(Some(Limit::Value(100))),
             cpu_weight: l(Some(Limit::Value(100))),
             memory_oom_group: l(Some(Limit::Value(1))),
+        },
+        oomd_preference: Figure {
+            value: Some(crate::cgroup::oomd::OomdPreference::Avoid),
+            source: crate::cgroup::oomd::PREFERENCE_SOURCE.into(),
+        },
+        oomd_ooms: Figure {
+            value: Some(1),
+            source: "user.oomd_ooms xattr".into(),
+        },
+        oomd_kill: Figure {
+            value: None,
+            source: "user.oomd_kill xattr".into(),
         },
     });
     round_trip(&WatchEvent {

@@ -15,7 +15,9 @@
 //! `memory_low`, `memory_min`: sizes, a number of bytes, or a string with K/M/G/T, or `"max"`;
 //! `pids_max`: a number or `"max"`; `cpu_weight`, `io_weight`: 1 to 10000; `cpu_max`:
 //! `"QUOTA[/PERIOD]"`; `cpus`: `"0-3"`; `io_max`: `"8:0:rbps=10M"`; `oom_group`: true/false),
-//! each parsed by its row's parser, and `memory_report` (a size). An unknown key, a bad value or a module
+//! each parsed by its row's parser, `memory_report` (a size) and `oomd` (the module's
+//! systemd-oomd preference: `"avoid"`, `"omit"` or `"none"`). The top-level key `oomd_daemon`
+//! (before the tables; the same values) is `daemon/`'s preference for `init`. An unknown key, a bad value or a module
 //! table whose name is not a module id is bad input (exit 2): a typo in a policy must be loud.
 //! The default path is [`DEFAULT_PATH`]; a missing default file means no policy.
 //!
@@ -29,6 +31,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::cgroup::oomd::OomdPreference;
 use crate::cgroup::parse::Limit;
 use crate::cgroup::wait::join;
 use crate::error::{Error, Result};
@@ -46,6 +49,8 @@ pub const MAX_BYTES: u64 = 1 << 20;
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawPolicy {
+    #[serde(default)]
+    oomd_daemon: Option<toml::Value>,
     #[serde(default)]
     defaults: toml::Table,
     #[serde(default)]
@@ -70,19 +75,40 @@ pub struct Policy {
     pub defaults: Entry,
     /// `[module.<id>]`.
     pub modules: BTreeMap<ModuleId, Entry>,
+    /// `oomd_daemon` (top level, before the tables): `daemon/`'s systemd-oomd preference for
+    /// `init` (`None`: the flag's default, omit).
+    pub oomd_daemon: Option<OomdPreference>,
 }
 
 /// The key a table may hold besides the limits: `watch`'s report threshold.
 pub const MEMORY_REPORT: &str = "memory_report";
 
+/// The key of a table for the module's systemd-oomd preference (`avoid`, `omit`, `none`).
+pub const OOMD: &str = "oomd";
+
+/// The top-level key for `daemon/`'s systemd-oomd preference (`init`).
+pub const OOMD_DAEMON: &str = "oomd_daemon";
+
 /// Every key a policy table takes: the key of each row of [`LIMITS`], then
-/// [`MEMORY_REPORT`].
+/// [`MEMORY_REPORT`] and [`OOMD`].
 pub fn keys() -> Vec<&'static str> {
     LIMITS
         .iter()
         .map(|s| s.key)
-        .chain([MEMORY_REPORT])
+        .chain([MEMORY_REPORT, OOMD])
         .collect()
+}
+
+/// A systemd-oomd preference from a TOML value: a string of [`OomdPreference::ACCEPTED`].
+fn oomd_value(key: &str, v: &toml::Value) -> Result<OomdPreference> {
+    match v {
+        toml::Value::String(s) => OomdPreference::parse(s).map_err(|e| keyed(key, e)),
+        _ => Err(Error::bad_input(format!(
+            "{key}: expected one of {}, found a {}",
+            OomdPreference::ACCEPTED,
+            v.type_str()
+        ))),
+    }
 }
 
 /// The text a limit's parser takes from a TOML value: a boolean for [`Unit::Bool`], else a
@@ -122,6 +148,10 @@ fn entry(t: &toml::Table) -> Result<Entry> {
             };
             continue;
         }
+        if key == OOMD {
+            out.limits.oomd = Some(oomd_value(key, v)?);
+            continue;
+        }
         let Some(s) = spec(key) else {
             return Err(Error::bad_input(format!(
                 "unknown key `{key}`; the keys are {}",
@@ -151,6 +181,10 @@ impl Policy {
         };
         let raw: RawPolicy =
             toml::from_str(text).map_err(|e| bad(e.to_string().trim().replace('\n', " ")))?;
+        let oomd_daemon = match &raw.oomd_daemon {
+            Some(v) => Some(oomd_value(OOMD_DAEMON, v).map_err(|e| bad(e.message().to_string()))?),
+            None => None,
+        };
         let defaults = entry(&raw.defaults).map_err(|e| bad(format!("[defaults] {e}")))?;
         let mut modules = BTreeMap::new();
         for (name, t) in &raw.module {
@@ -164,6 +198,7 @@ impl Policy {
             path: Some(path.to_path_buf()),
             defaults,
             modules,
+            oomd_daemon,
         })
     }
 
@@ -335,6 +370,32 @@ impl Root {
                     written: false,
                     skipped: Some(s.reason),
                 });
+            }
+            if let Some(pref) = want.oomd {
+                let was = crate::cgroup::oomd::preference_of(self.dir(), &m.path);
+                if was != Some(pref) {
+                    let mut skipped = None;
+                    if !dry_run {
+                        let mark = crate::cgroup::oomd::mark(self.dir(), &m.path, pref);
+                        match (mark.error, best_effort) {
+                            (None, _) => {}
+                            (Some(e), true) => skipped = Some(e),
+                            (Some(e), false) => {
+                                return Err(Error::failed(format!(
+                                    "systemd-oomd preference {pref} of module {id}: {e}"
+                                )));
+                            }
+                        }
+                    }
+                    out.push(Difference {
+                        module: id.to_string(),
+                        file: crate::cgroup::oomd::PREFERENCE_SOURCE.into(),
+                        was: was.map(|p| p.name().to_string()),
+                        now: pref.name().to_string(),
+                        written: !dry_run && skipped.is_none(),
+                        skipped,
+                    });
+                }
             }
         }
         Ok(out)

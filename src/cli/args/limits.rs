@@ -57,6 +57,12 @@ pub struct LimitArgs {
     /// memory.oom.group 0: the OOM killer picks single processes.
     #[arg(long)]
     pub no_oom_group: bool,
+    /// systemd-oomd's preference for the module: avoid (user.oomd_avoid: picked last), omit
+    /// (user.oomd_omit: never picked) or none (both removed); set on the module's directory and
+    /// read back (systemd backend: ManagedOOMPreference= on the scope). systemd-oomd honours it
+    /// only where the cgroup's owner is the monitored unit's owner (see docs/operations.md).
+    #[arg(long, value_parser = oomd_preference, value_name = "avoid|omit|none")]
+    pub oomd: Option<ck_cgroup::cgroup::oomd::OomdPreference>,
     /// Apply the limits whose controller is enabled; list the others as skipped (exit 0).
     #[arg(long)]
     pub best_effort: bool,
@@ -72,6 +78,12 @@ fn flag(key: &'static str) -> impl Fn(&str) -> Result<Value, String> + Clone + S
         }),
         None => Err(format!("no limit has the key {key}")),
     }
+}
+
+/// clap's parser of a systemd-oomd preference (`--oomd`, `init --oomd-daemon`): the library's,
+/// its error in one line naming the value and the accepted set.
+pub fn oomd_preference(s: &str) -> Result<ck_cgroup::cgroup::oomd::OomdPreference, String> {
+    ck_cgroup::cgroup::oomd::OomdPreference::parse(s).map_err(|e| e.message().to_string())
 }
 
 pub(super) fn size(s: &str) -> Result<Limit, String> {
@@ -112,6 +124,7 @@ impl LimitArgs {
                 l.set(key, v);
             }
         }
+        l.oomd = self.oomd;
         l
     }
 }

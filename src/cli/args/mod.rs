@@ -81,6 +81,12 @@ pub enum Command {
     /// With CMD: then execute CMD in daemon/ (same pid, nothing printed), as the unit's
     /// ExecStart= does for a daemon that does not run `init` itself.
     Init {
+        /// daemon/'s preference for systemd-oomd: omit (user.oomd_omit: never picked; the
+        /// default), avoid (user.oomd_avoid: picked last) or none (neither); over the policy's
+        /// top-level oomd_daemon. Read back and reported; where the filesystem refuses the
+        /// attribute, one line says so and init goes on.
+        #[arg(long, value_parser = limits::oomd_preference, value_name = "omit|avoid|none")]
+        oomd_daemon: Option<ck_cgroup::cgroup::oomd::OomdPreference>,
         /// The daemon's command and its arguments (optional).
         #[arg(last = true, value_name = "CMD")]
         cmd: Vec<String>,

@@ -86,16 +86,22 @@ impl Backend {
     }
 
     /// `init -- DAEMON`: the daemon's place before it is executed. Its own leaf of a laid-out
-    /// root; with systemd, where it is (the modules are scopes, the unit's cgroup is systemd's).
-    pub fn enter_daemon(&self) -> Result<(), Error> {
+    /// root, marked for systemd-oomd with `oomd_daemon` ([`Root::init_with`]; the mark read
+    /// back is returned); with systemd, where it is (the modules are scopes, the unit's cgroup
+    /// is systemd's: `None`).
+    pub fn enter_daemon(
+        &self,
+        oomd_daemon: crate::cgroup::oomd::OomdPreference,
+    ) -> Result<Option<crate::cgroup::oomd::OomdMark>, Error> {
         #[allow(irrefutable_let_patterns)]
         let Backend::Cgroupfs(fs) = self else {
-            return Ok(());
+            return Ok(None);
         };
         let root = fs.open_unchecked()?;
-        let _ = root.init()?;
+        let init = root.init_with(oomd_daemon)?;
         // From the root, init has moved this process already; from elsewhere, now.
-        root.enter_daemon_leaf()
+        root.enter_daemon_leaf()?;
+        Ok(Some(init.oomd_daemon))
     }
 
     /// `exec`: move this process into module `id`, made with `limits` when it is not there.

@@ -8,8 +8,10 @@
 //! - `tree` (crate-private): walks of a subtree by directory fds (members, thaw, modes, depth-first removal).
 //! - [`wait`]: waits on `cgroup.events` (`populated 0`, `frozen 1`), never sleeps.
 //! - [`mount`]: where cgroup2 is mounted.
+//! - [`oomd`]: systemd-oomd's xattrs (a directory's preference, its kill counters).
 
 pub mod mount;
+pub mod oomd;
 pub mod parse;
 pub mod root;
 pub(crate) mod tree;

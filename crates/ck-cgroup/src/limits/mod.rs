@@ -45,6 +45,10 @@ pub struct Limits {
     pub io_max: Option<IoMax>,
     /// `memory.oom.group`: an OOM kill takes the module's whole tree.
     pub oom_group: Option<bool>,
+    /// systemd-oomd's preference (`user.oomd_avoid`/`user.oomd_omit` on the module's directory;
+    /// systemd: `ManagedOOMPreference=`): no row of [`LIMITS`], as it is no kernel file
+    /// (`--oomd`, the policy's `oomd`).
+    pub oomd: Option<crate::cgroup::oomd::OomdPreference>,
 }
 
 /// The value of one limit, as its row's parser gives it.
@@ -282,12 +286,19 @@ impl Limits {
                 (s.set)(&mut out, v);
             }
         }
+        out.oomd = self.oomd.or(under.oomd);
         out
     }
 
-    /// No limit asked for.
+    /// No limit asked for (nor an oomd preference).
     pub fn is_empty(&self) -> bool {
-        self.values().is_empty()
+        self.values().is_empty() && self.oomd.is_none()
+    }
+
+    /// The `ManagedOOMPreference=` property of the oomd preference, for the systemd backend.
+    pub fn oomd_property(&self) -> Option<(&'static str, Property)> {
+        self.oomd
+            .map(|p| ("ManagedOOMPreference", Property::Str(p.name())))
     }
 }
 

@@ -5,14 +5,22 @@ use super::*;
 impl Root {
     /// Make `daemon/` and `subc-modules/`, move every process of the root into `daemon/`, and
     /// enable every available controller in the root's and `subc-modules/`'s
-    /// `cgroup.subtree_control`. Idempotent.
+    /// `cgroup.subtree_control`, and mark `daemon/` so that systemd-oomd never picks it
+    /// (`user.oomd_omit`, [`Root::mark_daemon_leaf`]). Idempotent.
     pub fn init(&self) -> Result<InitReport> {
+        self.init_with(OomdPreference::Omit)
+    }
+
+    /// [`Root::init`] with the daemon leaf's systemd-oomd preference `oomd_daemon` (`init
+    /// --oomd-daemon`, the policy's `oomd_daemon`).
+    pub fn init_with(&self, oomd_daemon: OomdPreference) -> Result<InitReport> {
         let mut created = Vec::new();
         for d in [DAEMON_LEAF, MODULES_DIR] {
             if self.dir.mkdir(d)? {
                 created.push(d.to_string());
             }
         }
+        let oomd_daemon = self.mark_daemon_leaf(oomd_daemon);
         let moved = self.evacuate_root()?;
         let available = parse::controllers(&self.dir.read("cgroup.controllers")?);
         let enabled = self.enable_controllers(&available)?;
@@ -28,7 +36,21 @@ impl Root {
             available,
             enabled,
             missing,
+            oomd_daemon,
         })
+    }
+
+    /// Mark `daemon/` with `pref` for systemd-oomd and read it back: the one place the daemon's
+    /// leaf is marked, whichever path makes it (`init`, `init -- DAEMON`, a sandbox, the
+    /// library's [`Root::init`]). systemd-oomd takes every leaf under a monitored unit for a
+    /// candidate, the daemon's own included; `omit` keeps it from ever being picked. Never
+    /// fails: a filesystem that refuses the attribute is reported in [`OomdMark::error`].
+    pub fn mark_daemon_leaf(&self, pref: OomdPreference) -> OomdMark {
+        // Mutation: the leaf is not marked (what it has is read back as it is).
+        if cfg!(ck_mutation = "no-oomd-omit") {
+            return oomd::read_back(&self.dir, DAEMON_LEAF, None);
+        }
+        oomd::mark(&self.dir, DAEMON_LEAF, pref)
     }
 
     /// Move the calling process into `daemon/` (`"0"` written to `daemon/cgroup.procs`), for a

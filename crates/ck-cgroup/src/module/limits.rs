@@ -2,6 +2,7 @@
 //! `set_limits`, `create_with_limits` and the controllers the modules have.
 
 use super::{CreateReport, Root};
+use crate::cgroup::oomd::{self, OomdPreference};
 use crate::cgroup::parse;
 use crate::cgroup::wait::join;
 use crate::error::{Error, Result};
@@ -89,6 +90,14 @@ impl Root {
                 value,
             });
         }
+        let mut skipped = skipped;
+        if let Some(pref) = asked.oomd {
+            match self.oomd_preference(&rel, pref, best_effort) {
+                Ok(Ok(a)) => applied.push(a),
+                Ok(Err(s)) => skipped.push(s),
+                Err(e) => return Err(undo(e)),
+            }
+        }
         Ok((
             made,
             LimitReport {
@@ -97,6 +106,50 @@ impl Root {
                 skipped,
             },
         ))
+    }
+
+    /// Set the module `rel`'s systemd-oomd preference ([`oomd::mark`], read back): what was
+    /// applied, or under `best_effort` what was skipped; without it a refusal is an error.
+    fn oomd_preference(
+        &self,
+        rel: &str,
+        pref: OomdPreference,
+        best_effort: bool,
+    ) -> Result<std::result::Result<Applied, Skipped>> {
+        let m = oomd::mark(self.dir(), rel, pref);
+        let file = match pref.xattr() {
+            Some(x) => x,
+            None => oomd::PREFERENCE_SOURCE,
+        };
+        match (m.error, m.value) {
+            (None, Some(v)) if v == pref => Ok(Ok(Applied {
+                file: file.into(),
+                value: match pref {
+                    OomdPreference::None => "removed".into(),
+                    _ => "1".into(),
+                },
+            })),
+            (error, v) => {
+                let reason = error.unwrap_or_else(|| {
+                    format!(
+                        "read back {} instead of {pref}",
+                        v.map_or("nothing", OomdPreference::name)
+                    )
+                });
+                if best_effort {
+                    return Ok(Err(Skipped {
+                        file: file.into(),
+                        controller: "xattr".into(),
+                        reason,
+                    }));
+                }
+                Err(Error::failed(format!(
+                    "systemd-oomd preference {pref} of {}: {reason}",
+                    self.dir().display_path(rel).display()
+                ))
+                .with_hint("pass --best-effort to apply the other limits without it"))
+            }
+        }
     }
 
     /// Apply limits to a module, made if needed ([`Root::create_module`]: checked first, and a

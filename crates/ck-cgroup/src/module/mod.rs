@@ -37,6 +37,7 @@ pub(crate) use stop::{Removed, prune_entries, still_populated};
 
 use crate::cgroup::parse;
 use crate::cgroup::root::CgroupDir;
+use crate::cgroup::oomd::{self, OomdMark, OomdPreference};
 use crate::cgroup::tree::members;
 use crate::cgroup::wait::join;
 use crate::error::{Error, Result};

@@ -20,6 +20,8 @@ pub struct InitReport {
     pub enabled: Vec<String>,
     /// Controllers the helper uses that the root does not have.
     pub missing: Vec<String>,
+    /// `daemon/`'s systemd-oomd preference, read back after it was set.
+    pub oomd_daemon: OomdMark,
 }
 
 /// What `create` did.
@@ -111,6 +113,11 @@ pub struct StopReport {
     pub restored: Vec<String>,
     /// Why the tree is not empty or the directory not removed; `null` on success.
     pub error: Option<String>,
+    /// Who killed in the module before it was removed: the kernel's OOM killer
+    /// (`memory.events`) and systemd-oomd (`user.oomd_ooms`, `user.oomd_kill`), read after the
+    /// stop and before the `rmdir` (each `null` where it could not be read; all `null` when the
+    /// module was already gone).
+    pub kills: crate::cgroup::oomd::KillCounters,
 }
 
 impl StopReport {
@@ -130,6 +137,7 @@ impl StopReport {
             removed: false,
             restored: Vec::new(),
             error: None,
+            kills: crate::cgroup::oomd::KillCounters::default(),
         }
     }
 

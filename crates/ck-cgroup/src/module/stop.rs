@@ -272,6 +272,7 @@ impl Root {
         report.path = Some(path.clone());
         report.restored = restored;
         report.tree = stop_tree(&mdir, "", opts)?;
+        report.kills = crate::cgroup::oomd::kill_counters(&mdir, "");
         let deadline = start + opts.grace + opts.timeout;
         loop {
             if !report.tree.empty {
@@ -281,6 +282,8 @@ impl Root {
                 report.error = Some(still_populated(&mdir, "", report.tree.waited_ms));
                 return Err(Error::stop_failed(report, None));
             }
+            // Before the rmdir takes them with the directory.
+            report.kills = crate::cgroup::oomd::kill_counters(&mdir, "");
             match self.remove_dir(&m, &mdir) {
                 Ok(Gone::No) => {
                     report.removed = !cfg!(ck_mutation = "no-rmdir");

@@ -11,6 +11,7 @@ pub mod watch;
 
 use serde::Serialize;
 
+use crate::cgroup::oomd;
 use crate::cgroup::parse::{self, Limit};
 use crate::cgroup::root::CgroupDir;
 use crate::cgroup::tree::members;
@@ -178,6 +179,14 @@ pub struct ModuleStatus {
     pub io_pressure_avg10: Figure<f64>,
     /// The limits in force.
     pub limits: Limits,
+    /// systemd-oomd's preference for the module (`user.oomd_avoid`, `user.oomd_omit`); `None`
+    /// where the attributes cannot be read.
+    pub oomd_preference: Figure<crate::cgroup::oomd::OomdPreference>,
+    /// `user.oomd_ooms`: how many times systemd-oomd killed the module (0: the attribute is
+    /// absent, it never did; `None`: it cannot be read).
+    pub oomd_ooms: Figure<u64>,
+    /// `user.oomd_kill`: how many processes systemd-oomd killed in it.
+    pub oomd_kill: Figure<u64>,
 }
 
 fn read(dir: &CgroupDir, rel: &str, file: &str) -> Option<String> {
@@ -269,6 +278,7 @@ pub(crate) fn module_status_with(
         }
     };
     let pids = members(dir, rel).ok();
+    let (ooms, killed) = oomd::oomd_counters(dir, rel);
 
     let (memory_current, memory_swap_current) = memory_now(
         f("memory.current"),
@@ -325,6 +335,12 @@ pub(crate) fn module_status_with(
         cpu_pressure_avg10: psi("cpu.pressure"),
         io_pressure_avg10: psi("io.pressure"),
         limits: Limits::read(f),
+        oomd_preference: Figure::new(
+            oomd::preference_of(dir, rel),
+            oomd::PREFERENCE_SOURCE,
+        ),
+        oomd_ooms: Figure::new(ooms, format!("{} xattr", oomd::OOMS)),
+        oomd_kill: Figure::new(killed, format!("{} xattr", oomd::KILL)),
     }
 }
 

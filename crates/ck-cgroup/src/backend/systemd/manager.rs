@@ -121,7 +121,8 @@ impl ScopeSpec {
     /// `max` is `u64::MAX` (systemd's infinity). `oom_group` is `OOMPolicy=kill` or `continue`;
     /// `cpu_max` is `CPUQuotaPerSecUSec=` (quota per second: `CPUQuota=` in percent times
     /// 10000) and `CPUQuotaPeriodUSec=`; `cpus` is `AllowedCPUs=` as a mask; `io_max` is
-    /// `IOReadBandwidthMax=` and the others of its keys, on the device's path.
+    /// `IOReadBandwidthMax=` and the others of its keys, on the device's path; `oomd` is
+    /// `ManagedOOMPreference=`.
     pub fn properties(&self) -> Vec<(&'static str, Variant<'_>)> {
         let mut p: Vec<(&'static str, Variant<'_>)> = vec![
             ("Description", Variant::from(self.description.as_str())),
@@ -147,6 +148,9 @@ impl ScopeSpec {
             for (name, prop) in (spec.properties)(&v) {
                 p.push((name, variant(prop)));
             }
+        }
+        if let Some((name, prop)) = self.limits.oomd_property() {
+            p.push((name, variant(prop)));
         }
         p
     }

@@ -1,0 +1,358 @@
+//! systemd-oomd's extended attributes on a cgroup directory: the one mechanism that sets and
+//! reads them (the daemon's leaf's mark, a module's preference) and the kill counters a module's
+//! death is attributed by.
+//!
+//! systemd-oomd (src/oom/oomd-util.c) ranks its candidates by `user.oomd_omit` (never picked)
+//! and `user.oomd_avoid` (picked last), each a boolean ("1"); when it kills a cgroup it increments
+//! `user.oomd_ooms` on it, then SIGKILLs every process in it and below, then adds the number it
+//! killed to `user.oomd_kill` (both decimal text). The kernel's OOM killer counts in
+//! `memory.events` instead (`oom_kill`, `oom_group_kill`).
+//!
+//! Every access goes through an fd of the directory opened beneath the root handle
+//! ([`CgroupDir::open_beneath`]), never by path. An absent attribute (`ENODATA`) is a fact (no
+//! mark; oomd never killed there: 0); any other error (`EOPNOTSUPP`, `EACCES`, …) leaves the
+//! figure unknown (`None`), never 0.
+
+use std::os::unix::io::OwnedFd;
+
+use rustix::fs::{self as rfs, OFlags, XattrFlags};
+use rustix::io::Errno;
+use serde::{Deserialize, Serialize};
+
+use super::parse;
+use super::root::CgroupDir;
+use super::wait::join;
+use crate::error::{Error, Result};
+
+/// systemd-oomd never picks a cgroup that has it ("1").
+pub const OMIT: &str = "user.oomd_omit";
+/// systemd-oomd picks a cgroup that has it ("1") last.
+pub const AVOID: &str = "user.oomd_avoid";
+/// How many times systemd-oomd killed the cgroup.
+pub const OOMS: &str = "user.oomd_ooms";
+/// How many processes systemd-oomd killed in the cgroup.
+pub const KILL: &str = "user.oomd_kill";
+
+/// The source of a preference figure.
+pub const PREFERENCE_SOURCE: &str = "user.oomd_avoid, user.oomd_omit xattrs";
+
+/// A cgroup's preference for systemd-oomd (`ManagedOOMPreference=` of systemd, which writes the
+/// same attributes on a unit's own cgroup).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OomdPreference {
+    /// `user.oomd_avoid`: picked last.
+    Avoid,
+    /// `user.oomd_omit`: never picked.
+    Omit,
+    /// Neither attribute: ranked as any other candidate.
+    None,
+}
+
+impl OomdPreference {
+    /// The accepted values, for messages and help.
+    pub const ACCEPTED: &'static str = "avoid, omit, none";
+
+    /// Parse `avoid`, `omit` or `none`; anything else is bad input (exit 2) naming the value and
+    /// the accepted set.
+    pub fn parse(s: &str) -> Result<OomdPreference> {
+        match s {
+            "avoid" => Ok(OomdPreference::Avoid),
+            "omit" => Ok(OomdPreference::Omit),
+            "none" => Ok(OomdPreference::None),
+            _ => Err(Error::bad_input(format!(
+                "{s:?} is no systemd-oomd preference: the accepted values are {}",
+                Self::ACCEPTED
+            ))),
+        }
+    }
+
+    /// `avoid`, `omit` or `none` (systemd's `ManagedOOMPreference=` values).
+    pub fn name(self) -> &'static str {
+        match self {
+            OomdPreference::Avoid => "avoid",
+            OomdPreference::Omit => "omit",
+            OomdPreference::None => "none",
+        }
+    }
+
+    /// The attribute set for it (`None`: neither).
+    pub fn xattr(self) -> Option<&'static str> {
+        match self {
+            OomdPreference::Avoid => Some(AVOID),
+            OomdPreference::Omit => Some(OMIT),
+            OomdPreference::None => None,
+        }
+    }
+}
+
+impl std::fmt::Display for OomdPreference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What marking a directory did: the preference read back after the writes (`None` when it
+/// could not be set or read), and the failure in one line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct OomdMark {
+    /// The preference read back from the directory; `None` when it could not be set or read.
+    pub value: Option<OomdPreference>,
+    /// Where it was read from ([`PREFERENCE_SOURCE`]).
+    pub source: String,
+    /// Why it could not be set or read: the attribute and the errno; `None` when it was.
+    pub error: Option<String>,
+}
+
+/// One failed attribute call: which attribute, which call, the errno.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct XattrError {
+    /// The attribute.
+    pub name: &'static str,
+    /// `setxattr`, `removexattr` or `getxattr`.
+    pub call: &'static str,
+    /// The errno.
+    pub errno: Errno,
+}
+
+impl std::fmt::Display for XattrError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} of {} failed: {} ({})",
+            self.call,
+            self.name,
+            errno_name(self.errno),
+            self.errno
+        )
+    }
+}
+
+/// The errno's symbolic name for the ones an xattr call gives, else its number.
+fn errno_name(e: Errno) -> String {
+    let known = [
+        (Errno::OPNOTSUPP, "EOPNOTSUPP"),
+        (Errno::PERM, "EPERM"),
+        (Errno::ACCESS, "EACCES"),
+        (Errno::NODATA, "ENODATA"),
+        (Errno::NOENT, "ENOENT"),
+        (Errno::NOSPC, "ENOSPC"),
+        (Errno::ROFS, "EROFS"),
+        (Errno::RANGE, "ERANGE"),
+        (Errno::NOSYS, "ENOSYS"),
+    ];
+    known
+        .iter()
+        .find(|(k, _)| *k == e)
+        .map_or_else(|| format!("errno {}", e.raw_os_error()), |(_, n)| n.to_string())
+}
+
+fn open(dir: &CgroupDir, rel: &str) -> std::result::Result<OwnedFd, Errno> {
+    dir.open_beneath(rel, OFlags::RDONLY | OFlags::DIRECTORY)
+}
+
+/// One attribute of an open directory: `Ok(None)` when it is absent (`ENODATA`).
+fn get(fd: &OwnedFd, name: &str) -> std::result::Result<Option<Vec<u8>>, Errno> {
+    let mut buf = vec![0u8; 64];
+    match rfs::fgetxattr(fd, name, &mut buf[..]) {
+        Ok(n) => {
+            buf.truncate(n);
+            Ok(Some(buf))
+        }
+        Err(Errno::NODATA) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether a boolean attribute says true (systemd's `parse_boolean`: 1, yes, y, true, t, on).
+fn truthy(v: &[u8]) -> bool {
+    let t = String::from_utf8_lossy(v);
+    let t = t.trim_matches(|c: char| c == '\0' || c.is_whitespace());
+    matches!(
+        t.to_ascii_lowercase().as_str(),
+        "1" | "yes" | "y" | "true" | "t" | "on"
+    )
+}
+
+/// Set `pref` on the directory `rel` beneath `dir`: its attribute to "1" and the other one
+/// removed (`none`: both removed). An attribute already absent is no error.
+pub fn set_preference(
+    dir: &CgroupDir,
+    rel: &str,
+    pref: OomdPreference,
+) -> std::result::Result<(), XattrError> {
+    let fd = open(dir, rel).map_err(|errno| XattrError {
+        name: pref.xattr().unwrap_or(OMIT),
+        call: "open",
+        errno,
+    })?;
+    for name in [OMIT, AVOID] {
+        if pref.xattr() == Some(name) {
+            rfs::fsetxattr(&fd, name, b"1", XattrFlags::empty()).map_err(|errno| XattrError {
+                name,
+                call: "setxattr",
+                errno,
+            })?;
+        } else {
+            match rfs::fremovexattr(&fd, name) {
+                Ok(()) | Err(Errno::NODATA) => {}
+                Err(errno) => {
+                    return Err(XattrError {
+                        name,
+                        call: "removexattr",
+                        errno,
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The preference on the directory `rel`, as systemd-oomd reads it: omit first, then avoid,
+/// else none.
+pub fn read_preference(
+    dir: &CgroupDir,
+    rel: &str,
+) -> std::result::Result<OomdPreference, XattrError> {
+    let fd = open(dir, rel).map_err(|errno| XattrError {
+        name: OMIT,
+        call: "open",
+        errno,
+    })?;
+    for (name, pref) in [(OMIT, OomdPreference::Omit), (AVOID, OomdPreference::Avoid)] {
+        match get(&fd, name) {
+            Ok(Some(v)) if truthy(&v) => return Ok(pref),
+            Ok(_) => {}
+            Err(errno) => {
+                return Err(XattrError {
+                    name,
+                    call: "getxattr",
+                    errno,
+                });
+            }
+        }
+    }
+    Ok(OomdPreference::None)
+}
+
+/// Set `pref` on `rel` and read it back: the one way a directory is marked for systemd-oomd
+/// (the daemon's leaf by `init`, a module by `--oomd` and the policy's `oomd`). Never fails:
+/// what could not be done is in [`OomdMark::error`], and the value is then what could be read
+/// back (`None` when nothing could).
+pub fn mark(dir: &CgroupDir, rel: &str, pref: OomdPreference) -> OomdMark {
+    let set = set_preference(dir, rel, pref);
+    read_back(dir, rel, set.err())
+}
+
+/// The mark of `rel` as it is, with `error` (a failed write) if any.
+pub fn read_back(dir: &CgroupDir, rel: &str, error: Option<XattrError>) -> OomdMark {
+    let read = read_preference(dir, rel);
+    let error = error.or(read.err());
+    OomdMark {
+        value: if error.is_some() { None } else { read.ok() },
+        source: PREFERENCE_SOURCE.into(),
+        error: error.map(|e| e.to_string()),
+    }
+}
+
+/// The kill counters of a module's directory: the kernel's OOM killer's (`memory.events`) and
+/// systemd-oomd's (its xattrs). `None` each where it could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct KillCounters {
+    /// `memory.events` `oom_kill`: processes the kernel's OOM killer killed.
+    pub oom_kill: Option<u64>,
+    /// `memory.events` `oom_group_kill`: whole-group kills by the kernel (5.17+).
+    pub oom_group_kill: Option<u64>,
+    /// `user.oomd_ooms`: systemd-oomd's kills of the cgroup (0 when absent).
+    pub oomd_ooms: Option<u64>,
+    /// `user.oomd_kill`: processes systemd-oomd killed in it (0 when absent).
+    pub oomd_kill: Option<u64>,
+}
+
+impl KillCounters {
+    /// Whether systemd-oomd killed there (`oomd_ooms` above 0).
+    pub fn by_oomd(&self) -> bool {
+        self.oomd_ooms.is_some_and(|n| n > 0)
+    }
+
+    /// Whether the kernel's OOM killer killed there.
+    pub fn by_kernel(&self) -> bool {
+        self.oom_kill.is_some_and(|n| n > 0) || self.oom_group_kill.is_some_and(|n| n > 0)
+    }
+}
+
+/// A counter attribute of an open directory: absent (`ENODATA`) is 0, decimal text is its value,
+/// anything else (another errno, text that is no number) is `None`.
+fn counter(fd: Option<&OwnedFd>, name: &str) -> Option<u64> {
+    let fd = fd?;
+    if cfg!(ck_mutation = "absent-is-zero") {
+        return Some(get(fd, name).ok().flatten().map_or(0, |v| number(&v).unwrap_or(0)));
+    }
+    match get(fd, name) {
+        Ok(None) => Some(0),
+        Ok(Some(v)) => number(&v),
+        Err(_) => None,
+    }
+}
+
+fn number(v: &[u8]) -> Option<u64> {
+    String::from_utf8_lossy(v)
+        .trim_matches(|c: char| c == '\0' || c.is_whitespace())
+        .parse()
+        .ok()
+}
+
+/// systemd-oomd's counters of the directory `rel` (`oomd_ooms`, `oomd_kill`).
+pub fn oomd_counters(dir: &CgroupDir, rel: &str) -> (Option<u64>, Option<u64>) {
+    let fd = open(dir, rel);
+    (counter(fd.as_ref().ok(), OOMS), counter(fd.as_ref().ok(), KILL))
+}
+
+/// Every kill counter of the directory `rel`: read before it is removed (a removed directory
+/// takes them with it).
+pub fn kill_counters(dir: &CgroupDir, rel: &str) -> KillCounters {
+    let events = dir
+        .read_raw(&join(rel, "memory.events"))
+        .ok()
+        .map(|t| parse::flat_keyed(&t));
+    let key = |k: &str| events.as_ref().and_then(|m| m.get(k).copied());
+    let (oomd_ooms, oomd_kill) = oomd_counters(dir, rel);
+    KillCounters {
+        oom_kill: key("oom_kill"),
+        oom_group_kill: key("oom_group_kill"),
+        oomd_ooms,
+        oomd_kill,
+    }
+}
+
+/// The preference of `rel` as a status figure: `None` where it cannot be read.
+pub fn preference_of(dir: &CgroupDir, rel: &str) -> Option<OomdPreference> {
+    read_preference(dir, rel).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_preference_out_of_the_set_is_bad_input_naming_the_value_and_the_set() {
+        let e = OomdPreference::parse("bogus").unwrap_err();
+        assert_eq!(e.class(), crate::error::Class::BadInput);
+        assert!(e.message().contains("\"bogus\""), "{}", e.message());
+        assert!(e.message().contains("avoid, omit, none"), "{}", e.message());
+        for v in ["avoid", "omit", "none"] {
+            assert_eq!(OomdPreference::parse(v).unwrap().name(), v);
+        }
+    }
+
+    #[test]
+    fn booleans_and_counters_are_read_as_systemd_writes_them() {
+        assert!(truthy(b"1") && truthy(b"true\0") && !truthy(b"0") && !truthy(b""));
+        assert_eq!(number(b"3"), Some(3));
+        assert_eq!(number(b"12\0"), Some(12));
+        assert_eq!(number(b"x"), None);
+    }
+}

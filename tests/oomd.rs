@@ -1,0 +1,229 @@
+//! systemd-oomd (issue 19), on this host (no systemd-oomd runs here; user.* xattrs on cgroup2
+//! directories work, kernel 5.7+): `init` marks `daemon/` so that systemd-oomd never picks it,
+//! a module takes a preference, and a module's kills are read from the xattrs systemd-oomd writes
+//! (set here by hand, as systemd-oomd would) beside the kernel's `memory.events`. Absent is 0;
+//! unreadable is `null`, never 0. Bad values are exit 2 in one line and change nothing.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use serde_json::Value;
+
+/// The xattr `name` of the directory `dir` (`None`: absent).
+fn xattr(dir: &Path, name: &str) -> Option<String> {
+    let mut buf = vec![0u8; 64];
+    match rustix::fs::getxattr(dir, name, &mut buf[..]) {
+        Ok(n) => Some(String::from_utf8_lossy(&buf[..n]).into_owned()),
+        Err(rustix::io::Errno::NODATA) => None,
+        Err(e) => panic!("getxattr {name} of {}: {e}", dir.display()),
+    }
+}
+
+/// Write the xattr `name` as systemd-oomd does (decimal text).
+fn set_xattr(dir: &Path, name: &str, value: &str) {
+    rustix::fs::setxattr(dir, name, value.as_bytes(), rustix::fs::XattrFlags::empty())
+        .unwrap_or_else(|e| panic!("setxattr {name} of {}: {e}", dir.display()));
+}
+
+fn json(out: String) -> Value {
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// The marks of `daemon/`: (`user.oomd_omit`, `user.oomd_avoid`).
+fn marks(w: &World) -> (Option<String>, Option<String>) {
+    let d = w.root().join("daemon");
+    (xattr(&d, "user.oomd_omit"), xattr(&d, "user.oomd_avoid"))
+}
+
+#[test]
+fn init_marks_the_daemon_leaf_omit_and_reads_it_back() {
+    let w = World::new();
+    let v = json(ok(w.run(&["--json", "init"])));
+    assert_eq!(v["oomd_daemon"]["value"], "omit", "{v}");
+    assert_eq!(v["oomd_daemon"]["error"], Value::Null, "{v}");
+    assert_eq!(
+        v["oomd_daemon"]["source"], "user.oomd_avoid, user.oomd_omit xattrs",
+        "{v}"
+    );
+    assert_eq!(marks(&w), (Some("1".into()), None));
+    let human = ok(w.run(&["init"]));
+    assert!(
+        human.contains("daemon/: systemd-oomd preference omit (user.oomd_omit set, read back)"),
+        "{human}"
+    );
+    // avoid is the reverse; none removes both.
+    let v = json(ok(w.run(&["--json", "init", "--oomd-daemon", "avoid"])));
+    assert_eq!(v["oomd_daemon"]["value"], "avoid", "{v}");
+    assert_eq!(marks(&w), (None, Some("1".into())));
+    let v = json(ok(w.run(&["--json", "init", "--oomd-daemon", "none"])));
+    assert_eq!(v["oomd_daemon"]["value"], "none", "{v}");
+    assert_eq!(marks(&w), (None, None));
+    // The policy's top-level oomd_daemon, and the flag over it.
+    let policy = w.tmp("policy.toml");
+    std::fs::write(&policy, "oomd_daemon = \"avoid\"\n").unwrap();
+    let p = policy.to_str().unwrap();
+    ok(w.run(&["--policy", p, "init"]));
+    assert_eq!(marks(&w), (None, Some("1".into())));
+    ok(w.run(&["--policy", p, "init", "--oomd-daemon", "omit"]));
+    assert_eq!(marks(&w), (Some("1".into()), None));
+}
+
+#[test]
+fn bad_oomd_values_exit_2_in_one_line_and_change_nothing() {
+    let w = World::new();
+    ok(w.run(&["init", "--oomd-daemon", "avoid"]));
+    ok(w.run(&["create", "kept", "--oomd", "avoid"]));
+    let kept = w.root().join("subc-modules/kept");
+    let before = w.tree();
+    let one_line = |o: &std::process::Output, what: &str| {
+        assert_eq!(o.status.code(), Some(2), "{what}: {}", stderr(o));
+        let e = stderr(o);
+        let lines: Vec<&str> = e
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with("For more information"))
+            .filter(|l| !l.starts_with("ck-cgroup: hint:"))
+            .collect();
+        assert_eq!(lines.len(), 1, "{what}: one line: {e}");
+        assert!(
+            lines[0].contains("avoid, omit, none"),
+            "{what}: names the set: {e}"
+        );
+        lines[0].to_string()
+    };
+    for args in [
+        &["create", "x", "--oomd", "bogus"][..],
+        &["set", "kept", "--oomd", "bogus"],
+        &["init", "--oomd-daemon", "bogus"],
+        &["exec", "x", "--oomd", "bogus", "--", "true"],
+        &["run", "x", "--oomd", "bogus", "--", "true"],
+    ] {
+        let line = one_line(&w.run(args), &args.join(" "));
+        assert!(line.contains("bogus"), "{args:?}: names the value: {line}");
+    }
+    let policy = w.tmp("policy.toml");
+    for (text, value) in [
+        ("[defaults]\noomd = \"x\"\n", "\"x\""),
+        ("[module.x]\noomd = \"sometimes\"\n", "\"sometimes\""),
+        ("oomd_daemon = \"x\"\n", "\"x\""),
+        ("[defaults]\noomd = 1\n", "integer"),
+    ] {
+        std::fs::write(&policy, text).unwrap();
+        let p = policy.to_str().unwrap();
+        for args in [&["--policy", p, "create", "x"][..], &["--policy", p, "init"]] {
+            let line = one_line(&w.run(args), text);
+            assert!(line.contains(value), "{text}: names the value: {line}");
+        }
+    }
+    assert_eq!(w.tree(), before, "nothing made");
+    assert_eq!(marks(&w), (None, Some("1".into())), "daemon/ unchanged");
+    assert_eq!(xattr(&kept, "user.oomd_avoid").as_deref(), Some("1"));
+    assert_eq!(xattr(&kept, "user.oomd_omit"), None);
+}
+
+#[test]
+fn a_modules_preference_is_set_shown_and_cleared() {
+    let w = World::new();
+    let m = w.root().join("subc-modules/a");
+    let v = json(ok(w.run(&["--json", "create", "a", "--oomd", "omit"])));
+    assert_eq!(xattr(&m, "user.oomd_omit").as_deref(), Some("1"), "{v}");
+    assert!(
+        v["applied"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["file"] == "user.oomd_omit"),
+        "{v}"
+    );
+    let status = |w: &World| json(ok(w.run(&["--json", "status", "a"])))["modules"][0].clone();
+    assert_eq!(status(&w)["oomd_preference"]["value"], "omit");
+    ok(w.run(&["set", "a", "--oomd", "avoid"]));
+    assert_eq!(xattr(&m, "user.oomd_omit"), None);
+    assert_eq!(status(&w)["oomd_preference"]["value"], "avoid");
+    ok(w.run(&["set", "a", "--oomd", "none"]));
+    assert_eq!(
+        (xattr(&m, "user.oomd_omit"), xattr(&m, "user.oomd_avoid")),
+        (None, None)
+    );
+    let s = status(&w);
+    assert_eq!(s["oomd_preference"]["value"], "none");
+    assert_eq!(
+        s["oomd_preference"]["source"],
+        "user.oomd_avoid, user.oomd_omit xattrs"
+    );
+    // The policy's per-module key.
+    let policy = w.tmp("policy.toml");
+    std::fs::write(&policy, "[defaults]\noomd = \"avoid\"\n").unwrap();
+    ok(w.run(&["--policy", policy.to_str().unwrap(), "create", "b"]));
+    let b = w.root().join("subc-modules/b");
+    assert_eq!(xattr(&b, "user.oomd_avoid").as_deref(), Some("1"));
+}
+
+#[test]
+fn status_reports_oomd_kills_as_numbers_absent_is_zero() {
+    let w = World::new();
+    ok(w.run(&["create", "a"]));
+    let s = json(ok(w.run(&["--json", "status", "a"])))["modules"][0].clone();
+    // Never killed by systemd-oomd: the xattrs are absent, which is 0 (not unknown).
+    assert_eq!(s["oomd_ooms"]["value"], 0, "{s}");
+    assert_eq!(s["oomd_ooms"]["source"], "user.oomd_ooms xattr", "{s}");
+    assert_eq!(s["oomd_kill"]["value"], 0, "{s}");
+    assert_eq!(s["oomd_kill"]["source"], "user.oomd_kill xattr", "{s}");
+    // systemd-oomd killed it once, 7 processes.
+    let m = w.root().join("subc-modules/a");
+    set_xattr(&m, "user.oomd_ooms", "1");
+    set_xattr(&m, "user.oomd_kill", "7");
+    let s = json(ok(w.run(&["--json", "status", "a"])))["modules"][0].clone();
+    assert_eq!(s["oomd_ooms"]["value"], 1, "{s}");
+    assert_eq!(s["oomd_kill"]["value"], 7, "{s}");
+    let table = ok(w.run(&["status", "a"]));
+    assert!(table.contains("+oomd:7"), "{table}");
+    let prom = ok(w.run(&["status", "--format", "prometheus"]));
+    assert!(
+        prom.lines()
+            .any(|l| l.starts_with("ck_cgroup_oomd_kills_total{") && l.ends_with(" 1")),
+        "{prom}"
+    );
+    assert!(
+        prom.lines()
+            .any(|l| l.starts_with("ck_cgroup_oomd_killed_processes_total{") && l.ends_with(" 7")),
+        "{prom}"
+    );
+    // Text that is no number is unknown, never 0.
+    set_xattr(&m, "user.oomd_kill", "many");
+    let s = json(ok(w.run(&["--json", "status", "a"])))["modules"][0].clone();
+    assert_eq!(s["oomd_kill"]["value"], Value::Null, "{s}");
+}
+
+#[test]
+fn kill_says_systemd_oomd_killed_the_module_read_before_the_rmdir() {
+    let w = World::new();
+    ok(w.run(&["create", "a"]));
+    let m = w.root().join("subc-modules/a");
+    set_xattr(&m, "user.oomd_ooms", "1");
+    set_xattr(&m, "user.oomd_kill", "3");
+    let v = json(ok(w.run(&["--json", "kill", "a"])));
+    assert_eq!(v["removed"], true, "{v}");
+    assert_eq!(v["kills"]["oomd_ooms"], 1, "{v}");
+    assert_eq!(v["kills"]["oomd_kill"], 3, "{v}");
+    assert!(!m.exists());
+    ok(w.run(&["create", "b"]));
+    let b = w.root().join("subc-modules/b");
+    set_xattr(&b, "user.oomd_ooms", "2");
+    set_xattr(&b, "user.oomd_kill", "3");
+    let human = ok(w.run(&["kill", "b"]));
+    assert!(
+        human.contains("module b: killed by systemd-oomd (3 processes)"),
+        "{human}"
+    );
+    // Nobody killed c: no such line, and 0 from the absent xattrs.
+    ok(w.run(&["create", "c"]));
+    let human = ok(w.run(&["kill", "c"]));
+    assert!(!human.contains("killed by"), "{human}");
+    // run's result is the last line on stderr.
+    let o = w.run(&["--json", "run", "d", "--", "true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(stderr(&o).lines().last().unwrap_or_default().to_string());
+    assert_eq!(v["kills"]["oomd_ooms"], 0, "{v}");
+}
