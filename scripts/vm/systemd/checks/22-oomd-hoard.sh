@@ -12,7 +12,7 @@ set -euo pipefail
 # shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
 check_begin oomd-hoard
-is_active || sctl start "$UNIT"
+is_active || systemctl start "$UNIT"
 SVC=$(svc_cg)
 cgpath=${SVC#"$CG"}
 A=$SVC/subc-modules/a

@@ -15,7 +15,7 @@ set -euo pipefail
 . /lane/lib-systemd.sh
 SPARED_MAX=160M
 check_begin oomd-daemon-spared
-is_active || sctl start "$UNIT"
+is_active || systemctl start "$UNIT"
 SVC=$(svc_cg)
 cgpath=${SVC#"$CG"}
 D=$SVC/daemon
@@ -60,7 +60,7 @@ done
 expect "daemon/ reclaims hardest: the worst candidate by oomd's ranking (pgscan over 3 s:$rates)" \
   eval '[ -n "$worst" ] && [ $((g1[daemon] - g0[daemon])) -gt 0 ]'
 killed_line() { oomd_journal_since "$t0" | grep -m1 'Killed '; }
-expect "systemd-oomd killed a cgroup of the service" wait_until 90 killed_line
+expect "systemd-oomd killed a cgroup of the service" wait_secs 90 killed_line
 s1=$(date +%s.%N)
 hoard_alive=no
 alive "$hp" && hoard_alive=yes

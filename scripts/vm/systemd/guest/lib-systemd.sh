@@ -305,6 +305,17 @@ oomd_journal_since() {
   journalctl --sync 2> /dev/null || true
   journalctl -q --no-pager -o short-monotonic -u systemd-oomd.service --since "@$1"
 }
+# wait_secs SECONDS CMD...: wait_until against the clock, polling every half second, for a CMD
+# that is slow under TCG (journalctl): wait_until counts 50 ms polls, which such a CMD stretches
+# many times over.
+wait_secs() {
+  local end=$(($(date +%s) + $1))
+  shift
+  until "$@"; do
+    [ "$(date +%s)" -lt "$end" ] || return 1
+    sleep 0.5
+  done
+}
 # pressure_sampler DIR... &: every second, each DIR's memory.pressure full avg10 and pgscan (the
 # two figures oomd acts on), one line, for the check's log.
 pressure_sampler() {
