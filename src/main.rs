@@ -57,9 +57,7 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
     let fs = || Backend::from_env(root.clone()).cgroupfs(name);
     let chosen = |a| cli::backend::from_args(a, root.clone());
     match cli.command {
-        Command::Init { cmd, oomd_daemon } if cmd.is_empty() => {
-            cmd_init(&ctx, fs()?, oomd_daemon)
-        }
+        Command::Init { cmd, oomd_daemon } if cmd.is_empty() => cmd_init(&ctx, fs()?, oomd_daemon),
         Command::Init { cmd, oomd_daemon } => {
             cmd_init_daemon(&ctx, Backend::from_env(root.clone()), &cmd, oomd_daemon)
         }

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 /// The xattr `name` of the directory `dir` (`None`: absent).
 fn xattr(dir: &Path, name: &str) -> Option<String> {
-    let mut buf = vec![0u8; 64];
+    let mut buf = [0u8; 64];
     match rustix::fs::getxattr(dir, name, &mut buf[..]) {
         Ok(n) => Some(String::from_utf8_lossy(&buf[..n]).into_owned()),
         Err(rustix::io::Errno::NODATA) => None,
@@ -111,7 +111,10 @@ fn bad_oomd_values_exit_2_in_one_line_and_change_nothing() {
     ] {
         std::fs::write(&policy, text).unwrap();
         let p = policy.to_str().unwrap();
-        for args in [&["--policy", p, "create", "x"][..], &["--policy", p, "init"]] {
+        for args in [
+            &["--policy", p, "create", "x"][..],
+            &["--policy", p, "init"],
+        ] {
             let line = one_line(&w.run(args), text);
             assert!(line.contains(value), "{text}: names the value: {line}");
         }
@@ -226,4 +229,144 @@ fn kill_says_systemd_oomd_killed_the_module_read_before_the_rmdir() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v = json(stderr(&o).lines().last().unwrap_or_default().to_string());
     assert_eq!(v["kills"]["oomd_ooms"], 0, "{v}");
+}
+
+/// `watch` on `w`, its lines parsed; ready once it reports a module made after it started.
+struct Watch {
+    child: std::process::Child,
+    rx: std::sync::mpsc::Receiver<Value>,
+}
+
+impl Watch {
+    fn start(w: &World) -> Watch {
+        use std::io::BufRead;
+        let mut child = w
+            .ck()
+            .arg("watch")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        w.track(child.id());
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                let v: Value = serde_json::from_str(&line).expect("one JSON object per line");
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        let watch = Watch { child, rx };
+        for n in 0..50 {
+            let probe = format!("ready-{n}");
+            ok(w.run(&["create", &probe]));
+            let until = std::time::Instant::now() + std::time::Duration::from_millis(200);
+            while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+                match watch.rx.recv_timeout(left) {
+                    Ok(v) if v["module"] == probe.as_str() => return watch,
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        panic!("watch reported none of 50 modules made after it started");
+    }
+
+    /// The next event of `module`, skipping others (generous: the host is loaded).
+    fn next(&self, module: &str) -> Value {
+        loop {
+            let v = self
+                .rx
+                .recv_timeout(scaled(std::time::Duration::from_secs(30)))
+                .unwrap_or_else(|_| panic!("no event for {module}"));
+            if v["module"] == module {
+                return v;
+            }
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn watch_says_systemd_oomd_killed_a_module_and_who_emptied_it() {
+    let w = World::new();
+    let watch = Watch::start(&w);
+    ok(w.run(&["create", "victim"]));
+    assert_eq!(watch.next("victim")["event"], "appeared");
+    let mut cmd = w
+        .ck()
+        .args(["exec", "victim", "--", "sleep", "600"])
+        .spawn()
+        .unwrap();
+    w.track(cmd.id());
+    assert_eq!(watch.next("victim")["event"], "populated");
+    // What systemd-oomd does: user.oomd_ooms incremented, SIGKILL, user.oomd_kill.
+    let m = w.root().join("subc-modules/victim");
+    set_xattr(&m, "user.oomd_ooms", "1");
+    let e = watch.next("victim");
+    assert_eq!(e["event"], "oomd_kill", "{e}");
+    assert_eq!(e["value"], 1, "{e}");
+    assert_eq!(e["previous"], 0, "{e}");
+    assert_eq!(e["source"], "user.oomd_ooms", "{e}");
+    cmd.kill().unwrap();
+    cmd.wait().unwrap();
+    set_xattr(&m, "user.oomd_kill", "1");
+    let e = watch.next("victim");
+    assert_eq!(e["event"], "emptied", "{e}");
+    assert_eq!(e["killed_by"], serde_json::json!(["systemd-oomd"]), "{e}");
+    // Filled again and left by itself: nobody killed it this time.
+    ok(w.run(&["exec", "victim", "--", "sleep", "0.2"]));
+    assert_eq!(watch.next("victim")["event"], "populated");
+    let e = watch.next("victim");
+    assert_eq!(e["event"], "emptied", "{e}");
+    assert_eq!(e["killed_by"], serde_json::json!([]), "{e}");
+}
+
+#[test]
+fn doctor_explains_oomd_here_without_a_bus_and_does_not_crash() {
+    let w = World::new();
+    let o = w.run(&["--json", "doctor"]);
+    assert!(
+        matches!(o.status.code(), Some(0) | Some(1)),
+        "{}",
+        stderr(&o)
+    );
+    let v = json(stdout(&o));
+    let checks = v["checks"].as_array().unwrap();
+    let check = |name: &str| {
+        checks
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no check {name}: {v}"))
+            .clone()
+    };
+    let running = check("systemd-oomd");
+    let bus = std::path::Path::new("/run/dbus/system_bus_socket").exists();
+    if !bus {
+        // Visible, not false: it cannot tell.
+        assert_eq!(running["outcome"], "warn", "{running}");
+        assert!(
+            running["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with("unknown: no system bus"),
+            "{running}"
+        );
+    }
+    check("systemd-oomd monitors");
+    check("systemd-oomd walk");
+    // The sandbox was laid out by init: daemon/ is omitted.
+    let c = check("systemd-oomd candidates");
+    assert_eq!(c["outcome"], "ok", "{c}");
+    assert!(
+        c["detail"].as_str().unwrap().starts_with("daemon/ (omit)"),
+        "{c}"
+    );
 }

@@ -571,8 +571,14 @@ mod tests {
         )];
         let s = prometheus(&rows);
         let l = "{module=\"aft\",layout=\"ck\",slot=\"main\"}";
-        assert!(s.contains(&format!("ck_cgroup_oomd_kills_total{l} 2\n")), "{s}");
-        assert!(s.contains("# TYPE ck_cgroup_oomd_kills_total counter\n"), "{s}");
+        assert!(
+            s.contains(&format!("ck_cgroup_oomd_kills_total{l} 2\n")),
+            "{s}"
+        );
+        assert!(
+            s.contains("# TYPE ck_cgroup_oomd_kills_total counter\n"),
+            "{s}"
+        );
         // user.oomd_kill could not be read: no series (never a made-up 0).
         assert!(!s.contains("ck_cgroup_oomd_killed_processes_total{"), "{s}");
     }

@@ -299,12 +299,13 @@ fn telemetry_round_trips() {
         window_us: None,
         avg10: None,
         error: None,
+        killed_by: None,
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
         module: "a".into(),
         layout: Layout::Daemon,
-        event: "appeared".into(),
+        event: "emptied".into(),
         value: None,
         previous: None,
         threshold: None,
@@ -315,6 +316,7 @@ fn telemetry_round_trips() {
         window_us: None,
         avg10: None,
         error: None,
+        killed_by: Some(vec!["systemd-oomd".into()]),
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
@@ -331,6 +333,7 @@ fn telemetry_round_trips() {
         window_us: Some(1_000_000),
         avg10: Some(42.5),
         error: None,
+        killed_by: None,
     });
 }
 

@@ -23,11 +23,7 @@ fn oomd_daemon(ctx: &Ctx, flag: Option<OomdPreference>) -> Result<OomdPreference
 }
 
 /// `init`: the layout, and `daemon/` marked for systemd-oomd.
-pub fn cmd_init(
-    ctx: &Ctx,
-    fs: Cgroupfs,
-    flag: Option<OomdPreference>,
-) -> Result<ExitCode, Fail> {
+pub fn cmd_init(ctx: &Ctx, fs: Cgroupfs, flag: Option<OomdPreference>) -> Result<ExitCode, Fail> {
     let pref = oomd_daemon(ctx, flag)?;
     let r = fs.open_unchecked()?.init_with(pref)?;
     written(ctx.out.init(&r));

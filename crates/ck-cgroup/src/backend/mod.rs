@@ -245,6 +245,37 @@ impl UnitFacts {
     }
 }
 
+/// What systemd says about systemd-oomd and the service (`doctor`, over D-Bus only there).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OomdUnits {
+    /// `ActiveState` of `systemd-oomd.service` on the system manager (`None`: not loaded);
+    /// `Err`: why it could not be asked.
+    pub active: std::result::Result<Option<String>, String>,
+    /// The service and each slice above it, the service first; `Err`: why not asked.
+    pub chain: std::result::Result<Vec<MonitorUnit>, String>,
+}
+
+/// One unit at or above the service, as systemd-oomd sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MonitorUnit {
+    /// The unit's name (`ck-subc.service`, `system.slice`, `-.slice`).
+    pub unit: String,
+    /// `ManagedOOMSwap` (`auto` or `kill`).
+    pub swap: Option<String>,
+    /// `ManagedOOMMemoryPressure` (`auto` or `kill`).
+    pub pressure: Option<String>,
+    /// `ManagedOOMMemoryPressureLimit`, as systemd gives it (a fraction of 2^32, or permyriad
+    /// on older versions); `None` where it could not be read.
+    pub pressure_limit: Option<u64>,
+}
+
+impl MonitorUnit {
+    /// systemd-oomd monitors this unit's cgroup (one of the two is `kill`).
+    pub fn monitors(&self) -> bool {
+        self.swap.as_deref() == Some("kill") || self.pressure.as_deref() == Some("kill")
+    }
+}
+
 /// Why systemd could not be asked.
 #[derive(Debug)]
 pub enum Unavailable {

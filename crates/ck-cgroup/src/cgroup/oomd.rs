@@ -142,10 +142,10 @@ fn errno_name(e: Errno) -> String {
         (Errno::RANGE, "ERANGE"),
         (Errno::NOSYS, "ENOSYS"),
     ];
-    known
-        .iter()
-        .find(|(k, _)| *k == e)
-        .map_or_else(|| format!("errno {}", e.raw_os_error()), |(_, n)| n.to_string())
+    known.iter().find(|(k, _)| *k == e).map_or_else(
+        || format!("errno {}", e.raw_os_error()),
+        |(_, n)| n.to_string(),
+    )
 }
 
 fn open(dir: &CgroupDir, rel: &str) -> std::result::Result<OwnedFd, Errno> {
@@ -289,7 +289,12 @@ impl KillCounters {
 fn counter(fd: Option<&OwnedFd>, name: &str) -> Option<u64> {
     let fd = fd?;
     if cfg!(ck_mutation = "absent-is-zero") {
-        return Some(get(fd, name).ok().flatten().map_or(0, |v| number(&v).unwrap_or(0)));
+        return Some(
+            get(fd, name)
+                .ok()
+                .flatten()
+                .map_or(0, |v| number(&v).unwrap_or(0)),
+        );
     }
     match get(fd, name) {
         Ok(None) => Some(0),
@@ -308,7 +313,10 @@ fn number(v: &[u8]) -> Option<u64> {
 /// systemd-oomd's counters of the directory `rel` (`oomd_ooms`, `oomd_kill`).
 pub fn oomd_counters(dir: &CgroupDir, rel: &str) -> (Option<u64>, Option<u64>) {
     let fd = open(dir, rel);
-    (counter(fd.as_ref().ok(), OOMS), counter(fd.as_ref().ok(), KILL))
+    (
+        counter(fd.as_ref().ok(), OOMS),
+        counter(fd.as_ref().ok(), KILL),
+    )
 }
 
 /// Every kill counter of the directory `rel`: read before it is removed (a removed directory

@@ -100,6 +100,9 @@ pub struct Facts {
     pub root: Option<ServiceRoot>,
     /// What systemd says about the unit, or why it could not be asked.
     pub unit: Result<UnitFacts, Unavailable>,
+    /// systemd-oomd and the candidates it would see below the root; `None` with the systemd
+    /// backend (no service root).
+    pub oomd: Option<super::oomd::OomdFacts>,
 }
 
 /// Read every fact from this machine. `root`: the explicit root, else discovered (unless
@@ -114,6 +117,26 @@ pub fn gather(root: Option<&Path>, unit: Option<&str>, scopes: Option<Bus>) -> F
         own_cgroup.as_deref(),
         rustix::process::getuid().is_root(),
     );
+    let root = match scopes {
+        Some(_) => None,
+        None => Some(service_root(root)),
+    };
+    let unit = unit_facts(bus, unit);
+    let oomd = match &root {
+        Some(r) => {
+            let path = match r {
+                ServiceRoot::Opened(f) => Some(f.path.as_path()),
+                _ => None,
+            };
+            let name = match &unit {
+                Ok(u) => Ok(u.unit.as_str()),
+                Err(Unavailable::NoBus(e)) | Err(Unavailable::Failed(e)) => Err(e.clone()),
+                Err(Unavailable::NotBuilt) => Err("no systemd support in this build".into()),
+            };
+            Some(super::oomd::gather(path, name, bus))
+        }
+        None => None,
+    };
     Facts {
         mountinfo: std::fs::read_to_string("/proc/self/mountinfo").ok(),
         kernel_release: rustix::system::uname()
@@ -121,11 +144,9 @@ pub fn gather(root: Option<&Path>, unit: Option<&str>, scopes: Option<Bus>) -> F
             .to_string_lossy()
             .into_owned(),
         scopes: scopes.map(scope_facts),
-        root: match scopes {
-            Some(_) => None,
-            None => Some(service_root(root)),
-        },
-        unit: unit_facts(bus, unit),
+        root,
+        unit,
+        oomd,
     }
 }
 

@@ -41,6 +41,9 @@ pub fn judge(f: &Facts) -> Vec<Check> {
         Err(u) => checks.push(systemd_unavailable(u)),
         Ok(u) => checks.extend(unit_checks(u, f.scopes.is_some())),
     }
+    if let Some(o) = &f.oomd {
+        checks.extend(super::oomd::judge(o));
+    }
     checks
 }
 

@@ -6,6 +6,7 @@
 //! source says so. Kernel reference: <https://docs.kernel.org/admin-guide/cgroup-v2.html>
 //! ("Memory Interface Files", "PID Interface Files", "CPU Interface Files", "PSI").
 
+mod attribution;
 pub mod pressure;
 pub mod watch;
 
@@ -335,10 +336,7 @@ pub(crate) fn module_status_with(
         cpu_pressure_avg10: psi("cpu.pressure"),
         io_pressure_avg10: psi("io.pressure"),
         limits: Limits::read(f),
-        oomd_preference: Figure::new(
-            oomd::preference_of(dir, rel),
-            oomd::PREFERENCE_SOURCE,
-        ),
+        oomd_preference: Figure::new(oomd::preference_of(dir, rel), oomd::PREFERENCE_SOURCE),
         oomd_ooms: Figure::new(ooms, format!("{} xattr", oomd::OOMS)),
         oomd_kill: Figure::new(killed, format!("{} xattr", oomd::KILL)),
     }

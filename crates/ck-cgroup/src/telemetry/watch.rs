@@ -47,7 +47,8 @@ pub struct WatchEvent {
     pub layout: Layout,
     /// `appeared`, `populated`, `emptied`, `removed`, `memory_low`, `memory_high`, `memory_max`,
     /// `memory_oom`, `memory_oom_kill`, `memory_oom_group_kill`, `pids_max`, `memory_above`,
-    /// `memory_below`, `pressure` (a PSI trigger fired), `pressure_unavailable` (the module has
+    /// `memory_below`, `oomd_kill` (systemd-oomd killed it: `user.oomd_ooms` grew), `pressure`
+    /// (a PSI trigger fired), `pressure_unavailable` (the module has
     /// no pressure file for a trigger, or the kernel ended the trigger while the module stays:
     /// it is not set; `error` says why).
     pub event: String,
@@ -82,6 +83,10 @@ pub struct WatchEvent {
     /// `pressure_unavailable`: why the trigger could not be set (the errno and what it means).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// `emptied`: the killers whose counters grew since the module was last populated,
+    /// `systemd-oomd` (`user.oomd_ooms`) and/or `kernel` (`oom_kill`); empty when none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub killed_by: Option<Vec<String>>,
 }
 
 /// What to watch.
@@ -118,6 +123,8 @@ struct State {
     wds: Vec<i32>,
     /// Its PSI triggers.
     triggers: Vec<Armed>,
+    /// Its kill counters, for `oomd_kill` and `emptied`'s `killed_by`.
+    kills: super::attribution::Kills,
     _dir: Option<OwnedFd>,
 }
 
@@ -426,6 +433,11 @@ impl Watcher<'_> {
                     st.wds.push(wd);
                 }
             }
+            // systemd-oomd's setxattr of user.oomd_ooms on the directory (attribution.rs).
+            if let Some(wd) = self.add(&fd, "", inotify::WatchFlags::ATTRIB) {
+                self.wds.insert(wd, k.clone());
+                st.wds.push(wd);
+            }
             st._dir = Some(fd);
         }
         let mut unavailable = Vec::new();
@@ -657,11 +669,22 @@ impl Watcher<'_> {
         let Some(st) = self.modules.get_mut(k) else {
             return;
         };
+        let populated_now = populated == Some(true) && st.populated != Some(true);
+        let rise = st.kills.observe(dir, &rel, populated_now);
         if report {
+            if let Some((v, prev)) = rise {
+                let source = super::attribution::OOMD_KILL_SOURCE;
+                let name = super::attribution::OOMD_KILL;
+                out.push(event(k, name, Some(v), prev, Some(source.into())));
+            }
             if populated != st.populated {
                 match populated {
                     Some(true) => out.push(event(k, "populated", None, None, None)),
-                    Some(false) => out.push(event(k, "emptied", None, None, None)),
+                    Some(false) => {
+                        let mut e = event(k, "emptied", None, None, None);
+                        e.killed_by = Some(st.kills.killed_by());
+                        out.push(e);
+                    }
                     None => {}
                 }
             }
@@ -745,6 +768,7 @@ fn event(
         window_us: None,
         avg10: None,
         error: None,
+        killed_by: None,
     }
 }
 

@@ -241,7 +241,7 @@ impl Manager {
     }
 
     /// `GetUnit`: the unit's object path; `None` when it is not loaded (`NoSuchUnit`).
-    async fn unit_path(&self, unit: &str) -> Result<Option<OwnedObjectPath>> {
+    pub(super) async fn unit_path(&self, unit: &str) -> Result<Option<OwnedObjectPath>> {
         match self.call("GetUnit", &(unit,)).await {
             Ok(r) => r
                 .body()
@@ -254,7 +254,7 @@ impl Manager {
     }
 
     /// The property `prop` of `iface` on the object `path` (`what` names it in errors).
-    async fn get(
+    pub(super) async fn get(
         &self,
         path: &OwnedObjectPath,
         iface: &str,
@@ -460,7 +460,7 @@ fn via(bus: Bus) -> &'static str {
 }
 
 /// The D-Bus interface that carries a unit's cgroup properties.
-fn unit_interface(unit: &str) -> &'static str {
+pub(super) fn unit_interface(unit: &str) -> &'static str {
     match unit.rsplit('.').next() {
         Some("scope") => "org.freedesktop.systemd1.Scope",
         Some("slice") => "org.freedesktop.systemd1.Slice",

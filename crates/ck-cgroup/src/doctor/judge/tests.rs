@@ -54,6 +54,7 @@ fn facts() -> Facts {
         scopes: None,
         root: Some(ServiceRoot::Opened(root())),
         unit: Ok(unit()),
+        oomd: None,
     }
 }
 

@@ -1,0 +1,72 @@
+//! Who killed a module, for `watch`: the kill counters of its directory
+//! ([`crate::cgroup::oomd::kill_counters`]: the kernel's `oom_kill` and `oom_group_kill`,
+//! systemd-oomd's `user.oomd_ooms`) followed from one read to the next. An `oomd_kill` event when
+//! `user.oomd_ooms` grows (systemd-oomd increments it before it kills; the `setxattr` fires
+//! `IN_ATTRIB` on the directory, which `watch` watches), and the `killed_by` of `emptied`: the
+//! killers whose counters grew since the module was last populated.
+//!
+//! Kept apart from watch.rs so that its event loop calls in at two points only: [`Kills::observe`]
+//! on each re-read and [`Kills::killed_by`] on `emptied`.
+
+use crate::cgroup::oomd::{self, KillCounters};
+use crate::cgroup::root::CgroupDir;
+
+/// A module's kill counters: as last read, and as they were when it was last populated.
+#[derive(Debug, Default)]
+pub(super) struct Kills {
+    last: Option<KillCounters>,
+    since: Option<KillCounters>,
+}
+
+/// The growth of `user.oomd_ooms` from one read to the next: `(value, previous)`.
+pub(super) type OomdRise = (u64, Option<u64>);
+
+/// The name of `watch`'s event for a rise of `user.oomd_ooms`.
+pub(super) const OOMD_KILL: &str = "oomd_kill";
+
+/// The source of that event.
+pub(super) const OOMD_KILL_SOURCE: &str = oomd::OOMS;
+
+impl Kills {
+    /// Read the counters of `rel` now; `populated_now` says the module just became populated
+    /// (the baseline of [`Kills::killed_by`] starts here). Returns the rise of `user.oomd_ooms`
+    /// since the last read, if it grew.
+    pub(super) fn observe(
+        &mut self,
+        dir: &CgroupDir,
+        rel: &str,
+        populated_now: bool,
+    ) -> Option<OomdRise> {
+        let now = oomd::kill_counters(dir, rel);
+        let prev = self.last.and_then(|l| l.oomd_ooms);
+        let rise = match now.oomd_ooms {
+            Some(v) if v > prev.unwrap_or(0) => Some((v, prev)),
+            _ => None,
+        };
+        if populated_now || self.since.is_none() {
+            // The counters as this population began.
+            self.since = Some(now);
+        }
+        self.last = Some(now);
+        rise
+    }
+
+    /// The killers whose counters grew since the module was last populated: `systemd-oomd`
+    /// (`user.oomd_ooms`) and `kernel` (`oom_kill` or `oom_group_kill`). Empty when none did
+    /// (or a counter could not be read).
+    pub(super) fn killed_by(&self) -> Vec<String> {
+        let (Some(now), Some(then)) = (self.last, self.since) else {
+            return Vec::new();
+        };
+        let grew =
+            |a: Option<u64>, b: Option<u64>| matches!((a, b), (Some(a), b) if a > b.unwrap_or(0));
+        let mut out = Vec::new();
+        if grew(now.oomd_ooms, then.oomd_ooms) {
+            out.push("systemd-oomd".to_string());
+        }
+        if grew(now.oom_kill, then.oom_kill) || grew(now.oom_group_kill, then.oom_group_kill) {
+            out.push("kernel".to_string());
+        }
+        out
+    }
+}
