@@ -123,8 +123,16 @@ REAL_HOME=/var/lib/ck-subc-real
 REAL_MODULES="hog orph deaf"
 real_running() { local id; for id in $REAL_MODULES; do module_running "$id" || return 1; done; }
 # real_daemon_up: the real daemon runs under the unit with modules hog orph deaf (idempotent).
+# hog's memory.swap.max is $REAL_HOG_SWAP_MAX (default 0; the oomd check 955 lets it swap): a
+# running real daemon whose subc.jsonc differs from the one wanted gets it and a restart (no
+# daemon-reload: its drop-in is the same).
 real_daemon_up() {
+  local conf=$REAL_HOME/config/cortexkit/subc.jsonc
   if [ "$(readlink -f /usr/bin/ck-subc)" = "$(readlink -f "$REAL")" ] && is_active; then
+    if [ "$(real_config)" != "$(cat "$conf" 2> /dev/null)" ]; then
+      real_config > "$conf"
+      systemctl restart "$UNIT"
+    fi
     SVC=$(svc_cg)
     wait_until 60 real_running
     return
@@ -144,14 +152,24 @@ Environment=SUBC_CGROUP_PLACEMENT=disabled
 RuntimeDirectory=ck-subc-real
 RuntimeDirectoryMode=0700
 CONF
-  cat > "$REAL_HOME/config/cortexkit/subc.jsonc" << 'JSON'
+  real_config > "$conf"
+  echo "trap '' TERM; (sleep 1001 &); (sh -c 'trap \"\" TERM; exec sleep 1002' &); exec sleep infinity" > "$T/orph.cmd"
+  echo "trap '' TERM; (sleep 1003 &); exec sleep infinity" > "$T/deaf.cmd"
+  systemctl daemon-reload
+  systemctl start "$UNIT"
+  SVC=$(svc_cg)
+  wait_until 60 real_running
+}
+# real_config: the real daemon's subc.jsonc.
+real_config() {
+  cat << JSON
 {
   "version": 1,
   "drain_timeout_ms": 3000,
   "modules": {
     "hog": { "program": "/usr/bin/ck-cgroup", "protocol": "none",
       "restart": { "max_restarts": 100, "window_secs": 600, "backoff_ms": 100, "max_backoff_ms": 200 },
-      "args": ["run", "hog", "--memory-max", "64M", "--memory-swap-max", "0", "--", "/lane/real-module", "hog"] },
+      "args": ["run", "hog", "--memory-max", "64M", "--memory-swap-max", "${REAL_HOG_SWAP_MAX:-0}", "--", "/lane/real-module", "hog"] },
     "orph": { "program": "/usr/bin/ck-cgroup", "protocol": "none",
       "restart": { "max_restarts": 100, "window_secs": 600, "backoff_ms": 100, "max_backoff_ms": 200 },
       "args": ["run", "orph", "--grace", "500ms", "--", "/lane/real-module", "orph"] },
@@ -161,12 +179,6 @@ CONF
   }
 }
 JSON
-  echo "trap '' TERM; (sleep 1001 &); (sh -c 'trap \"\" TERM; exec sleep 1002' &); exec sleep infinity" > "$T/orph.cmd"
-  echo "trap '' TERM; (sleep 1003 &); exec sleep infinity" > "$T/deaf.cmd"
-  systemctl daemon-reload
-  systemctl start "$UNIT"
-  SVC=$(svc_cg)
-  wait_until 60 real_running
 }
 # helper_pid ID: the `ck-cgroup run` process of a module: the parent of its namespace's init
 # (the member whose innermost pid is 1).
@@ -228,4 +240,93 @@ spin_in() {
   pid=$!
   wait_until 20 is_member "$CK_CGROUP_ROOT/subc-modules/$id" "$pid" || return 1
   echo "$pid"
+}
+
+# systemd-oomd (checks 22, 23, 73, 97): Debian's systemd-oomd 252 acting on a unit with
+# ManagedOOMMemoryPressure=kill (`systemctl set-property --runtime`: a drop-in under
+# /run/systemd/system.control/, applied and sent to oomd without a daemon-reload, which takes 15
+# to 25 s under TCG), its duration shortened by an oomd.conf drop-in. The guest has no swap of its
+# own: without swap the kernel reclaims no anonymous memory, so a hoard makes no reclaim
+# (memory.stat pgscan) and oomd's pressure path, which kills only with reclaim in the last 30 s
+# and ranks candidates by pgscan rate, never acts. swap_up turns on swap in RAM (zram; the
+# module is loaded by the initramfs) for the check; a module that may swap (its $T/ID.limits)
+# and churns past its memory.max ($MEMCHURN) then reclaims and stalls without end, and nothing
+# else in the service does.
+# shellcheck disable=SC2034 # for the check files that source this
+MEMCHURN=/lane/bin/memchurn
+OOMD_DURATION=${OOMD_DURATION:-2s}   # DefaultMemoryPressureDurationSec= (oomd's minimum is 1 s)
+OOMD_LIMIT=${OOMD_LIMIT:-20%}        # ManagedOOMMemoryPressureLimit= (PSI full avg10)
+# swap_up [SIZE]: swap on /dev/zram0, SIZE (default 256M) of RAM at most (idempotent).
+swap_up() {
+  grep -q '^/dev/zram0 ' /proc/swaps && return 0
+  [ -e /sys/block/zram0/disksize ] || { echo "no /sys/block/zram0 (is the zram module loaded?)"; return 1; }
+  echo "${1:-256M}" > /sys/block/zram0/disksize && mkswap /dev/zram0 > /dev/null && swapon /dev/zram0
+}
+swaps() { tail -n +2 /proc/swaps | tr -s ' \t' ' ' | tr '\n' ' '; }
+# swap_down: swap off, zram0 reset (its pages come back into RAM).
+swap_down() {
+  if grep -q '^/dev/zram0 ' /proc/swaps; then swapoff /dev/zram0 || return 1; fi
+  echo 1 > /sys/block/zram0/reset
+}
+# oomd_up: systemd-oomd runs with DefaultMemoryPressureDurationSec=$OOMD_DURATION (the drop-in
+# stays for the rest of the boot: it matters only to units with ManagedOOM*=kill).
+oomd_up() {
+  local conf=/run/systemd/oomd.conf.d/50-lane.conf want
+  want=$(printf '[OOM]\nDefaultMemoryPressureDurationSec=%s' "$OOMD_DURATION")
+  if [ "$(cat "$conf" 2> /dev/null)" != "$want" ] || ! systemctl -q is-active systemd-oomd.service; then
+    mkdir -p "${conf%/*}" && echo "$want" > "$conf"
+    sctl restart systemd-oomd.service || return 1
+  fi
+  wait_until 30 systemctl -q is-active systemd-oomd.service
+}
+# oomd_monitor UNIT [PROPERTY=VALUE...]: the system manager's UNIT gets
+# ManagedOOMMemoryPressure=kill, ManagedOOMMemoryPressureLimit=$OOMD_LIMIT and the PROPERTYs.
+# oomd_unmonitor UNIT [PROPERTY=VALUE...]: back to ManagedOOMMemoryPressure=auto (the default).
+oomd_monitor() {
+  local unit=$1
+  shift
+  sctl set-property --runtime "$unit" ManagedOOMMemoryPressure=kill \
+    "ManagedOOMMemoryPressureLimit=$OOMD_LIMIT" "$@"
+}
+oomd_unmonitor() {
+  local unit=$1
+  shift
+  sctl set-property --runtime "$unit" ManagedOOMMemoryPressure=auto ManagedOOMMemoryPressureLimit=0% "$@"
+}
+# oomd_monitored CGPATH: systemd-oomd lists CGPATH (as /system.slice/...) among the cgroups it
+# watches for memory pressure (`oomctl dump`).
+oomd_monitored() { oomctl dump 2> /dev/null | grep -q "Path: $1\$"; }
+# xattr DIR NAME: a cgroup's extended attribute (nothing when it has none).
+xattr() { /lane/bin/cgxattr "$1" "$2" || true; }
+# oomd_killed DIR: systemd-oomd killed in the cgroup (its user.oomd_ooms is 1 or more).
+oomd_killed() { local n; n=$(xattr "$1" user.oomd_ooms); [ -n "$n" ] && [ "$n" -ge 1 ]; }
+# oomd_journal_since T: systemd-oomd's journal since T.
+oomd_journal_since() {
+  journalctl --sync 2> /dev/null || true
+  journalctl -q --no-pager -o short-monotonic -u systemd-oomd.service --since "@$1"
+}
+# wait_secs SECONDS CMD...: wait_until against the clock, polling every half second, for a CMD
+# that is slow under TCG (journalctl): wait_until counts 50 ms polls, which such a CMD stretches
+# many times over.
+wait_secs() {
+  local end=$(($(date +%s) + $1))
+  shift
+  until "$@"; do
+    [ "$(date +%s)" -lt "$end" ] || return 1
+    sleep 0.5
+  done
+}
+# pressure_sampler DIR... &: every second, each DIR's memory.pressure full avg10 and pgscan (the
+# two figures oomd acts on), one line, for the check's log.
+pressure_sampler() {
+  local d
+  while :; do
+    for d in "$@"; do
+      printf '%s full %s pgscan %s | ' "${d##*/}" \
+        "$(sed -n 's/^full avg10=\([^ ]*\).*/\1/p' "$d/memory.pressure" 2> /dev/null)" \
+        "$(keyed "$d/memory.stat" pgscan 2> /dev/null)"
+    done
+    echo "swap $(awk '/zram0/ { print $4 }' /proc/swaps) at $(cut -d' ' -f1 /proc/uptime)"
+    sleep 1
+  done
 }
