@@ -46,8 +46,12 @@ fn man_pages(cmd: clap::Command, dir: &Path) -> io::Result<()> {
         .cloned()
         .collect();
     let names: Vec<String> = subs.iter().map(|s| s.get_name().to_string()).collect();
-    for sub in subs {
+    for mut sub in subs {
         let name = sub.get_name().to_string();
+        // `top` refuses the global --json (status --json is its JSON): its page does not offer it.
+        if name == "top" {
+            sub = sub.mut_arg("json", |a| a.hide(true));
+        }
         let mut extra = exit_status(&name);
         extra.push_str(&section("SEE ALSO", &[see_also(&[], true)]));
         write_page(sub, false, dir, &extra)?;
