@@ -52,8 +52,22 @@ fn parse() -> Result<(Cli, String), Fail> {
 /// One command: its backend decided here, once, and the command's function called. What only
 /// cgroupfs has takes `Backend::cgroupfs`, which the systemd backend refuses before anything else.
 fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
+    // Bad input first (exit 2), before the root or any module is looked at. Mutation: the ids,
+    // names and policy are left to each command, as they were.
+    if !cfg!(ck_mutation = "input-checked-late") {
+        cli::validate::ids(&cli.command)?;
+    }
+    if let Some(e) = cli::stdio::result_cannot_be_written(&cli.command) {
+        return Err(e.into());
+    }
+    let loaded = if cfg!(ck_mutation = "input-checked-late") {
+        None
+    } else {
+        cli::validate::policy(&cli.command, cli.policy.as_deref())?
+    };
     let root = cli::backend::root(&cli)?;
-    let ctx = Ctx::new(root.clone(), cli.policy, cli.json);
+    let mut ctx = Ctx::new(root.clone(), cli.policy, cli.json);
+    ctx.loaded = loaded;
     let fs = || Backend::from_env(root.clone()).cgroupfs(name);
     let chosen = |a| cli::backend::from_args(a, root.clone());
     match cli.command {

@@ -13,6 +13,7 @@ const CONTROLS: &[&str] = &[
     "grace-first-pid",
     "grace-sleep",
     "init-no-reap",
+    "input-checked-late",
     "limits-unchecked",
     "no-cgroup-namespace",
     "no-kill",
