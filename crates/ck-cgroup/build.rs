@@ -42,6 +42,7 @@ const CONTROLS: &[&str] = &[
     "walk-by-path",
     "watch-blind",
     "watch-by-name",
+    "watch-coalesce",
 ];
 
 fn main() {
