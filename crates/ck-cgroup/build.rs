@@ -34,6 +34,7 @@ const CONTROLS: &[&str] = &[
     "prometheus-no-rename",
     "run-term-to-cmd",
     "sandbox-cmd-outside",
+    "sandbox-dying-alive",
     "sandbox-no-lock",
     "sandbox-no-sweep",
     "sandbox-prune-kept",

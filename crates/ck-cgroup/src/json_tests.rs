@@ -270,6 +270,7 @@ fn telemetry_round_trips() {
         window_us: None,
         avg10: None,
         error: None,
+        inferred: None,
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
@@ -286,6 +287,24 @@ fn telemetry_round_trips() {
         window_us: None,
         avg10: None,
         error: None,
+        inferred: None,
+    });
+    round_trip(&WatchEvent {
+        ts: "2026-01-01T00:00:00.000Z".into(),
+        module: "a".into(),
+        layout: Layout::Ck,
+        event: "emptied".into(),
+        value: None,
+        previous: None,
+        threshold: None,
+        source: None,
+        resource: None,
+        kind: None,
+        threshold_us: None,
+        window_us: None,
+        avg10: None,
+        error: None,
+        inferred: Some(true),
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
@@ -302,6 +321,7 @@ fn telemetry_round_trips() {
         window_us: Some(1_000_000),
         avg10: Some(42.5),
         error: None,
+        inferred: None,
     });
 }
 
