@@ -14,6 +14,11 @@ use cli::commands::*;
 use cli::exit::{self, Fail};
 
 fn main() -> ExitCode {
+    // Before any allocation: a memory limit too low to work in is one line and exit 1, not the
+    // runtime's abort on the first allocation that fails.
+    if let Some(code) = cli::room::check() {
+        return code;
+    }
     // With --json errors are JSON, a usage error too: clap finds one before --json is parsed.
     exit::set_json(exit::json_in_args(std::env::args_os()));
     exit::code(parse().and_then(|(cli, name)| {

@@ -255,3 +255,21 @@ fn a_closed_stdout_fails_the_commands_whose_output_is_their_result() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "kill >&-: {}", stderr(&o));
 }
+
+#[test]
+fn a_bad_sandbox_parent_is_refused_once_in_one_line() {
+    let w = World::new();
+    let file = w.tmp("file");
+    std::fs::write(&file, "").unwrap();
+    let missing = w.tmp("missing");
+    for parent in [missing.as_path(), w.tmp.path(), file.as_path()] {
+        for args in [&["--", "true"][..], &["--prune"][..]] {
+            let mut c = common::bare();
+            c.arg("sandbox").arg("--parent").arg(parent).args(args);
+            let o = bounded(c, &format!("sandbox --parent {} {args:?}", parent.display()));
+            let what = format!("sandbox --parent {} {args:?}", parent.display());
+            refused(&o, &parent.display().to_string(), &what);
+            assert!(stderr(&o).contains("--parent"), "{what}: the hint names --parent: {}", stderr(&o));
+        }
+    }
+}

@@ -10,6 +10,7 @@ pub mod generate;
 pub mod output;
 pub mod program;
 pub mod prometheus;
+pub mod room;
 pub mod status;
 pub mod stdio;
 pub mod validate;

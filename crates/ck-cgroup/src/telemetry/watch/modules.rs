@@ -254,13 +254,18 @@ impl<'a> Watcher<'a> {
         self.opts.ids.is_empty() || self.opts.ids.iter().any(|i| i == name || Some(i) == module)
     }
 
-    fn add(&mut self, fd: impl AsRawFd, file: &str, flags: inotify::WatchFlags) -> Option<i32> {
+    fn add(
+        &mut self,
+        fd: impl AsRawFd,
+        file: &str,
+        flags: inotify::WatchFlags,
+    ) -> std::result::Result<i32, Errno> {
         let path = if file.is_empty() {
             format!("/proc/self/fd/{}", fd.as_raw_fd())
         } else {
             format!("/proc/self/fd/{}/{file}", fd.as_raw_fd())
         };
-        inotify::add_watch(&self.ino, path, flags).ok()
+        inotify::add_watch(&self.ino, path, flags)
     }
 
     /// A directory appeared under `name` in `layout`'s directory: a lifetime of that module
@@ -339,7 +344,7 @@ impl<'a> Watcher<'a> {
         };
         if let Some(dir) = dir {
             for file in ["cgroup.events", "memory.events", "pids.events"] {
-                if let Some(wd) = self.add(dir.fd(), file, inotify::WatchFlags::MODIFY) {
+                if let Ok(wd) = self.add(dir.fd(), file, inotify::WatchFlags::MODIFY) {
                     self.wds.insert(wd, k.clone());
                     st.wds.push(wd);
                 }
@@ -369,17 +374,28 @@ impl<'a> Watcher<'a> {
             | inotify::WatchFlags::ONLYDIR;
         self.dirs.clear();
         self.dir_wds.clear();
+        // A directory that is not there (yet) is watched for by its parent's; one that cannot be
+        // opened or watched (EMFILE, the inotify watch limit) is the error: a watch that watches
+        // nothing must not wait forever in silence.
         for (rel, layout) in MODULE_DIRS {
-            if let Ok(fd) = self
+            let path = || self.root.dir().display_path(rel);
+            let fd = match self
                 .root
                 .dir()
                 .open_beneath(rel, OFlags::RDONLY | OFlags::DIRECTORY)
             {
-                if let Some(wd) = self.add(fd.as_raw_fd(), "", dir_flags) {
+                Ok(fd) => fd,
+                Err(Errno::NOENT) => continue,
+                Err(e) => return Err(Error::io("open", path(), e)),
+            };
+            match self.add(fd.as_raw_fd(), "", dir_flags) {
+                Ok(wd) => {
                     self.dir_wds.insert(wd, layout);
                 }
-                self.dirs.push(fd);
+                Err(Errno::NOENT) => continue,
+                Err(e) => return Err(Error::io("watch (inotify_add_watch)", path(), e)),
             }
+            self.dirs.push(fd);
         }
         let list: Vec<ModuleEntry> = self
             .root
