@@ -266,10 +266,17 @@ fn a_bad_sandbox_parent_is_refused_once_in_one_line() {
         for args in [&["--", "true"][..], &["--prune"][..]] {
             let mut c = common::bare();
             c.arg("sandbox").arg("--parent").arg(parent).args(args);
-            let o = bounded(c, &format!("sandbox --parent {} {args:?}", parent.display()));
+            let o = bounded(
+                c,
+                &format!("sandbox --parent {} {args:?}", parent.display()),
+            );
             let what = format!("sandbox --parent {} {args:?}", parent.display());
             refused(&o, &parent.display().to_string(), &what);
-            assert!(stderr(&o).contains("--parent"), "{what}: the hint names --parent: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains("--parent"),
+                "{what}: the hint names --parent: {}",
+                stderr(&o)
+            );
         }
     }
 }

@@ -32,6 +32,7 @@ const CONTROLS: &[&str] = &[
     "pressure-no-trigger",
     "pressure-sampling",
     "prometheus-no-rename",
+    "room-unchecked",
     "run-term-to-cmd",
     "sandbox-cmd-outside",
     "sandbox-dying-alive",

@@ -55,7 +55,12 @@ pub fn check() -> Option<ExitCode> {
 /// shared, text, lib, data, dt, in pages), read into a buffer on the stack.
 fn mapped() -> Option<(u64, u64)> {
     use rustix::fs::{Mode, OFlags, open};
-    let fd = open(c"/proc/self/statm", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    let fd = open(
+        c"/proc/self/statm",
+        OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
     let mut buf = [0u8; 128];
     let n = rustix::io::read(&fd, &mut buf).ok()?;
     let text = std::str::from_utf8(&buf[..n]).ok()?;
