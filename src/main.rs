@@ -65,14 +65,15 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
     if !cfg!(ck_mutation = "input-checked-late") {
         cli::validate::ids(&cli.command)?;
     }
-    if let Some(e) = cli::stdio::result_cannot_be_written(&cli.command) {
-        return Err(e.into());
-    }
     let loaded = if cfg!(ck_mutation = "input-checked-late") {
         None
     } else {
         cli::validate::policy(&cli.command, cli.policy.as_deref())?
     };
+    // Then a closed stdout of a command whose output is its result (exit 1), before any work.
+    if let Some(e) = cli::stdio::result_cannot_be_written(&cli.command) {
+        return Err(e.into());
+    }
     let root = cli::backend::root(&cli)?;
     let mut ctx = Ctx::new(root.clone(), cli.policy, cli.json);
     ctx.loaded = loaded;
