@@ -6,8 +6,9 @@
 //! exit 1, before any allocation (the line is formatted on the stack).
 //!
 //! Below about 7 MiB (the release build; more for a debug build) nothing of ours runs: the kernel
-//! cannot map the binary and kills the `execve(2)` with SIGSEGV, or the dynamic loader cannot map
-//! libc (exit 127). That floor is the platform's, documented in README ("Exit codes").
+//! cannot map the binary and kills the `execve(2)` with SIGSEGV, the dynamic loader cannot map
+//! libc (exit 127), or the Rust runtime cannot map its signal stack before `main` (SIGABRT). That
+//! floor is the platform's, documented in README ("Exit codes").
 
 use std::io::Write;
 use std::process::ExitCode;
