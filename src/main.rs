@@ -14,6 +14,14 @@ use cli::commands::*;
 use cli::exit::{self, Fail};
 
 fn main() -> ExitCode {
+    // Before any allocation: a memory limit too low to work in is one line and exit 1, not the
+    // runtime's abort on the first allocation that fails.
+    // Mutation: no check, the runtime's abort.
+    if !cfg!(ck_mutation = "room-unchecked")
+        && let Some(code) = cli::room::check()
+    {
+        return code;
+    }
     // With --json errors are JSON, a usage error too: clap finds one before --json is parsed.
     exit::set_json(exit::json_in_args(std::env::args_os()));
     exit::code(parse().and_then(|(cli, name)| {
@@ -52,8 +60,23 @@ fn parse() -> Result<(Cli, String), Fail> {
 /// One command: its backend decided here, once, and the command's function called. What only
 /// cgroupfs has takes `Backend::cgroupfs`, which the systemd backend refuses before anything else.
 fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
+    // Bad input first (exit 2), before the root or any module is looked at. Mutation: the ids,
+    // names and policy are left to each command, as they were.
+    if !cfg!(ck_mutation = "input-checked-late") {
+        cli::validate::ids(&cli.command)?;
+    }
+    let loaded = if cfg!(ck_mutation = "input-checked-late") {
+        None
+    } else {
+        cli::validate::policy(&cli.command, cli.policy.as_deref())?
+    };
+    // Then a closed stdout of a command whose output is its result (exit 1), before any work.
+    if let Some(e) = cli::stdio::result_cannot_be_written(&cli.command) {
+        return Err(e.into());
+    }
     let root = cli::backend::root(&cli)?;
-    let ctx = Ctx::new(root.clone(), cli.policy, cli.json);
+    let mut ctx = Ctx::new(root.clone(), cli.policy, cli.json);
+    ctx.loaded = loaded;
     let fs = || Backend::from_env(root.clone()).cgroupfs(name);
     let chosen = |a| cli::backend::from_args(a, root.clone());
     match cli.command {

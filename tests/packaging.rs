@@ -244,7 +244,11 @@ fn man_pages_render_without_warnings() {
         assert!(text.contains("NAME"), "{}: no NAME section", page.display());
         // top refuses --json: its page does not offer it.
         if page.ends_with("ck-cgroup-top.1") {
-            assert!(!text.contains("--json"), "{}: offers --json", page.display());
+            assert!(
+                !text.contains("--json"),
+                "{}: offers --json",
+                page.display()
+            );
         }
         // The help texts' Markdown code spans are roff bold on the page, not backticks.
         let ticks: Vec<&str> = text.lines().filter(|l| l.contains('`')).collect();

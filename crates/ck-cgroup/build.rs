@@ -14,6 +14,7 @@ const CONTROLS: &[&str] = &[
     "grace-first-pid",
     "grace-sleep",
     "init-no-reap",
+    "input-checked-late",
     "limits-unchecked",
     "no-cgroup-namespace",
     "no-kill",
@@ -34,9 +35,11 @@ const CONTROLS: &[&str] = &[
     "pressure-no-trigger",
     "pressure-sampling",
     "prometheus-no-rename",
+    "room-unchecked",
     "root-in-root",
     "run-term-to-cmd",
     "sandbox-cmd-outside",
+    "sandbox-dying-alive",
     "sandbox-no-lock",
     "sandbox-no-sweep",
     "sandbox-prune-kept",
@@ -47,6 +50,7 @@ const CONTROLS: &[&str] = &[
     "walk-by-path",
     "watch-blind",
     "watch-by-name",
+    "watch-coalesce",
 ];
 
 fn main() {

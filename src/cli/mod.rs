@@ -1,5 +1,5 @@
 //! The binary's own modules: the clap definition, the backend choice, one function per command,
-//! the exit codes, the renderers, durations and CMD's lookup.
+//! the exit codes, the renderers, durations, CMD's lookup and the input's checks.
 
 pub mod args;
 pub mod backend;
@@ -12,4 +12,7 @@ pub mod output;
 pub mod program;
 pub mod prometheus;
 pub mod ps;
+pub mod room;
 pub mod status;
+pub mod stdio;
+pub mod validate;

@@ -153,6 +153,48 @@ impl fmt::Display for DirName {
     }
 }
 
+/// The controllers whose interface files (`<controller>.<file>`) every cgroup directory may
+/// hold beside `cgroup.*`: a directory of that name can never be made there.
+const INTERFACE_PREFIXES: [&str; 10] = [
+    "cgroup.", "cpu.", "cpuset.", "io.", "memory.", "pids.", "hugetlb.", "rdma.", "misc.", "irq.",
+];
+
+/// A name given to act on a module (`kill`, `remove`, `freeze`, `status`, `watch` ...): a
+/// [`ModuleId`], or the name of a directory as `list` shows it. Beyond [`DirName::new`], a name
+/// that can never be a module is refused as bad input instead of being looked for (and found
+/// "already gone"): one with a newline (the kernel refuses it), the name of a cgroup interface
+/// file (`cgroup.procs`, `memory.max`: the kernel's own files, never a directory), and one of
+/// the id's characters longer than an id that is not a daemon-layout name (`m-...`: a module id
+/// is at most [`MAX_ID_LEN`]).
+pub fn module_name(s: &str) -> Result<DirName, Error> {
+    if ModuleId::new(s).is_ok() {
+        return DirName::new(s);
+    }
+    let name = DirName::new(s)?;
+    let bad = |why: String| {
+        Error::bad_input(format!("invalid module name {s:?}: {why}"))
+            .with_hint("name a module by its id or by its directory name as `list` shows it")
+    };
+    if s.contains('\n') {
+        return Err(bad("it contains a newline".into()));
+    }
+    if let Some(p) = INTERFACE_PREFIXES.iter().find(|p| s.starts_with(*p)) {
+        return Err(bad(format!(
+            "it is the name of a cgroup interface file ({p}*), never a module's directory"
+        )));
+    }
+    let id_alphabet = s
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if id_alphabet && s.len() > MAX_ID_LEN && !s.starts_with("m-") {
+        return Err(bad(format!(
+            "it is longer than {MAX_ID_LEN} characters (the longest module id), and not a \
+             daemon-layout directory name (m-...)"
+        )));
+    }
+    Ok(name)
+}
+
 /// A daemon-layout directory name, decoded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
@@ -248,6 +290,29 @@ mod tests {
 
     #[test]
     fn dir_names() {
+        for ok in [
+            "aft",
+            "m-aft_5f1",
+            "not.encoded",
+            "weird",
+            &format!("m-{}", "a".repeat(80)),
+        ] {
+            assert!(module_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "..",
+            "/",
+            "a/b",
+            "../daemon",
+            "cgroup.procs",
+            "memory.max",
+            "a\nb",
+            &"a".repeat(65),
+        ] {
+            let e = module_name(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+        }
         assert!(DirName::new("m-aft_5f1").is_ok());
         assert!(DirName::new("m-a.b_5f1").is_ok());
         for bad in ["", ".", "..", "a/b", "../x", "a\0b"] {

@@ -302,6 +302,7 @@ fn telemetry_round_trips() {
         avg10: None,
         error: None,
         killed_by: None,
+        inferred: None,
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
@@ -319,6 +320,25 @@ fn telemetry_round_trips() {
         avg10: None,
         error: None,
         killed_by: Some(vec!["systemd-oomd".into()]),
+        inferred: None,
+    });
+    round_trip(&WatchEvent {
+        ts: "2026-01-01T00:00:00.000Z".into(),
+        module: "a".into(),
+        layout: Layout::Ck,
+        event: "emptied".into(),
+        value: None,
+        previous: None,
+        threshold: None,
+        source: None,
+        resource: None,
+        kind: None,
+        threshold_us: None,
+        window_us: None,
+        avg10: None,
+        error: None,
+        killed_by: Some(Vec::new()),
+        inferred: Some(true),
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
@@ -336,6 +356,7 @@ fn telemetry_round_trips() {
         avg10: Some(42.5),
         error: None,
         killed_by: None,
+        inferred: None,
     });
 }
 

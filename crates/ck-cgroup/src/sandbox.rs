@@ -369,9 +369,9 @@ pub fn sweep(parent: &Path) -> Result<SweepReport> {
                 continue;
             }
         };
-        match rustix::fs::flock(sb.fd(), FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => {}
-            Err(Errno::WOULDBLOCK) => {
+        match lock_unless_held_by_the_living(&sb) {
+            Ok(true) => {}
+            Ok(false) => {
                 report.alive += 1;
                 continue;
             }
@@ -399,6 +399,114 @@ pub fn sweep(parent: &Path) -> Result<SweepReport> {
         }
     }
     Ok(report)
+}
+
+/// Take the lock of sandbox `sb` unless a live process holds it: `Ok(false)` when one does.
+///
+/// A SIGKILLed helper holds its lock until the kernel has closed its files, which is after
+/// `kill(2)` returned to whoever sent it: a sweep right after the SIGKILL must not take that
+/// sandbox for a live one. So when the lock is held, its owner is looked up (`/proc/locks`, by the
+/// directory's device and inode): one that is exiting (`PF_EXITING`, a zombie, or a SIGKILL
+/// pending) is waited for on its pidfd; one that is gone leaves the lock with what it forked
+/// before its CMD's `execve(2)` (the descriptor is close-on-exec), which is waited for in 10 ms
+/// steps. Either wait ends within [`DYING_WAIT`], then the lock is asked for once more.
+fn lock_unless_held_by_the_living(sb: &CgroupDir) -> std::result::Result<bool, Errno> {
+    let deadline = std::time::Instant::now() + DYING_WAIT;
+    loop {
+        match rustix::fs::flock(sb.fd(), FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(true),
+            Err(Errno::WOULDBLOCK) => {}
+            Err(e) => return Err(e),
+        }
+        if cfg!(ck_mutation = "sandbox-dying-alive") {
+            return Ok(false);
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Ok(false);
+        }
+        match lock_owner(sb).map(|pid| (pid, owner_state(pid))) {
+            Some((_, Owner::Live)) => return Ok(false),
+            Some((pid, Owner::Exiting)) => wait_exit(pid, left),
+            Some((_, Owner::Gone)) | None => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
+/// How long a sweep waits for the holder of a sandbox's lock that is exiting or gone.
+const DYING_WAIT: Duration = Duration::from_secs(5);
+
+enum Owner {
+    Live,
+    Exiting,
+    Gone,
+}
+
+/// The pid that took the `flock(2)` on `sb`, from `/proc/locks` (`N: FLOCK ADVISORY WRITE PID
+/// MAJ:MIN:INODE 0 EOF`, the device numbers in hex).
+fn lock_owner(sb: &CgroupDir) -> Option<i32> {
+    let st = rustix::fs::fstat(sb.fd()).ok()?;
+    let want = format!(
+        "{:02x}:{:02x}:{}",
+        rustix::fs::major(st.st_dev),
+        rustix::fs::minor(st.st_dev),
+        st.st_ino
+    );
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    locks.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(1) == Some(&"FLOCK") && f.get(5) == Some(&want.as_str()))
+            .then(|| f.get(4)?.parse().ok())
+            .flatten()
+    })
+}
+
+/// Whether `pid` lives on, is on its way out, or is gone (`/proc/<pid>/stat` and `status`).
+fn owner_state(pid: i32) -> Owner {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return Owner::Gone;
+    };
+    // After the command's `)`: state, ppid, pgrp, session, tty, tpgid, flags.
+    let f: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, r)| r)
+        .split_whitespace()
+        .collect();
+    if matches!(f.first(), Some(&"Z") | Some(&"X") | None) {
+        return Owner::Gone;
+    }
+    const PF_EXITING: u64 = 0x4;
+    let exiting = f.get(6).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) & PF_EXITING != 0;
+    let sigkill_pending = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .is_some_and(|t| {
+            t.lines()
+                .filter(|l| l.starts_with("SigPnd:") || l.starts_with("ShdPnd:"))
+                .filter_map(|l| u64::from_str_radix(l.split_whitespace().nth(1)?, 16).ok())
+                .any(|mask| mask & (1 << (9 - 1)) != 0)
+        });
+    if exiting || sigkill_pending {
+        Owner::Exiting
+    } else {
+        Owner::Live
+    }
+}
+
+/// Wait up to `limit` for `pid` to exit: its pidfd becomes readable then.
+fn wait_exit(pid: i32, limit: Duration) {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let Some(p) = rustix::process::Pid::from_raw(pid) else {
+        return;
+    };
+    let Ok(fd) = rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()) else {
+        return;
+    };
+    let ts = Timespec {
+        tv_sec: limit.as_secs() as i64,
+        tv_nsec: i64::from(limit.subsec_nanos()),
+    };
+    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+    let _ = poll(&mut fds, Some(&ts));
 }
 
 fn unique_name() -> String {

@@ -45,6 +45,8 @@ pub struct Ctx {
     pub json: bool,
     /// The renderer (human or `--json`).
     pub out: Output,
+    /// The policy as read before the command began (`cli::validate::policy`), when it was.
+    pub loaded: Option<Policy>,
 }
 
 impl Ctx {
@@ -54,12 +56,17 @@ impl Ctx {
             policy,
             json,
             out: Output::new(json),
+            loaded: None,
         }
     }
 
-    /// The policy file (`--policy`, else the default path when it exists).
+    /// The policy file (`--policy`, else the default path when it exists): the one read before
+    /// the command began, when it was.
     fn policy(&self) -> Result<Policy, Error> {
-        Policy::load(self.policy.as_deref())
+        match &self.loaded {
+            Some(p) => Ok(p.clone()),
+            None => Policy::load(self.policy.as_deref()),
+        }
     }
 }
 

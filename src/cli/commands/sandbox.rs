@@ -35,6 +35,9 @@ pub fn cmd_sandbox_prune(
         Some(p) => p,
         None => Sandbox::default_parent()?,
     };
+    ck_cgroup::cgroup::CgroupDir::open(&parent).map_err(|e| {
+        e.with_hint("pass --parent PATH, the cgroup2 directory the sandboxes were made under")
+    })?;
     let r = sweep(&parent)?;
     written(ctx.out.sandbox_prune(&r));
     if !r.failed.is_empty() {
@@ -112,6 +115,10 @@ fn directory_sandbox(parent: Option<PathBuf>) -> Result<Sandbox, Error> {
         Some(p) => p,
         None => Sandbox::default_parent()?,
     };
+    // A parent that cannot be one is the refusal, once (not also a note of the sweep's).
+    ck_cgroup::cgroup::CgroupDir::open(&p).map_err(|e| {
+        e.with_hint("pass --parent PATH, a cgroup2 directory you may make cgroups in")
+    })?;
     match sweep(&p) {
         Ok(r) => {
             for s in &r.removed {

@@ -161,8 +161,15 @@ impl Root {
 
     /// Wrap an already opened cgroup2 directory.
     pub fn from_dir(dir: CgroupDir) -> Result<Root> {
-        // cgroup.events exists on every cgroup but the hierarchy's root.
-        if !dir.exists("cgroup.events") {
+        // cgroup.events exists on every cgroup but the hierarchy's root. Only ENOENT says so: a
+        // failure to look (EMFILE under `ulimit -n`, ENOMEM) is that failure (exit 1).
+        let events = dir.open_beneath("cgroup.events", rustix::fs::OFlags::PATH);
+        if let Err(e) = events
+            && e != rustix::io::Errno::NOENT
+        {
+            return Err(Error::io("open", dir.display_path("cgroup.events"), e));
+        }
+        if events.is_err() {
             return Err(Error::bad_input(format!(
                 "{} is the root of the cgroup2 hierarchy, not a service's cgroup",
                 dir.path().display()

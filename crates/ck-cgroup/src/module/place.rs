@@ -98,9 +98,10 @@ pub(super) fn exited_meanwhile(pid: u32) -> Error {
 
 impl Root {
     /// Find an existing module by id or by directory name as `list` shows it: ours
-    /// (`subc-modules/<name>`) first, then the daemon's (`daemon/subc-modules/<name>`).
+    /// (`subc-modules/<name>`) first, then the daemon's (`daemon/subc-modules/<name>`). A name
+    /// that can never be a module (`cgroup.procs`, [`crate::id::module_name`]) is bad input.
     pub fn find(&self, name: &str) -> Result<Option<ModuleRef>> {
-        let name = DirName::new(name)?;
+        let name = crate::id::module_name(name)?;
         for layout in [Layout::Ck, Layout::Daemon] {
             let m = ModuleRef {
                 layout,

@@ -5,11 +5,10 @@
 //! `IN_ATTRIB` on the directory, which `watch` watches), and the `killed_by` of `emptied`: the
 //! killers whose counters grew since the module was last populated.
 //!
-//! Kept apart from watch.rs so that its event loop calls in at two points only: [`Kills::observe`]
+//! Kept apart from watch/ so that its event loop calls in at two points only: [`Kills::observe`]
 //! on each re-read and [`Kills::killed_by`] on `emptied`.
 
 use crate::cgroup::oomd::{self, KillCounters};
-use crate::cgroup::root::CgroupDir;
 
 /// A module's kill counters: as last read, and as they were when it was last populated.
 #[derive(Debug, Default)]
@@ -28,16 +27,11 @@ pub(super) const OOMD_KILL: &str = "oomd_kill";
 pub(super) const OOMD_KILL_SOURCE: &str = oomd::OOMS;
 
 impl Kills {
-    /// Read the counters of `rel` now; `populated_now` says the module just became populated
-    /// (the baseline of [`Kills::killed_by`] starts here). Returns the rise of `user.oomd_ooms`
-    /// since the last read, if it grew.
-    pub(super) fn observe(
-        &mut self,
-        dir: &CgroupDir,
-        rel: &str,
-        populated_now: bool,
-    ) -> Option<OomdRise> {
-        let now = oomd::kill_counters(dir, rel);
+    /// The counters read now (`now`, [`oomd::kill_counters`] of the module's directory);
+    /// `populated_now` says the module just became populated (the baseline of
+    /// [`Kills::killed_by`] starts here). Returns the rise of `user.oomd_ooms` since the last
+    /// read, if it grew.
+    pub(super) fn observe(&mut self, now: KillCounters, populated_now: bool) -> Option<OomdRise> {
         let prev = self.last.and_then(|l| l.oomd_ooms);
         let rise = match now.oomd_ooms {
             Some(v) if v > prev.unwrap_or(0) => Some((v, prev)),

@@ -1,0 +1,528 @@
+//! The modules `watch` follows: the inotify queue read in the kernel's order, each module's
+//! lifetimes (one per directory made under its name), and what each lifetime reports.
+//!
+//! The queue is read whole (every event queued now), then handled one event at a time in the
+//! kernel's order: a directory event and a file's modify event of the same module keep their
+//! order, so an `emptied` is never lost behind the `removed` that follows it in the same read.
+//!
+//! Lifetimes, by what the kernel guarantees (docs/design.md, "watch"):
+//! - each `IN_CREATE` (or rename to) of a directory under a name begins a lifetime, reported as
+//!   `appeared`; each `IN_DELETE` (or rename away) ends the one open under that name, reported as
+//!   `removed`, whatever is on disk now: a module made, removed and made again between two reads
+//!   is `appeared`, `removed`, `appeared`;
+//! - a lifetime whose end is already in the queue when its beginning is handled is not opened
+//!   (the directory under that name now, if any, is a later one): it is `appeared` and `removed`,
+//!   nothing read of another directory is put on it;
+//! - `populated` and `emptied` are what a read of the lifetime's own `cgroup.events` (through
+//!   the directory opened for it, never by name) says, when it differs from the last read;
+//! - a lifetime last read populated that is removed was emptied first (the kernel refuses
+//!   `rmdir(2)` of a populated cgroup, `EBUSY`): `emptied` with `inferred: true` comes before
+//!   its `removed`;
+//! - nothing else is invented: a lifetime that went before its directory could be opened, or
+//!   whose files changed after its last read, may have been populated and emptied unseen (a
+//!   modify of `cgroup.events` is also a freeze, and two in a row are one in the queue), so no
+//!   `populated` is reported for it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::os::unix::io::{AsRawFd, OwnedFd};
+
+use rustix::fs::{OFlags, inotify};
+use rustix::io::Errno;
+
+use super::{Armed, WatchEvent, WatchOptions, event};
+use crate::cgroup::CgroupDir;
+use crate::cgroup::parse;
+use crate::error::{Error, Result};
+use crate::id::DirName;
+use crate::layout::{Layout, ModuleRef};
+use crate::module::{ModuleEntry, Root};
+
+pub(super) type Key = (Layout, String);
+
+#[derive(Default)]
+pub(super) struct State {
+    /// The module's path relative to the root (`ModuleEntry::path`).
+    pub rel: String,
+    /// The inode of the directory watched: a module made again under the same name is another.
+    pub ino: Option<u64>,
+    /// The last read of its `cgroup.events`; a new cgroup starts empty.
+    populated: Option<bool>,
+    counters: BTreeMap<String, u64>,
+    pub above: bool,
+    /// Found by a scan, not by its directory event: the `IN_CREATE` still queued for it (the
+    /// scan at the start runs after the watch on its parent is set) is its own, not another
+    /// lifetime.
+    from_scan: bool,
+    /// The watches on its files.
+    wds: Vec<i32>,
+    /// Its PSI triggers.
+    pub triggers: Vec<Armed>,
+    /// Its directory, opened when its lifetime began; every read of its files goes through it.
+    dir: Option<CgroupDir>,
+    /// Its kill counters, for `oomd_kill` and `emptied`'s `killed_by`.
+    kills: crate::telemetry::attribution::Kills,
+}
+
+/// The directories watched for modules coming and going: the two that hold modules, and their
+/// parents (whose events only ask for a rescan, e.g. `subc-modules/` made by the first module).
+const MODULE_DIRS: [(&str, Option<Layout>); 4] = [
+    ("", None),
+    ("daemon", None),
+    ("subc-modules", Some(Layout::Ck)),
+    ("daemon/subc-modules", Some(Layout::Daemon)),
+];
+
+/// One event of the queue, as far as `watch` cares.
+enum Queued {
+    /// A directory appeared under this name (made, or renamed to it).
+    Made(Layout, String),
+    /// The directory under this name went (removed, or renamed away).
+    Gone(Layout, String),
+    /// A module's file changed (the watch's descriptor).
+    Changed(i32),
+    /// A module's file watch ended (its file went).
+    Ignored(i32),
+    /// Events were lost, or a directory that holds modules changed: rescan.
+    Rescan,
+}
+
+pub(super) struct Watcher<'a> {
+    pub root: &'a Root,
+    pub opts: &'a WatchOptions,
+    pub ino: OwnedFd,
+    pub modules: HashMap<Key, State>,
+    /// The watches on modules' files.
+    wds: HashMap<i32, Key>,
+    /// The watches on [`MODULE_DIRS`].
+    dir_wds: HashMap<i32, Option<Layout>>,
+    dirs: Vec<OwnedFd>,
+}
+
+impl<'a> Watcher<'a> {
+    pub fn new(root: &'a Root, opts: &'a WatchOptions, ino: OwnedFd) -> Watcher<'a> {
+        Watcher {
+            root,
+            opts,
+            ino,
+            modules: HashMap::new(),
+            wds: HashMap::new(),
+            dir_wds: HashMap::new(),
+            dirs: Vec::new(),
+        }
+    }
+
+    /// Read every event queued now (the fd is non-blocking), in the kernel's order.
+    fn read_queue(&mut self, buf: &mut [std::mem::MaybeUninit<u8>]) -> Result<Vec<Queued>> {
+        use inotify::ReadFlags;
+        let mut out = Vec::new();
+        let mut reader = inotify::Reader::new(&self.ino, buf);
+        loop {
+            let ev = match reader.next() {
+                Ok(ev) => ev,
+                Err(Errno::AGAIN) | Err(Errno::INTR) => break,
+                Err(e) => return Err(Error::io("read inotify for", self.root.path(), e)),
+            };
+            let mask = ev.events();
+            if mask.contains(ReadFlags::QUEUE_OVERFLOW) {
+                // Events were lost: only a full rescan knows what is there now.
+                out.push(Queued::Rescan);
+            } else if let Some(&layout) = self.dir_wds.get(&ev.wd()) {
+                let name = ev
+                    .file_name()
+                    .and_then(|n| n.to_str().ok())
+                    .filter(|n| !n.is_empty());
+                match (layout, name) {
+                    (Some(l), Some(n)) if mask.contains(ReadFlags::ISDIR) => {
+                        if mask.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO) {
+                            out.push(Queued::Made(l, n.to_string()));
+                        } else if mask.intersects(ReadFlags::DELETE | ReadFlags::MOVED_FROM) {
+                            out.push(Queued::Gone(l, n.to_string()));
+                        }
+                    }
+                    // A file, not a module.
+                    (Some(_), Some(_)) => {}
+                    // A parent's event, or a directory that holds modules went itself.
+                    _ => out.push(Queued::Rescan),
+                }
+            } else if self.wds.contains_key(&ev.wd()) {
+                out.push(if mask.contains(ReadFlags::IGNORED) {
+                    Queued::Ignored(ev.wd())
+                } else {
+                    Queued::Changed(ev.wd())
+                });
+            } else if !mask.contains(ReadFlags::IGNORED) {
+                out.push(Queued::Rescan);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Read the queue and turn it into events, one queued event at a time, in order.
+    pub fn drain(
+        &mut self,
+        buf: &mut [std::mem::MaybeUninit<u8>],
+        out: &mut Vec<WatchEvent>,
+    ) -> Result<()> {
+        let mut queue = self.read_queue(buf)?;
+        if cfg!(ck_mutation = "watch-blind") {
+            // Mutation: the kernel's modify events are dropped.
+            queue.retain(|q| !matches!(q, Queued::Changed(_)));
+        }
+        if cfg!(ck_mutation = "watch-by-name") {
+            // Mutation: directory events only ask for a rescan, and a rescan takes a module
+            // that has the name of one it watches for that one (the state of the removed one).
+            for q in &mut queue {
+                if matches!(q, Queued::Made(..) | Queued::Gone(..)) {
+                    *q = Queued::Rescan;
+                }
+            }
+        }
+        if cfg!(ck_mutation = "watch-coalesce") {
+            // Mutation: the read is taken as one snapshot, as it once was: the directory events
+            // first (a name made and gone and made again is one module), then the files read by
+            // name; no `emptied` is inferred before a `removed`.
+            return self.coalesced(queue, out);
+        }
+        let mut rescan = false;
+        for i in 0..queue.len() {
+            match &queue[i] {
+                Queued::Made(l, name) => {
+                    let (l, name) = (*l, name.clone());
+                    let ends = queue[i + 1..]
+                        .iter()
+                        .any(|q| matches!(q, Queued::Gone(gl, gn) if *gl == l && *gn == name));
+                    self.made(l, &name, ends, out)?;
+                }
+                Queued::Gone(l, name) => self.gone(&(*l, name.clone()), true, out),
+                Queued::Changed(wd) => {
+                    if let Some(k) = self.wds.get(wd).cloned() {
+                        self.update(&k, true, out);
+                    }
+                }
+                Queued::Ignored(wd) => {
+                    // The file went with its module; its directory event says so.
+                    self.wds.remove(wd);
+                }
+                Queued::Rescan => rescan = true,
+            }
+        }
+        if rescan {
+            self.rescan(true, out)?;
+        }
+        Ok(())
+    }
+
+    /// The mutation `watch-coalesce`: a read handled as a snapshot.
+    fn coalesced(&mut self, queue: Vec<Queued>, out: &mut Vec<WatchEvent>) -> Result<()> {
+        let mut rescan = false;
+        let mut changed = Vec::new();
+        for q in &queue {
+            match q {
+                Queued::Made(l, name) => {
+                    let k = (*l, name.clone());
+                    if !self.modules.contains_key(&k) {
+                        self.made(*l, name, false, out)?;
+                    }
+                }
+                Queued::Gone(l, name) => {
+                    // The directory under that name now, when it is the one watched, is
+                    // taken for it (the event "was about an older one").
+                    let k = (*l, name.clone());
+                    let Some(st) = self.modules.get(&k) else {
+                        continue;
+                    };
+                    let now = self.root.dir().open_dir(&st.rel).ok();
+                    if now.is_none() || now.as_ref().and_then(|d| inode(d.fd())) != st.ino {
+                        self.gone(&k, false, out);
+                    }
+                }
+                Queued::Changed(wd) => changed.extend(self.wds.get(wd).cloned()),
+                Queued::Ignored(wd) => {
+                    self.wds.remove(wd);
+                }
+                Queued::Rescan => rescan = true,
+            }
+        }
+        for k in changed {
+            self.update(&k, true, out);
+        }
+        if rescan {
+            self.rescan(true, out)?;
+        }
+        Ok(())
+    }
+
+    fn wanted(&self, name: &str, module: Option<&String>) -> bool {
+        self.opts.ids.is_empty() || self.opts.ids.iter().any(|i| i == name || Some(i) == module)
+    }
+
+    fn add(
+        &mut self,
+        fd: impl AsRawFd,
+        file: &str,
+        flags: inotify::WatchFlags,
+    ) -> std::result::Result<i32, Errno> {
+        let path = if file.is_empty() {
+            format!("/proc/self/fd/{}", fd.as_raw_fd())
+        } else {
+            format!("/proc/self/fd/{}/{file}", fd.as_raw_fd())
+        };
+        inotify::add_watch(&self.ino, path, flags)
+    }
+
+    /// A directory appeared under `name` in `layout`'s directory: a lifetime of that module
+    /// begins, when it is one that is wanted. `ends`: its end is queued already, so the
+    /// directory under that name now is not its own (nothing is opened for it).
+    fn made(
+        &mut self,
+        layout: Layout,
+        name: &str,
+        ends: bool,
+        out: &mut Vec<WatchEvent>,
+    ) -> Result<()> {
+        let Ok(dir) = DirName::new(name) else {
+            return Ok(());
+        };
+        let m = ModuleRef { layout, name: dir };
+        if !self.wanted(name, m.module_name().as_ref()) {
+            return Ok(());
+        }
+        let k = (layout, name.to_string());
+        if let Some(st) = self.modules.get_mut(&k)
+            && st.from_scan
+        {
+            // The scan found the directory this event made.
+            st.from_scan = false;
+            return Ok(());
+        }
+        // A lifetime open still had its end lost (a queue overflow): it ended before this one.
+        self.gone(&k, true, out);
+        let dir = if ends {
+            None
+        } else {
+            self.root.dir().open_dir(&m.rel()).ok()
+        };
+        self.follow(k, m.rel(), dir, true, out)
+    }
+
+    /// The lifetime open under `k`'s name ended: report it (after the `emptied` it must have
+    /// had, with `infer`, when it was last read populated), stop watching its files.
+    fn gone(&mut self, k: &Key, infer: bool, out: &mut Vec<WatchEvent>) {
+        let Some(st) = self.modules.remove(k) else {
+            return;
+        };
+        for wd in st.wds {
+            self.wds.remove(&wd);
+            // Already gone with its file, as a rule.
+            let _ = inotify::remove_watch(&self.ino, wd);
+        }
+        if infer && st.populated == Some(true) {
+            let mut e = event(k, "emptied", None, None, None);
+            e.inferred = Some(true);
+            e.killed_by = Some(st.kills.killed_by());
+            out.push(e);
+        }
+        out.push(event(k, "removed", None, None, None));
+    }
+
+    /// Start following module `k` at `rel` (its directory opened as `dir`, when this lifetime's
+    /// directory could be had): watch its event files, set its PSI triggers, report it as
+    /// appeared (with `report`) and its state. A trigger the kernel refuses is the error.
+    fn follow(
+        &mut self,
+        k: Key,
+        rel: String,
+        dir: Option<CgroupDir>,
+        report: bool,
+        out: &mut Vec<WatchEvent>,
+    ) -> Result<()> {
+        // A new cgroup starts empty: a module that already holds a process is reported as
+        // populated right after it appeared.
+        let mut st = State {
+            rel,
+            ino: dir.as_ref().and_then(|d| inode(d.fd())),
+            populated: Some(false),
+            from_scan: !report,
+            ..State::default()
+        };
+        if let Some(dir) = dir {
+            for file in ["cgroup.events", "memory.events", "pids.events"] {
+                if let Ok(wd) = self.add(dir.fd(), file, inotify::WatchFlags::MODIFY) {
+                    self.wds.insert(wd, k.clone());
+                    st.wds.push(wd);
+                }
+            }
+            // systemd-oomd's setxattr of user.oomd_ooms on the directory (attribution.rs).
+            if let Ok(wd) = self.add(dir.fd(), "", inotify::WatchFlags::ATTRIB) {
+                self.wds.insert(wd, k.clone());
+                st.wds.push(wd);
+            }
+            st.dir = Some(dir);
+        }
+        let mut unavailable = Vec::new();
+        if st.dir.is_some() {
+            st.triggers = self.arm(&k, &st.rel, st.ino, &mut unavailable)?;
+        }
+        self.modules.insert(k.clone(), st);
+        if report {
+            out.push(event(&k, "appeared", None, None, None));
+        }
+        out.append(&mut unavailable);
+        self.update(&k, report, out);
+        Ok(())
+    }
+
+    /// (Re)watch the directories that hold modules, then find modules that appeared, went, or
+    /// were replaced by a directory of the same name.
+    pub fn rescan(&mut self, report: bool, out: &mut Vec<WatchEvent>) -> Result<()> {
+        let dir_flags = inotify::WatchFlags::CREATE
+            | inotify::WatchFlags::DELETE
+            | inotify::WatchFlags::MOVED_FROM
+            | inotify::WatchFlags::MOVED_TO
+            | inotify::WatchFlags::ONLYDIR;
+        self.dirs.clear();
+        self.dir_wds.clear();
+        // A directory that is not there (yet) is watched for by its parent's; one that cannot be
+        // opened or watched (EMFILE, the inotify watch limit) is the error: a watch that watches
+        // nothing must not wait forever in silence.
+        for (rel, layout) in MODULE_DIRS {
+            let path = || self.root.dir().display_path(rel);
+            let fd = match self
+                .root
+                .dir()
+                .open_beneath(rel, OFlags::RDONLY | OFlags::DIRECTORY)
+            {
+                Ok(fd) => fd,
+                Err(Errno::NOENT) => continue,
+                Err(e) => return Err(Error::io("open", path(), e)),
+            };
+            match self.add(fd.as_raw_fd(), "", dir_flags) {
+                Ok(wd) => {
+                    self.dir_wds.insert(wd, layout);
+                }
+                Err(Errno::NOENT) => continue,
+                Err(e) => return Err(Error::io("watch (inotify_add_watch)", path(), e)),
+            }
+            self.dirs.push(fd);
+        }
+        let list: Vec<ModuleEntry> = self
+            .root
+            .list()?
+            .into_iter()
+            .filter(|m| self.wanted(m.name.as_str(), m.module.as_ref()))
+            .collect();
+        let present: Vec<Key> = list
+            .iter()
+            .map(|m| (m.layout, m.name.to_string()))
+            .collect();
+        let gone: Vec<Key> = self
+            .modules
+            .keys()
+            .filter(|k| !present.contains(k))
+            .cloned()
+            .collect();
+        for k in gone {
+            self.gone(&k, true, out);
+        }
+        for m in &list {
+            let k = (m.layout, m.name.to_string());
+            let dir = self.root.dir().open_dir(&m.path).ok();
+            if let Some(st) = self.modules.get(&k) {
+                let ino = dir.as_ref().and_then(|d| inode(d.fd()));
+                if cfg!(ck_mutation = "watch-by-name") || ino.is_none() || st.ino == ino {
+                    continue;
+                }
+                // Made again under the same name since it was watched.
+                self.gone(&k, true, out);
+            }
+            self.follow(k, m.path.clone(), dir, report, out)?;
+        }
+        Ok(())
+    }
+
+    /// Re-read a module's event files through its own directory; report what changed. A read
+    /// that fails (the directory went) changes nothing: its `removed` comes from the queue.
+    fn update(&mut self, k: &Key, report: bool, out: &mut Vec<WatchEvent>) {
+        let Some(st) = self.modules.get(k) else {
+            return;
+        };
+        // The mutation `watch-coalesce` reads by name, whatever directory holds it now.
+        let by_name;
+        let dir = match (&st.dir, cfg!(ck_mutation = "watch-coalesce")) {
+            (Some(d), false) => d,
+            // A lifetime whose directory was gone before it was handled: nothing to read.
+            (None, false) => return,
+            (_, true) => match self.root.dir().open_dir(&st.rel) {
+                Ok(d) => {
+                    by_name = d;
+                    &by_name
+                }
+                Err(_) => return,
+            },
+        };
+        let Some(populated) = dir
+            .read_raw("cgroup.events")
+            .ok()
+            .and_then(|t| parse::events(&t).populated)
+        else {
+            return;
+        };
+        let mut counters = BTreeMap::new();
+        for (file, prefix, keys) in [
+            (
+                "memory.events",
+                "memory_",
+                &["low", "high", "max", "oom", "oom_kill", "oom_group_kill"][..],
+            ),
+            ("pids.events", "pids_", &["max"][..]),
+        ] {
+            if let Ok(t) = dir.read_raw(file) {
+                let kv = parse::flat_keyed(&t);
+                for key in keys {
+                    if let Some(v) = kv.get(*key) {
+                        counters.insert(format!("{prefix}{key}"), *v);
+                    }
+                }
+            }
+        }
+        let kills = crate::cgroup::oomd::kill_counters(dir, "");
+        let Some(st) = self.modules.get_mut(k) else {
+            return;
+        };
+        let populated_now = populated && st.populated != Some(true);
+        let rise = st.kills.observe(kills, populated_now);
+        if report {
+            if let Some((v, prev)) = rise {
+                let source = crate::telemetry::attribution::OOMD_KILL_SOURCE;
+                let name = crate::telemetry::attribution::OOMD_KILL;
+                out.push(event(k, name, Some(v), prev, Some(source.into())));
+            }
+            if Some(populated) != st.populated {
+                let name = if populated { "populated" } else { "emptied" };
+                let mut e = event(k, name, None, None, None);
+                if !populated {
+                    e.killed_by = Some(st.kills.killed_by());
+                }
+                out.push(e);
+            }
+            for (name, v) in &counters {
+                let prev = st.counters.get(name).copied();
+                if *v > prev.unwrap_or(0) {
+                    let file = if name.starts_with("pids_") {
+                        "pids.events"
+                    } else {
+                        "memory.events"
+                    };
+                    out.push(event(k, name, Some(*v), prev, Some(file.into())));
+                }
+            }
+        }
+        st.populated = Some(populated);
+        st.counters.extend(counters);
+    }
+}
+
+/// The inode of an open directory: a cgroup made again under the same name has another one.
+pub(super) fn inode(fd: impl rustix::fd::AsFd) -> Option<u64> {
+    rustix::fs::fstat(fd).ok().map(|st| st.st_ino)
+}
