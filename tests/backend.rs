@@ -97,15 +97,16 @@ fn a_kill_method_cannot_be_forced_on_a_scope() {
 
 #[test]
 fn a_bad_module_id_is_refused_before_systemd_is_asked() {
-    for args in [
-        &["exec", "--backend", "systemd", "../x", "--", "true"][..],
-        &["kill", "--backend", "systemd", "../x"],
-        &["status", "--backend", "systemd", "../x"],
+    // exec takes a module id; kill and status a module name (an id or a directory name).
+    for (args, what) in [
+        (&["exec", "--backend", "systemd", "../x", "--", "true"][..], "id"),
+        (&["kill", "--backend", "systemd", "../x"], "name"),
+        (&["status", "--backend", "systemd", "../x"], "name"),
     ] {
         let o = bare().args(args).output().unwrap();
         assert_bad_input(
             &o,
-            "ck-cgroup: invalid module id \"../x\"",
+            &format!("ck-cgroup: invalid module {what} \"../x\""),
             &format!("{args:?}"),
         );
     }
