@@ -99,7 +99,10 @@ fn a_kill_method_cannot_be_forced_on_a_scope() {
 fn a_bad_module_id_is_refused_before_systemd_is_asked() {
     // exec takes a module id; kill and status a module name (an id or a directory name).
     for (args, what) in [
-        (&["exec", "--backend", "systemd", "../x", "--", "true"][..], "id"),
+        (
+            &["exec", "--backend", "systemd", "../x", "--", "true"][..],
+            "id",
+        ),
         (&["kill", "--backend", "systemd", "../x"], "name"),
         (&["status", "--backend", "systemd", "../x"], "name"),
     ] {

@@ -176,7 +176,7 @@ fn one_id_made_populated_emptied_and_removed_200_times_is_reported_200_times_in_
     let w = World::new();
     ok(w.run(&["init"]));
     let watch = Watch::start(&w);
-    cycle(&Ck::of(&w), &watch, "c", 200);
+    cycle(&Ck::of(&w), &watch, "c", race_runs(200) as usize);
 }
 
 #[test]
@@ -188,7 +188,7 @@ fn four_ids_cycled_at_once_are_each_reported_whole_and_in_order() {
     std::thread::scope(|s| {
         for id in ["q0", "q1", "q2", "q3"] {
             let (ck, watch) = (&ck, &watch);
-            s.spawn(move || cycle(ck, watch, id, 60));
+            s.spawn(move || cycle(ck, watch, id, race_runs(60) as usize));
         }
     });
 }
@@ -209,7 +209,8 @@ fn lifetimes_shorter_than_one_read_are_each_reported_and_nothing_is_invented() {
     stop(&ck, "held", held_child);
     // 100 lifetimes of `s` that begin and end while watch sleeps, and a 101st that is alive
     // (populated) when it wakes: the directory under the name then is the last one's.
-    for _ in 0..100 {
+    let short_lives = race_runs(100);
+    for _ in 0..short_lives {
         let c = populate(&ck, "s");
         stop(&ck, "s", c);
     }
@@ -220,7 +221,7 @@ fn lifetimes_shorter_than_one_read_are_each_reported_and_nothing_is_invented() {
         ["emptied+inferred", "removed"],
         "a module removed while last seen populated was emptied first"
     );
-    for i in 0..100 {
+    for i in 0..short_lives {
         // Never read: appeared and removed, no populated or emptied invented.
         assert_eq!(short.take("s", 2), ["appeared", "removed"], "lifetime {i}");
     }
