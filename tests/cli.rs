@@ -1547,14 +1547,12 @@ fn a_module_frozen_by_freeze_is_killed() {
 }
 
 #[test]
-fn freeze_or_thaw_of_a_missing_module_is_exit_2() {
+fn freeze_or_thaw_of_a_bad_name_or_timeout_is_exit_2() {
     let w = World::new();
     let before = w.tree();
     for args in [
-        vec!["freeze", "nosuch"],
-        vec!["thaw", "nosuch"],
-        vec!["--json", "freeze", "nosuch"],
         vec!["freeze", "../x"],
+        vec!["--json", "thaw", "a/b"],
         vec!["freeze", "--timeout", "soon", "x"],
     ] {
         let o = w.run(&args);
@@ -1562,7 +1560,6 @@ fn freeze_or_thaw_of_a_missing_module_is_exit_2() {
         let e = stderr(&o);
         if args.contains(&"--json") {
             let v: serde_json::Value = serde_json::from_str(&e).expect(&e);
-            assert_eq!(v["error"]["kind"], "no_such_module", "{e}");
             assert_eq!(v["error"]["exit"], 2, "{e}");
         } else {
             assert!(

@@ -457,7 +457,7 @@ fn watch_lines(w: &World, c: &mut Contract) {
 /// The error object: one line on stderr, nothing else there, the exit code unchanged.
 fn errors(w: &World, c: &mut Contract) {
     let cases: [(&[&str], i32, &str); 5] = [
-        (&["--json", "freeze", "nosuch"], 2, "no_such_module"),
+        (&["--json", "freeze", "nosuch"], 1, "no_such_module"),
         (&["--json", "kill", "../x"], 2, "bad_input"),
         (&["--json", "list", "--frob"], 2, "usage"),
         (&["list", "--frob", "--json"], 2, "usage"),

@@ -75,6 +75,7 @@ pub fn cmd_set(ctx: &Ctx, fs: Cgroupfs, id: &str, flags: &LimitArgs) -> Result<E
                 .with_hint(format!(
                     "make it with `ck-cgroup create {id}` and the same limits"
                 ))
+                .with_kind(ck_cgroup::ErrorKind::NoSuchModule)
                 .into(),
         );
     }

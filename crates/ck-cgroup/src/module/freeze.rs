@@ -28,7 +28,7 @@ impl Root {
     /// Every process of the module and of its sub-cgroups stops where it is until
     /// [`Root::thaw`]; `kill` takes a frozen module as it is.
     ///
-    /// A module that does not exist is [`ErrorKind::NoSuchModule`](crate::error::ErrorKind) (exit 2);
+    /// A module that does not exist is [`ErrorKind::NoSuchModule`](crate::error::ErrorKind) (exit 1);
     /// one still not frozen after `timeout` is [`ErrorKind::NotFrozen`](crate::error::ErrorKind)
     /// (exit 1), naming the module and what it holds (its `cgroup.freeze` stays `1`: the kernel
     /// goes on freezing it).
@@ -55,11 +55,14 @@ impl Root {
 
     fn set_frozen(&self, name: &str, frozen: bool, timeout: Duration) -> Result<FreezeReport> {
         let verb = if frozen { "freeze" } else { "thaw" };
+        // The one rule for a module that is not there (docs/commands.md): exit 1, as status,
+        // ps and set say it.
         let missing = || {
-            Error::bad_input(format!(
-                "no module {name} under {}: nothing to {verb} (`ck-cgroup list` shows the modules)",
+            Error::failed(format!(
+                "no module {name} under {}: nothing to {verb}",
                 self.path().display()
             ))
+            .with_hint("`ck-cgroup list` shows the modules")
             .with_kind(crate::error::ErrorKind::NoSuchModule)
         };
         let Some(m) = self.find(name)? else {
