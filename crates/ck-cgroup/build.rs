@@ -39,7 +39,6 @@ const CONTROLS: &[&str] = &[
     "root-in-root",
     "run-term-to-cmd",
     "sandbox-cmd-outside",
-    "sandbox-dying-alive",
     "sandbox-no-lock",
     "sandbox-no-sweep",
     "sandbox-prune-kept",

@@ -418,9 +418,6 @@ fn lock_unless_held_by_the_living(sb: &CgroupDir) -> std::result::Result<bool, E
             Err(Errno::WOULDBLOCK) => {}
             Err(e) => return Err(e),
         }
-        if cfg!(ck_mutation = "sandbox-dying-alive") {
-            return Ok(false);
-        }
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         if left.is_zero() {
             return Ok(false);
