@@ -161,3 +161,91 @@ fn readme_is_short_and_its_lines_fit() {
         );
     }
 }
+
+/// The man page's ENVIRONMENT tags, in order.
+fn man_environment() -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ck-cgroup"))
+        .args(["generate", "man", "--out-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(dir.path().join("ck-cgroup.1")).unwrap();
+    let env = page
+        .split_once(".SH \"ENVIRONMENT\"")
+        .expect("ENVIRONMENT")
+        .1
+        .split("\n.SH ")
+        .next()
+        .unwrap_or("");
+    let lines: Vec<&str> = env.lines().collect();
+    lines
+        .windows(2)
+        .filter(|w| w[0] == ".TP")
+        .filter_map(|w| {
+            w[1].strip_prefix("\\fB")
+                .and_then(|t| t.strip_suffix("\\fR"))
+                .map(|t| t.replace("\\-", "-"))
+        })
+        .collect()
+}
+
+/// The environment and the root's sources have one story: docs/commands.md's Environment table
+/// is the man page's ENVIRONMENT, and its root precedence is `--help`'s.
+#[test]
+fn commands_md_environment_and_root_order_are_the_helpers() {
+    let doc = read("docs/commands.md");
+    let section = doc
+        .split_once("## Environment\n")
+        .expect("docs/commands.md has ## Environment")
+        .1;
+    let listed: Vec<String> = section
+        .lines()
+        .skip_while(|l| !l.starts_with("| variable |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| l.split('`').nth(1).map(str::to_string))
+        .collect();
+    assert_eq!(
+        listed,
+        man_environment(),
+        "docs/commands.md's Environment against the man page"
+    );
+
+    // The root: the same sources in the same order in --help and docs/commands.md.
+    let sources = [
+        "--root",
+        "CK_CGROUP_ROOT",
+        "--unit",
+        "CK_CGROUP_UNIT",
+        "discovered",
+    ];
+    let order = |text: &str| -> Vec<&'static str> {
+        let mut found: Vec<(usize, &'static str)> = sources
+            .iter()
+            .filter_map(|s| text.find(s).map(|i| (i, *s)))
+            .collect();
+        found.sort();
+        found.into_iter().map(|(_, s)| s).collect()
+    };
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ck-cgroup"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout).into_owned();
+    let help_root = help.split_once("Root: ").expect("--help's Root:").1;
+    let help_root = help_root.split("\n\n").next().unwrap_or(help_root);
+    let doc_root = doc.split_once("## The root\n").expect("## The root").1;
+    let doc_root = doc_root.trim_start().split("\n\n").next().unwrap_or(doc_root);
+    assert_eq!(
+        order(help_root),
+        sources,
+        "--help's root order: {help_root}"
+    );
+    assert_eq!(
+        order(doc_root),
+        sources,
+        "docs/commands.md's root order: {doc_root}"
+    );
+}
