@@ -237,7 +237,11 @@ fn commands_md_environment_and_root_order_are_the_helpers() {
     let help_root = help.split_once("Root: ").expect("--help's Root:").1;
     let help_root = help_root.split("\n\n").next().unwrap_or(help_root);
     let doc_root = doc.split_once("## The root\n").expect("## The root").1;
-    let doc_root = doc_root.trim_start().split("\n\n").next().unwrap_or(doc_root);
+    let doc_root = doc_root
+        .trim_start()
+        .split("\n\n")
+        .next()
+        .unwrap_or(doc_root);
     assert_eq!(
         order(help_root),
         sources,

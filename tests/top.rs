@@ -381,3 +381,58 @@ fn in_a_terminal_it_shows_the_modules_sorted_and_restores_the_terminal() {
     big.wait().unwrap();
     small.wait().unwrap();
 }
+
+/// `watch` at a terminal says on stderr what it follows and that nothing comes until an event
+/// (it used to be silent until then); piped, its stderr has no such line (the events and the
+/// errors only).
+#[test]
+fn in_a_terminal_watch_says_what_its_silence_means() {
+    if tmux_missing() {
+        common::skip(
+            "tmux is not installed, so watch is not tried at a terminal (apt-get install tmux)",
+        );
+        return;
+    }
+    let w = World::new();
+    ok(w.run(&["init"]));
+    let tmux = Tmux {
+        sock: w.tmp("tmux-watch.sock"),
+    };
+    let script = format!(
+        "exec {} --root '{}' watch > /dev/null",
+        bin(),
+        w.root().display()
+    );
+    let o = tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "watch",
+        "-x",
+        "200",
+        "-y",
+        "20",
+        &script,
+    ]);
+    assert!(o.status.success(), "tmux new-session: {}", stderr(&o));
+    let mut screen = String::new();
+    eventually("watch's line at the terminal", || {
+        screen = stdout(&tmux.cmd(&["capture-pane", "-p", "-t", "watch"]));
+        screen.contains("watch: following the modules under")
+    });
+    assert!(screen.contains("none until one happens"), "{screen}");
+    drop(tmux);
+    // Not a terminal: nothing but events and errors on stderr.
+    let mut c = w
+        .ck()
+        .args(["watch"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    w.track(c.id());
+    std::thread::sleep(Duration::from_millis(300));
+    c.kill().unwrap();
+    let out = c.wait_with_output().unwrap();
+    assert_eq!(stderr(&out), "", "piped, watch says nothing on stderr");
+}

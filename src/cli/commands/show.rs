@@ -85,6 +85,14 @@ pub fn cmd_watch(
 ) -> Result<ExitCode, Fail> {
     let policy = ctx.policy()?;
     let root = fs.open()?;
+    // An operator at a terminal is told what the silence means; a pipe or a log gets only the
+    // events (and the errors).
+    if rustix::termios::isatty(io::stderr()) {
+        crate::cli::exit::note(format_args!(
+            "watch: following the modules under {}: one JSON line on stdout per event, none until one happens; Ctrl-C ends",
+            root.path().display()
+        ));
+    }
     if !pressure.is_empty() {
         // Each module holds a descriptor per trigger: take the hard limit on descriptors (the
         // default soft 1024 is some 300 modules with three triggers). poll(2), not select(2), so
