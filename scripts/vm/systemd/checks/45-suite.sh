@@ -22,7 +22,7 @@
 #                          are the heaviest cases under TCG (the conformance binary took 376 s); they
 #                          run on the host
 # The whole suite under TCG takes longer than the lane's CHECK_TIMEOUT:
-# check-timeout: 1500
+# check-timeout: 2100
 set -euo pipefail
 # shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
