@@ -11,13 +11,13 @@
 
 use std::path::Path;
 
-use super::gather::Root;
 use super::{Check, Outcome};
 use crate::backend::{Bus, OomdUnits};
 use crate::cgroup::oomd::{self, OomdPreference};
 use crate::cgroup::root::CgroupDir;
 use crate::cgroup::wait::join;
 use crate::layout::DAEMON_LEAF;
+use crate::module::Root;
 
 /// At most this many cgroups deep below the root, and this many candidates, are walked.
 const MAX_DEPTH: usize = 8;
