@@ -118,14 +118,7 @@ fn readme_help_and_man_page_give_the_same_exit_codes() {
         "README.md's exit codes against --help's"
     );
     // The man page's EXIT STATUS is made from the same lines.
-    let dir = tempfile::tempdir().unwrap();
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ck-cgroup"))
-        .args(["generate", "man", "--out-dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let page = std::fs::read_to_string(dir.path().join("ck-cgroup.1")).unwrap();
+    let page = top_man_page();
     let exit = page
         .split_once(".SH \"EXIT STATUS\"")
         .expect("EXIT STATUS")
@@ -164,14 +157,7 @@ fn readme_is_short_and_its_lines_fit() {
 
 /// The man page's ENVIRONMENT tags, in order.
 fn man_environment() -> Vec<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ck-cgroup"))
-        .args(["generate", "man", "--out-dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let page = std::fs::read_to_string(dir.path().join("ck-cgroup.1")).unwrap();
+    let page = top_man_page();
     let env = page
         .split_once(".SH \"ENVIRONMENT\"")
         .expect("ENVIRONMENT")
@@ -252,4 +238,16 @@ fn commands_md_environment_and_root_order_are_the_helpers() {
         sources,
         "docs/commands.md's root order: {doc_root}"
     );
+}
+
+/// The top-level man page as `ck-cgroup generate man` writes it (roff).
+fn top_man_page() -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ck-cgroup"))
+        .args(["generate", "man", "--out-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::read_to_string(dir.path().join("ck-cgroup.1")).unwrap()
 }

@@ -87,27 +87,10 @@ pub enum Col {
 }
 
 impl Col {
-    /// Every column `-o` takes, by its name there (the header in lower case).
-    pub const ALL: [Col; 18] = [
-        Col::Name,
-        Col::Module,
-        Col::Id,
-        Col::Pop,
-        Col::Procs,
-        Col::Mem,
-        Col::Peak,
-        Col::Anon,
-        Col::File,
-        Col::Swap,
-        Col::High,
-        Col::Max,
-        Col::OomKill,
-        Col::Pids,
-        Col::PidsMax,
-        Col::CpuS,
-        Col::CpuRate,
-        Col::PsiMem,
-    ];
+    /// Every column `-o` takes: the wide table's and [`Col::Id`] (`CPU%` is `top`'s alone).
+    pub fn for_o() -> impl Iterator<Item = Col> {
+        STATUS_WIDE.iter().copied().chain([Col::Id])
+    }
 
     /// Its name for `-o`: the header in lower case (`id` for [`Col::Id`], `cpu_pct` for `CPU%`).
     pub fn key(self) -> String {

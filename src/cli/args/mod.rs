@@ -455,18 +455,12 @@ pub enum Format {
 /// `status -o`'s list: the columns' names, comma-separated (`cpu_pct`, `top`'s CPU%, is not
 /// one: status has no interval).
 fn status_columns(s: &str) -> Result<ColumnList, String> {
-    let names: Vec<String> = Col::ALL
-        .iter()
-        .filter(|c| **c != Col::CpuRate)
-        .map(|c| c.key())
-        .collect();
+    let names: Vec<String> = Col::for_o().map(|c| c.key()).collect();
     s.split(',')
         .map(|n| {
             let n = n.trim().to_ascii_lowercase();
-            Col::ALL
-                .iter()
-                .copied()
-                .find(|c| *c != Col::CpuRate && c.key() == n)
+            Col::for_o()
+                .find(|c| c.key() == n)
                 .ok_or_else(|| format!("no column {n:?}; the columns: {}", names.join(",")))
         })
         .collect::<Result<Vec<Col>, String>>()
