@@ -27,6 +27,39 @@ fn wait_at_most(c: &mut std::process::Child, limit: Duration) -> Option<std::pro
     }
 }
 
+/// The count of read calls of process `pid` (`syscr` of `/proc/PID/io`), `None` where the
+/// kernel keeps no such count.
+fn reads(pid: u32) -> Option<u64> {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    io.lines()
+        .find_map(|l| l.strip_prefix("syscr: "))
+        .and_then(|n| n.trim().parse().ok())
+}
+
+/// Wait until process `pid` sleeps in `poll` and has made no read call for 300 ms (30 times the
+/// kernel's 10 ms hold-back of a `cgroup.events` notification), at most 60 s (scaled).
+fn settled(pid: u32) {
+    let wchan = format!("/proc/{pid}/wchan");
+    let polling = || std::fs::read_to_string(&wchan).is_ok_and(|s| s.contains("poll"));
+    let deadline = Instant::now() + scaled(Duration::from_secs(60));
+    let mut quiet = 0;
+    let mut last = None;
+    while quiet < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "process {pid} never settled in poll"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        let now = reads(pid);
+        quiet = if polling() && now == last {
+            quiet + 1
+        } else {
+            0
+        };
+        last = now;
+    }
+}
+
 /// Issue 23: `exec` and `run` of a new module while `subc-modules/` was frozen hung (10 to 13 s
 /// until killed, and `run` ignored TERM): the new module was frozen from birth. With
 /// `subc-modules/` or the root frozen, both are refused (exit 1, one line naming the frozen
@@ -133,8 +166,12 @@ fn thaw_racing_a_kill_that_removes_the_module_answers_at_once() {
     eventually("the module empty", || {
         std::fs::read_to_string(&events).is_ok_and(|s| s.contains("populated 0"))
     });
-    // Woken by `populated 0`, the thaw reads `frozen 1` and waits again.
-    eventually("the thaw waiting in poll again", polling);
+    // Woken by `populated 0`, the thaw reads `frozen 1` and waits again. The kernel may hold a
+    // later change of `cgroup.events` back (it wakes pollers at most once per 10 ms and sends
+    // the rest from a timer): such a late wake after the removal below would end the thaw
+    // without the watch for the removal, and the mutation control pass. So the thaw must be
+    // settled: in its poll, with no read of the file for a while.
+    settled(thaw.id());
     assert!(
         thaw.try_wait().unwrap().is_none(),
         "thaw ended before the removal"
