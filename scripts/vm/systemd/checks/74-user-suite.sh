@@ -5,7 +5,7 @@
 # sandbox` (a delegated scope of the user manager) with CK_CGROUP_TEST_PARENT set to its root:
 # the user service's subtree (directories and processes) is the same afterwards, the daemon kept
 # its pid, and no sandbox is left. The tests' results are reported, not judged (45-suite.sh
-# judges them, as root); the forking-tree tests, and the conformance, parsers_random, cli, teardown,
+# and the host's make test judge them, as root); the forking-tree tests, and the conformance, parsers_random, cli, teardown,
 # json_contract, stop_never_lies, placement_race, no_hang, watch_counts_every_transition and
 # sandbox_prune_converges binaries, are skipped for time (TCG). Each binary may take 60 s; together
 # they took about 4 minutes:
@@ -50,13 +50,13 @@ exec ck-cgroup sandbox -- bash -c '
 SCRIPT
 printf '%s\n' "$list" > /tmp/user-suite.list
 chmod 644 /tmp/user-suite.sh /tmp/user-suite.list
-# conformance, parsers_random, cli, teardown and json_contract are left out here: 45-suite.sh runs
-# them as root (conformance's stop mechanisms need no user manager, and under TCG it alone takes
+# conformance, parsers_random, cli, teardown and json_contract are left out here: they run as root
+# in 45-suite.sh (cli, json_contract) or in the host's make test (the rest) (conformance's stop mechanisms need no user manager, and under TCG it alone takes
 # some 376 s; parsers_random touches no cgroup; cli, teardown and json_contract ran into the 60 s
 # limit as the user, 3 minutes of lane 2 for no result); so are the race tests (stop_never_lies,
 # placement_race, no_hang, watch_counts_every_transition, sandbox_prune_converges: each makes
 # hundreds of processes or modules, and those that need a delegated user run their cases as one
-# from 45-suite.sh; together they took the check past its 900 s here). The time limits are the lane's
+# in the host's make test; together they took the check past its 900 s here). The time limits are the lane's
 # (CK_TEST_TIME_SCALE=5, as in 45-suite.sh).
 rc=0
 u systemd-run --user --quiet --wait --pipe --collect \
