@@ -19,7 +19,6 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -27,30 +26,6 @@ use serde_json::Value;
 
 /// The uid of a supervisor and a module that share it (no one else on this host uses it).
 const USER: u32 = SHARED_UID;
-
-/// `tests/fixtures/hostile.c`, compiled once per test binary; or `CK_TEST_HOSTILE`, the path of
-/// one compiled beforehand (lane 2 of the guest lane, whose guest has no C compiler).
-fn hostile() -> &'static str {
-    static BIN: OnceLock<String> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(p) = std::env::var_os("CK_TEST_HOSTILE") {
-            return p.to_string_lossy().into_owned();
-        }
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-        let out = dir.join("hostile");
-        let tmp = dir.join(format!("hostile.{}", std::process::id()));
-        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hostile.c");
-        let o = Command::new("cc")
-            .args(["-O1", "-Wall", "-Werror", "-o"])
-            .arg(&tmp)
-            .arg(src)
-            .output()
-            .expect("run cc (Rust's linker needs it, so it is there)");
-        assert!(o.status.success(), "cc: {}", stderr(&o));
-        std::fs::rename(&tmp, &out).unwrap();
-        out.display().to_string()
-    })
-}
 
 /// Children of the test: killed and reaped when the test ends, whatever happened.
 #[derive(Default)]

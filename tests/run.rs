@@ -485,3 +485,119 @@ fn run_where_user_namespaces_are_off_falls_back_visibly_naming_the_errno() {
     );
     assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
 }
+
+/// `run`'s exit within `limit` (scaled), with its stderr; `None` (after killing it) when it is
+/// still running then.
+fn run_ends_within(
+    mut c: std::process::Child,
+    limit: Duration,
+) -> (Option<std::process::ExitStatus>, String) {
+    let deadline = std::time::Instant::now() + scaled(limit);
+    let status = loop {
+        if let Some(s) = c.try_wait().unwrap() {
+            break Some(s);
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = c.kill();
+            let _ = c.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(c.stderr.as_mut().unwrap(), &mut err).unwrap();
+    (status, err)
+}
+
+/// Issue 23: `run` hung when a process of CMD's ptrace-stopped the PID namespace's init: CMD
+/// exited, the init could neither reap it nor report its status, and `run` waited on the
+/// report for ever. Here CMD starts a tracer of the init (`hostile ptrace 1`: `PTRACE_SEIZE`
+/// and `PTRACE_INTERRUPT`, then it stays the tracer) and exits 7 once the init is in its
+/// ptrace stop: `run` exits 7 at once, its note names the traced init, and nothing is left.
+/// Mutation control: `init-held-blind`.
+///
+/// As a delegated user this cannot happen: the init holds every capability of its user
+/// namespace and CMD none, so `ptrace(2)` refuses CMD (`EPERM`: a tracer's capabilities must
+/// cover the tracee's); the stopped init below is that user's case.
+#[test]
+fn run_ends_when_cmd_exits_while_a_process_of_the_module_traces_the_init() {
+    let w = World::new();
+    let rdy = w.tmp("traced");
+    let script = format!(
+        "{h} ptrace 1 {r} >/dev/null 2>&1 & while [ ! -e {r} ]; do sleep 0.01; done; exit 7",
+        h = hostile(),
+        r = rdy.display()
+    );
+    let c = w
+        .ck()
+        .args(["run", "tr", "--grace", "1s", "--", "sh", "-c", &script])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    w.track(c.id());
+    let (status, err) = run_ends_within(c, Duration::from_secs(30));
+    let status = status.unwrap_or_else(|| panic!("run hung after CMD exited: {err}"));
+    assert_eq!(status.code(), Some(7), "{err}");
+    assert!(
+        err.contains("exited while the PID namespace's init was traced by pid"),
+        "{err}"
+    );
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"], "module left");
+}
+
+/// The same with the init stopped from outside the namespace (a SIGSTOP of its host pid, the
+/// only kind that stops a namespace's init): CMD exits 5 while the init is in that stop, and
+/// `run` exits 5 at once, its note names the stopped init, and nothing is left.
+#[test]
+fn run_ends_when_cmd_exits_while_the_init_is_stopped() {
+    run_ends_with_a_stopped_init(false);
+}
+
+/// The same as a delegated user (nobody, no capability: the PID namespace comes with a user
+/// namespace; the init keeps the user's uid, so the user's own processes may stop it).
+#[test]
+fn run_ends_when_cmd_exits_while_the_init_is_stopped_as_a_delegated_user() {
+    run_ends_with_a_stopped_init(true);
+}
+
+fn run_ends_with_a_stopped_init(nobody: bool) {
+    let w = World::new();
+    let init = w.tmp("init.pid");
+    let go = w.tmp("go");
+    let script = format!(
+        "read -r _ _ _ pp _ < /proc/self/stat; echo $pp > {i}; \
+         while [ ! -e {g} ]; do sleep 0.01; done; exit 5",
+        i = init.display(),
+        g = go.display()
+    );
+    let args = ["run", "st", "--grace", "1s", "--", "sh", "-c", &script];
+    let mut cmd = if nobody {
+        ck_as_nobody(&w, &args)
+    } else {
+        let mut c = w.ck();
+        c.args(args);
+        c
+    };
+    let c = cmd.stderr(std::process::Stdio::piped()).spawn().unwrap();
+    w.track(c.id());
+    eventually("CMD wrote the init's pid", || {
+        std::fs::read_to_string(&init).is_ok_and(|s| s.ends_with('\n'))
+    });
+    let pid = w.pid_from("init.pid");
+    assert_eq!(ppid(pid), c.id(), "the init is run's child");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid as i32).unwrap(),
+        rustix::process::Signal::STOP,
+    )
+    .unwrap();
+    eventually("the init stopped", || state(pid) == Some('T'));
+    std::fs::write(&go, "").unwrap();
+    let (status, err) = run_ends_within(c, Duration::from_secs(30));
+    let status = status.unwrap_or_else(|| panic!("run hung after CMD exited: {err}"));
+    assert_eq!(status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("exited while the PID namespace's init was stopped"),
+        "{err}"
+    );
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"], "module left");
+}

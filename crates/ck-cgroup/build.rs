@@ -13,6 +13,7 @@ const CONTROLS: &[&str] = &[
     "freeze-no-wait",
     "grace-first-pid",
     "grace-sleep",
+    "init-held-blind",
     "init-no-reap",
     "input-checked-late",
     "limits-unchecked",

@@ -216,6 +216,30 @@ pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// `tests/fixtures/hostile.c`, compiled once per test binary; or `CK_TEST_HOSTILE`, the path of
+/// one compiled beforehand (lane 2 of the guest lane, whose guest has no C compiler).
+pub fn hostile() -> &'static str {
+    static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(p) = std::env::var_os("CK_TEST_HOSTILE") {
+            return p.to_string_lossy().into_owned();
+        }
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        let out = dir.join("hostile");
+        let tmp = dir.join(format!("hostile.{}", std::process::id()));
+        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hostile.c");
+        let o = Command::new("cc")
+            .args(["-O1", "-Wall", "-Werror", "-o"])
+            .arg(&tmp)
+            .arg(src)
+            .output()
+            .expect("run cc (Rust's linker needs it, so it is there)");
+        assert!(o.status.success(), "cc: {}", stderr(&o));
+        std::fs::rename(&tmp, &out).unwrap();
+        out.display().to_string()
+    })
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }

@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 
 use ck_cgroup::signals::SignalRelay;
-use ck_cgroup::spawn::{ModuleChild, ModuleCommand};
+use ck_cgroup::spawn::{HeldInit, ModuleChild, ModuleCommand};
 use ck_cgroup::stop::StopOptions;
 use ck_cgroup::{Error, ModuleId, Root};
 use rustix::process::Signal;
@@ -97,6 +97,26 @@ fn resident(
     // The signals stay blocked until the helper exits: one that arrives during the stop must
     // neither kill the helper before it has removed the module nor replace CMD's status.
     std::mem::forget(relay);
+    // CMD exited by itself: its status now, before the stop kills the namespace's init (which
+    // may not have reported it yet, or cannot: held in a stop by a process of the module).
+    let ended = match asked {
+        None => Some(
+            child
+                .wait()
+                .map_err(|e| Error::failed(format!("failed to wait for {prog}: {e}")))?,
+        ),
+        Some(_) => None,
+    };
+    if let Some(how) = child.held_init() {
+        note(format_args!(
+            "run {id}: {prog} exited while the PID namespace's init was {}: its status was read from its zombie; stopping the module kills the init and what held it",
+            match how {
+                HeldInit::Traced { tracer: Some(t) } => format!("traced by pid {t}"),
+                HeldInit::Traced { tracer: None } => "traced".to_string(),
+                HeldInit::Stopped => "stopped".to_string(),
+            }
+        ));
+    }
     let opts = StopOptions {
         signal: asked.unwrap_or(opts.signal),
         ..*opts
@@ -111,9 +131,12 @@ fn resident(
         return Err(Error::failed(format!("{id}: {e}")).into());
     }
     // The module is empty: CMD and the namespace's init are gone.
-    let status = child
-        .wait()
-        .map_err(|e| Error::failed(format!("failed to wait for {prog}: {e}")))?;
+    let status = match ended {
+        Some(st) => st,
+        None => child
+            .wait()
+            .map_err(|e| Error::failed(format!("failed to wait for {prog}: {e}")))?,
+    };
     let _ = child.wait_init();
     if let Some(sig) = std::os::unix::process::ExitStatusExt::signal(&status) {
         ck_cgroup::signals::reraise(sig);

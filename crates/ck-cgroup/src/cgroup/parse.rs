@@ -412,6 +412,23 @@ pub fn proc_stat(text: &str) -> Option<ProcStat> {
     Some(ProcStat { state, ppid, flags })
 }
 
+/// Field 52 of `/proc/<pid>/stat`, `exit_code` (Linux 3.5+): the wait status a zombie leaves
+/// for its parent (`waitpid(2)`'s form); `None` when the line has fewer fields.
+pub fn proc_stat_exit_code(text: &str) -> Option<i32> {
+    let rest = &text[text.rfind(')')? + 1..];
+    // Field 3 (the state) is the first after the name; field 52 is the 50th.
+    rest.split_whitespace().nth(49)?.parse().ok()
+}
+
+/// `TracerPid:` of `/proc/<pid>/status`: the process that traces it; `None` for 0 (none) or a
+/// line that is not there.
+pub fn proc_status_tracer(text: &str) -> Option<u32> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("TracerPid:"))
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|&p| p != 0)
+}
+
 /// `Tgid:` of `/proc/<pid>/status`: the thread group (process) a task belongs to; a thread id
 /// whose `Tgid` is not itself names a thread, not a process.
 pub fn proc_status_tgid(text: &str) -> Option<u32> {
@@ -487,6 +504,16 @@ mod telemetry_tests {
         assert!(s.kernel_thread() && !s.exited());
         // A command name with spaces and parentheses; a zombie.
         let z = proc_stat("77 (a) b (c)) Z 12 77 77 0 -1 4194572 0 0\n").unwrap();
+        let mut zombie = String::from("9 (sh) Z 1");
+        // Fields 5 to 51, then 52: exit_code (exit 7: 7 << 8).
+        zombie.push_str(&" 0".repeat(47));
+        assert_eq!(
+            proc_stat_exit_code(&(zombie.clone() + " 1792\n")),
+            Some(1792)
+        );
+        assert_eq!(proc_stat_exit_code(&zombie), None);
+        assert_eq!(proc_status_tracer("Name:\tx\nTracerPid:\t0\n"), None);
+        assert_eq!(proc_status_tracer("TracerPid:\t4242\n"), Some(4242));
         assert_eq!((z.state, z.ppid), ('Z', 12));
         assert!(z.exited() && !z.kernel_thread());
         for bad in [

@@ -10,7 +10,7 @@ use rustix::process::{Signal, WaitId, WaitIdOptions, WaitIdStatus, pidfd_send_si
 
 #[cfg(doc)]
 use super::ModuleCommand;
-use super::{Placement, pidns};
+use super::{HeldInit, Placement, pidns};
 
 /// A child started inside a cgroup. Holds a pidfd, so signals never reach a
 /// reused pid.
@@ -57,13 +57,26 @@ impl ModuleChild {
     }
 
     /// A descriptor that polls readable once the program has exited: the
-    /// pidfd, or with a PID namespace the init's report pipe (readable when
-    /// it reports the program's status, or hung up when the init is gone).
+    /// pidfd; with a PID namespace the program's own pidfd, opened right
+    /// after its exec (or, when it could not be, the init's report pipe:
+    /// readable when the init reports the program's status, or hung up when
+    /// the init is gone). [`try_wait`](Self::try_wait) then gives the status
+    /// without waiting on anything but the init's report (see
+    /// [`held_init`](Self::held_init)).
     pub fn exit_fd(&self) -> BorrowedFd<'_> {
         match &self.ns {
             Some(ns) => ns.fd(),
             None => self.pidfd.as_fd(),
         }
+    }
+
+    /// With a PID namespace: how its init was held (traced or stopped by a process of the
+    /// module) when the program exited, so that the init could not reap or report it and the
+    /// status came from the program's zombie instead (`exit_code` of `/proc/<pid>/stat`).
+    /// `None` when the init reported the status, or the program has not exited. The module
+    /// then still holds the init and whatever held it: stop it.
+    pub fn held_init(&self) -> Option<HeldInit> {
+        self.ns.as_ref().and_then(|ns| ns.held())
     }
 
     /// Which mechanism put the child into the cgroup.
@@ -88,7 +101,9 @@ impl ModuleChild {
     ///
     /// Without a PID namespace this reaps the child
     /// (`waitid(P_PIDFD, WEXITED)`). With one it reads the status the init
-    /// reports when it reaps the program; the init itself lives on while
+    /// reports when it reaps the program (or, when the init is held in a
+    /// stop as the program exits, the program's zombie's: see
+    /// [`held_init`](Self::held_init)); the init itself lives on while
     /// anything else of the namespace does (stop the module, then
     /// [`wait_init`](Self::wait_init)). An init that died without reporting
     /// (killed, which killed the program too) gives the init's own status.

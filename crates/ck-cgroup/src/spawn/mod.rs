@@ -46,6 +46,7 @@
 mod child;
 pub(crate) mod clone3;
 mod command;
+mod held_init;
 mod pre_exec;
 mod prepare;
 mod program;
@@ -58,6 +59,7 @@ pub use cgroupns::{
 };
 pub use child::ModuleChild;
 pub use command::ModuleCommand;
+pub use held_init::HeldInit;
 pub use pidns::{PidNamespaceRefused, pid_namespace_refused};
 pub use pre_exec::{pdeathsig_before_exec, place_before_exec, unblock_signals_before_exec};
 
@@ -245,7 +247,12 @@ fn spawn_clone3(
         user_ns,
     };
     match read_report(&report_rd) {
-        Ok(None) => Ok(child),
+        Ok(None) => {
+            if let Some(ns) = &mut child.ns {
+                ns.hold_program(cgroup_dir);
+            }
+            Ok(child)
+        }
         Ok(Some(code)) => {
             let _ = child.wait_init();
             let e = io::Error::from_raw_os_error(code);

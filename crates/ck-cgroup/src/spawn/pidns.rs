@@ -58,6 +58,7 @@ use super::Clone3Failure;
 use super::ModuleCommand;
 use super::cgroupns::Maps;
 use super::clone3::{self, init::InitCtx};
+use super::held_init::{self, HeldInit, Program};
 use super::prepare::Prepared;
 
 /// `CLONE_NEWPID` from `<linux/sched.h>`.
@@ -154,17 +155,43 @@ pub(super) enum Report {
     Gone,
 }
 
-/// The parent's end of the init's report pipe.
+/// How often, once the program has exited and until the init reports it, whether the init is
+/// held ([`held_init`]) is looked at: no event tells that a process entered a stop. Normally the
+/// report comes at once and this is never waited.
+const HELD_CHECK_NS: i64 = 10_000_000;
+
+/// The parent's end of the init's report pipe, and the program held by a pidfd of its own
+/// ([`held_init`]).
 #[derive(Debug)]
 pub(super) struct Reports {
     fd: OwnedFd,
     status: Option<ExitStatus>,
     gone: bool,
+    /// The init's pid (in the caller's namespace).
+    init: u32,
+    program: Option<Program>,
+    held: Option<HeldInit>,
 }
 
 impl Reports {
+    /// What polls readable once the program has exited: its pidfd when it is held, else the
+    /// pipe (readable when the init reports, or hung up when the init is gone).
     pub(super) fn fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
+        match &self.program {
+            Some(p) => p.as_fd(),
+            None => self.fd.as_fd(),
+        }
+    }
+
+    /// Hold the program by a pidfd ([`held_init::find_program`]); right after its exec.
+    pub(super) fn hold_program(&mut self, cgroup_dir: BorrowedFd<'_>) {
+        self.program = held_init::find_program(cgroup_dir, self.init);
+    }
+
+    /// How the init was held when the program's status came from its zombie; `None` when the
+    /// init reported it (or it has not exited).
+    pub(super) fn held(&self) -> Option<HeldInit> {
+        self.held
     }
 
     /// Remember the program's status found another way.
@@ -172,28 +199,67 @@ impl Reports {
         self.status = Some(st);
     }
 
-    /// The program's status from the pipe: 4 bytes of wait status, or end-of-file when the init
-    /// died without writing them.
+    /// The program's status: the init's report on the pipe (4 bytes of wait status, or
+    /// end-of-file when the init died without writing them), or, when the program has exited
+    /// while the init is held in a stop, its zombie's ([`held_init`]). Once the program has
+    /// exited this waits for one of the two even when not `block`: it comes at once unless the
+    /// init is held, which is looked at every 10 ms ([`HELD_CHECK_NS`]).
     pub(super) fn read(&mut self, block: bool) -> io::Result<Report> {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
         if let Some(st) = self.status {
             return Ok(Report::Status(st));
         }
         if self.gone {
             return Ok(Report::Gone);
         }
-        if !block {
-            use rustix::event::{PollFd, PollFlags, Timespec, poll};
-            let mut fds = [PollFd::new(&self.fd, PollFlags::IN)];
-            let zero = Timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
+        let mut exited = false;
+        loop {
+            let timeout = if exited {
+                Some(Timespec {
+                    tv_sec: 0,
+                    tv_nsec: HELD_CHECK_NS,
+                })
+            } else if block {
+                None
+            } else {
+                Some(Timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                })
             };
-            match poll(&mut fds, Some(&zero)) {
-                Ok(0) | Err(Errno::INTR) => return Ok(Report::Pending),
-                Ok(_) => {}
-                Err(e) => return Err(e.into()),
+            let (pipe_ready, program_ready) = {
+                let mut fds = vec![PollFd::new(&self.fd, PollFlags::IN)];
+                if let (Some(p), false) = (&self.program, exited) {
+                    fds.push(PollFd::new(p, PollFlags::IN));
+                }
+                match poll(&mut fds, timeout.as_ref()) {
+                    Ok(_) => {}
+                    Err(Errno::INTR) => continue,
+                    Err(e) => return Err(e.into()),
+                }
+                let ready = |i: usize| fds.get(i).is_some_and(|f| !f.revents().is_empty());
+                (ready(0), ready(1))
+            };
+            if pipe_ready {
+                return self.read_pipe();
+            }
+            exited |= program_ready;
+            if exited
+                && let (Some(how), Some(p)) = (held_init::held(self.init), &self.program)
+                && let Some(st) = held_init::zombie_status(p, self.init)?
+            {
+                self.status = Some(st);
+                self.held = Some(how);
+                return Ok(Report::Status(st));
+            }
+            if !block && !exited {
+                return Ok(Report::Pending);
             }
         }
+    }
+
+    /// Read the init's report from the pipe (readable or hung up).
+    fn read_pipe(&mut self) -> io::Result<Report> {
         let mut buf = [0u8; 4];
         let mut got = 0;
         while got < buf.len() {
@@ -267,6 +333,9 @@ pub(super) fn spawn(
         fd: status_rd,
         status: None,
         gone: false,
+        init: pid,
+        program: None,
+        held: None,
     };
     Ok((pid, pidfd, reports, user_ns))
 }
