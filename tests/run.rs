@@ -601,3 +601,48 @@ fn run_ends_with_a_stopped_init(nobody: bool) {
     );
     assert_eq!(w.tree(), vec!["daemon", "subc-modules"], "module left");
 }
+
+/// Issue 20: the CLI looked CMD up by the effective uid and `Root::spawn` by the real one, so
+/// for a caller whose ids differ (`setpriv --ruid=65534 --euid=0`) `run` of a program found in
+/// PATH that only root may execute passed the CLI's check and failed in the library (exit 1,
+/// EACCES). One lookup, the library's, by `execve`'s rule (the effective ids): it runs. The
+/// other way round (real root, effective nobody), `exec` and `run` both refuse it with 126
+/// before anything is made.
+#[test]
+fn run_and_exec_find_cmd_in_path_by_the_effective_uid_as_execve_does() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new();
+    let dir = w.tmp("bin");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let prog = dir.join("root-only");
+    std::fs::write(&prog, "#!/bin/sh\necho ran\n").unwrap();
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let path = format!("{}:/bin:/usr/bin", dir.display());
+    let as_ids = |ids: [&str; 2], args: &[&str]| {
+        std::process::Command::new("setpriv")
+            .args(ids)
+            .arg(bin())
+            .arg("--root")
+            .arg(w.root())
+            .args(args)
+            .env("PATH", &path)
+            .output()
+            .expect("setpriv (util-linux)")
+    };
+    let effective_root = ["--ruid=65534", "--euid=0"];
+    let o = as_ids(effective_root, &["run", "eff", "--", "root-only"]);
+    assert_eq!(stdout(&o), "ran\n", "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let effective_nobody = ["--ruid=0", "--euid=65534"];
+    for cmd in ["run", "exec"] {
+        let o = as_ids(effective_nobody, &[cmd, "noeff", "--", "root-only"]);
+        assert_eq!(o.status.code(), Some(126), "{cmd}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("Permission denied"),
+            "{cmd}: {}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
+}

@@ -17,6 +17,7 @@ const CONTROLS: &[&str] = &[
     "init-no-reap",
     "input-checked-late",
     "limits-unchecked",
+    "lookup-real-uid",
     "no-cgroup-namespace",
     "no-kill",
     "no-kill-on-close",

@@ -62,6 +62,7 @@ pub use command::ModuleCommand;
 pub use held_init::HeldInit;
 pub use pidns::{PidNamespaceRefused, pid_namespace_refused};
 pub use pre_exec::{pdeathsig_before_exec, place_before_exec, unblock_signals_before_exec};
+pub use program::find_program;
 
 use std::ffi::CStr;
 use std::io;
