@@ -47,7 +47,8 @@ fn settled(pid: u32) {
     while quiet < 3 {
         assert!(
             Instant::now() < deadline,
-            "process {pid} never settled in poll"
+            "process {pid} never settled in poll (wchan {:?}, reads {last:?})",
+            std::fs::read_to_string(&wchan).unwrap_or_else(|e| format!("unreadable: {e}"))
         );
         std::thread::sleep(Duration::from_millis(100));
         let now = reads(pid);
@@ -129,23 +130,18 @@ fn exec_and_run_of_a_new_module_under_a_frozen_ancestor_are_refused_at_once() {
 
 /// Issue 23: `freeze` racing a `kill` that removes the module waited out its whole `--timeout`:
 /// a poll on `cgroup.events` is woken by a change of the file, and a removal is none. Here a
-/// `thaw` that cannot end (an ancestor holds the module frozen) waits with a 120 s timeout; the
-/// module's process is killed first (the `populated 0` that wakes the wait, which then goes on:
-/// the empty module stays frozen), then the emptied module is removed alone (`remove`: no event
-/// of `cgroup.events` any more), and the `thaw` answers at once: exit 2, the module is gone.
+/// `thaw` that cannot end (an ancestor holds the empty module frozen) waits with a 120 s
+/// timeout; the module is removed (`remove`: no event of `cgroup.events`), and the `thaw`
+/// answers at once: exit 1, the module is gone.
+///
+/// The module is empty from the start: a process killed while frozen leaves the freezer first,
+/// so `cgroup.events` says `frozen 0` for a moment, and a thaw that reads it then has reached
+/// its goal and ends (CI saw it, under load).
 #[test]
 fn thaw_racing_a_kill_that_removes_the_module_answers_at_once() {
     let w = World::new();
-    let mut m = w
-        .ck()
-        .args(["exec", "fz", "--", "sleep", "600"])
-        .spawn()
-        .unwrap();
-    w.track(m.id());
+    ok(w.run(&["create", "fz"]));
     let events = w.root().join("subc-modules/fz/cgroup.events");
-    eventually("the module's process", || {
-        std::fs::read_to_string(&events).is_ok_and(|s| s.contains("populated 1"))
-    });
     let ancestor = w.root().join("subc-modules/cgroup.freeze");
     std::fs::write(&ancestor, "1").unwrap();
     eventually("the module frozen by its ancestor", || {
@@ -157,17 +153,8 @@ fn thaw_racing_a_kill_that_removes_the_module_answers_at_once() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // The thaw waits in its poll (it cannot end while the ancestor is frozen).
-    let wchan = format!("/proc/{}/wchan", thaw.id());
-    let polling = || std::fs::read_to_string(&wchan).is_ok_and(|s| s.contains("poll"));
-    eventually("the thaw waiting in poll", polling);
-    m.kill().unwrap();
-    m.wait().unwrap();
-    eventually("the module empty", || {
-        std::fs::read_to_string(&events).is_ok_and(|s| s.contains("populated 0"))
-    });
-    // Woken by `populated 0`, the thaw reads `frozen 1` and waits again. The kernel may hold a
-    // later change of `cgroup.events` back (it wakes pollers at most once per 10 ms and sends
+    // The thaw waits in its poll (it cannot end while the ancestor is frozen). The kernel may
+    // hold a change of `cgroup.events` back (it wakes pollers at most once per 10 ms and sends
     // the rest from a timer): such a late wake after the removal below would end the thaw
     // without the watch for the removal, and the mutation control pass. So the thaw must be
     // settled: in its poll, with no read of the file for a while.
