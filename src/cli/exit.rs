@@ -20,8 +20,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use ck_cgroup::Error;
 use serde::Serialize;
 
-use super::program::NotRunnable;
-
 /// Why a command ended without the exit code it chose itself.
 pub enum Fail {
     /// The arguments: clap's help, version or usage error.
@@ -114,6 +112,16 @@ pub fn cmd_failed(prog: &str, e: &io::Error) -> i32 {
         status,
     );
     status
+}
+
+/// Why CMD cannot run, with the exit code the shell uses for it: 127 not found, 126 found but
+/// not executable.
+#[derive(Debug)]
+pub struct NotRunnable {
+    /// 126 or 127.
+    pub code: u8,
+    /// `failed to execute <prog>: <why>`.
+    pub message: String,
 }
 
 /// CMD was refused by the lookup before anything was made: its message on stderr, and 126 or 127.
@@ -214,7 +222,7 @@ struct ErrorObject<'a> {
 /// it, and the exit code is still the error's.
 fn failure(kind: &str, message: impl std::fmt::Display, hint: Option<&str>, exit: i32) {
     let text = if json() {
-        let line = super::output::versioned(ErrorLine {
+        let line = super::format::versioned(ErrorLine {
             error: ErrorObject {
                 kind,
                 message: message.to_string(),

@@ -6,6 +6,7 @@ pub mod backend;
 pub mod commands;
 pub mod duration;
 pub mod exit;
+pub mod format;
 pub mod generate;
 pub mod oomd_lines;
 pub mod output;

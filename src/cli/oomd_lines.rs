@@ -1,7 +1,7 @@
 //! The human lines of systemd-oomd: `init`'s mark of `daemon/` (or the one line saying it could
 //! not be set) and who killed a module (`kill`, `run`).
 
-use super::output::plural;
+use super::format::plural;
 
 /// `init`'s line for `daemon/`'s systemd-oomd mark, as read back.
 pub fn oomd_mark_line(m: &ck_cgroup::cgroup::oomd::OomdMark) -> String {

@@ -7,31 +7,12 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::format::versioned;
+use super::format::{plural, table};
 use ck_cgroup::module::{
     FreezeReport, InitReport, ModuleEntry, PlaceReport, PruneAction, PruneEntry, RemoveReport,
     StopReport,
 };
-
-/// The version of the CLI's JSON (docs/json.md): every top-level object the CLI prints carries it
-/// as `version`. Added fields keep it; a field renamed or removed, or a meaning changed, bumps it.
-pub const JSON_VERSION: u32 = 1;
-
-/// A top-level JSON object as the CLI prints it: `version` first, then the object's own fields
-/// (`inner` must serialize as an object).
-#[derive(Serialize)]
-pub struct Versioned<T> {
-    pub version: u32,
-    #[serde(flatten)]
-    pub inner: T,
-}
-
-/// `value` with its `version`.
-pub fn versioned<T>(inner: T) -> Versioned<T> {
-    Versioned {
-        version: JSON_VERSION,
-        inner,
-    }
-}
 
 /// A module in `list` and `status` as the CLI prints it: the library's object with `id` added,
 /// so that `list`, `status` and `watch` name a module by the same pair, `name` (its directory)
@@ -54,10 +35,6 @@ fn words(v: &[String]) -> String {
     } else {
         v.join(" ")
     }
-}
-
-pub(super) fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 impl Output {
@@ -516,37 +493,6 @@ fn limit_lines(l: &ck_cgroup::limits::LimitReport) -> String {
     }
     for k in &l.skipped {
         s += &format!("{}: skipped {}: {}\n", l.module, k.file, k.reason);
-    }
-    s
-}
-
-/// Left-aligned columns separated by two spaces.
-pub fn table<const N: usize>(rows: &[[String; N]]) -> String {
-    let rows: Vec<Vec<String>> = rows.iter().map(|r| r.to_vec()).collect();
-    table_vec(&rows)
-}
-
-/// [`table`] of rows of any length (the first row's is the table's).
-pub fn table_vec(rows: &[Vec<String>]) -> String {
-    let n = rows.first().map_or(0, Vec::len);
-    let mut widths = vec![0usize; n];
-    for r in rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let mut s = String::new();
-    for r in rows {
-        let mut line = String::new();
-        for (i, c) in r.iter().enumerate().take(n) {
-            if i + 1 == n {
-                line += c;
-            } else {
-                line += &format!("{c:<w$}  ", w = widths[i]);
-            }
-        }
-        s += line.trim_end();
-        s.push('\n');
     }
     s
 }

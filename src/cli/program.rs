@@ -8,17 +8,7 @@ use std::path::PathBuf;
 
 use ck_cgroup::spawn::find_program;
 
-use super::exit::{CmdEnd, cmd_status};
-
-/// Why CMD cannot run, with the exit code the shell uses for it: 127 not found, 126 found but
-/// not executable.
-#[derive(Debug)]
-pub struct NotRunnable {
-    /// 126 or 127.
-    pub code: u8,
-    /// `failed to execute <prog>: <why>`.
-    pub message: String,
-}
+use super::exit::{CmdEnd, NotRunnable, cmd_status};
 
 /// Find `prog` as `execvp(3)` does, in `PATH`: the library's [`find_program`] (its rule: the
 /// effective ids), with its error as the shell's exit code and one line.

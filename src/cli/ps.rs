@@ -4,8 +4,7 @@
 use ck_cgroup::telemetry::procs::{ModuleProcesses, Process};
 
 use super::args::PsSort;
-use super::output::table;
-use super::status::size;
+use super::format::{size, table};
 
 /// Each module's processes, in place: the order of `--sort` (unknown figures last, ties by pid),
 /// else the tree's (parents before their children, siblings by pid).

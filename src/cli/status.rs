@@ -6,24 +6,7 @@ use ck_cgroup::telemetry::{Figure, ModuleStatus, PROC_RSS_SOURCE};
 
 use clap::ValueEnum;
 
-/// `1.5G`, `12.0M`, `512K`, `100B`; `-` for unknown.
-pub fn size(v: Option<u64>) -> String {
-    let Some(v) = v else {
-        return "-".into();
-    };
-    const UNITS: [(&str, u64); 4] = [
-        ("T", 1 << 40),
-        ("G", 1 << 30),
-        ("M", 1 << 20),
-        ("K", 1 << 10),
-    ];
-    for (u, n) in UNITS {
-        if v >= n {
-            return format!("{:.1}{u}", v as f64 / n as f64);
-        }
-    }
-    format!("{v}B")
-}
+use super::format::{size, table_vec};
 
 fn limit_size(l: &Figure<Limit>) -> String {
     match l.value {
@@ -258,7 +241,7 @@ pub fn table_of(
     for i in 0..rows.len() {
         t.push(shown.iter().map(|(_, v)| v[i].clone()).collect());
     }
-    let mut s = super::output::table_vec(&t);
+    let mut s = table_vec(&t);
     if rows
         .iter()
         .any(|m| m.memory_current.source == PROC_RSS_SOURCE)

@@ -414,7 +414,7 @@ pub struct BackendArgs {
         long,
         value_enum,
         default_value = "cgroupfs",
-        env = super::backend::ENV_BACKEND,
+        env = ck_cgroup::backend::ENV_BACKEND,
         value_name = "BACKEND"
     )]
     pub backend: Backend,

@@ -14,7 +14,7 @@ use super::Ctx;
 use crate::cli::args::{Format, SortKey};
 use crate::cli::backend::{Backend, Cgroupfs};
 use crate::cli::exit::Fail;
-use crate::cli::output::{Versioned, versioned};
+use crate::cli::format::{Versioned, versioned};
 use crate::cli::status::{Col, Columns, STATUS_DEFAULT, STATUS_WIDE};
 
 /// `list`.

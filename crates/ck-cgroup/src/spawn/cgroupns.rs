@@ -26,34 +26,20 @@
 //! `setns(2)` into another cgroup namespace, the host's (`/proc/1/ns/cgroup`) included, and is
 //! then no longer contained; see docs/operations.md for what closes that.
 
-use std::ffi::{CStr, CString};
 use std::io;
 use std::process::Command;
 
-use libc::{CLONE_NEWCGROUP, CLONE_NEWUSER, c_int};
-use rustix::fs::{Mode, OFlags};
+use libc::c_int;
 use rustix::io::Errno;
 
-use super::clone3::{self, PreExecStep, unshare_namespaces};
-use super::prepare::cstring;
-
-/// Marks, in the child's report, an errno of the namespace step (errnos are below 4096).
-pub(super) const REFUSED_MARK: c_int = 0x4000_0000;
+pub use super::clone3::nsmaps::CgroupNamespace;
+pub(crate) use super::clone3::nsmaps::Maps;
+use super::clone3::nsmaps::{CGROUPNS_REFUSED_MARK as REFUSED_MARK, enter_steps};
+use super::clone3::{self, PreExecStep};
 
 /// Whether the namespace is made at all; `false` only for the `CK_MUTATION=no-cgroup-namespace`
 /// test feature.
 pub(super) const ENABLED: bool = !cfg!(ck_mutation = "no-cgroup-namespace");
-
-/// How the module's cgroup namespace was made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CgroupNamespace {
-    /// `unshare(CLONE_NEWCGROUP)`, with `CAP_SYS_ADMIN`.
-    Own,
-    /// `unshare(CLONE_NEWUSER | CLONE_NEWCGROUP)` without `CAP_SYS_ADMIN`: the own uid and gid
-    /// mapped to themselves in a new user namespace, `setgroups` denied.
-    WithUserNamespace,
-}
 
 /// No cgroup namespace could be made for the module; the payload of the [`io::Error`] that
 /// [`spawn_into`](super::spawn_into) returns then (see [`cgroup_namespace_refused`]).
@@ -103,75 +89,6 @@ pub(super) fn unmark(e: io::Error) -> io::Error {
         Some(code) if code & REFUSED_MARK != 0 => refused(code),
         _ => e,
     }
-}
-
-/// The identity maps a child writes when it has to make a user namespace, built before the
-/// clone (the child must not allocate).
-#[derive(Debug, Clone)]
-pub(crate) struct Maps {
-    uid_map: CString,
-    gid_map: CString,
-}
-
-impl Maps {
-    /// The caller's effective uid and gid, each mapped to itself (the only map an unprivileged
-    /// process may write).
-    pub(super) fn new() -> io::Result<Self> {
-        let uid = rustix::process::geteuid().as_raw();
-        let gid = rustix::process::getegid().as_raw();
-        Ok(Maps {
-            uid_map: cstring(format!("{uid} {uid} 1\n").as_bytes())?,
-            gid_map: cstring(format!("{gid} {gid} 1\n").as_bytes())?,
-        })
-    }
-}
-
-/// Write `data` to the file at `path` in one `write(2)` (raw system calls, no allocation); the
-/// errno on failure.
-fn write_file(path: &CStr, data: &[u8]) -> Result<(), c_int> {
-    let fd = rustix::fs::open(path, OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty())
-        .map_err(Errno::raw_os_error)?;
-    match rustix::io::write(&fd, data) {
-        Ok(n) if n == data.len() => Ok(()),
-        Ok(_) => Err(libc::EIO),
-        Err(e) => Err(e.raw_os_error()),
-    }
-}
-
-/// Put the calling process in a new cgroup namespace rooted at its current cgroup: with
-/// `CAP_SYS_ADMIN` `unshare(CLONE_NEWCGROUP)`, else (`EPERM`) together with a user namespace in
-/// which its uid and gid are mapped to themselves. The errno of the step that failed otherwise.
-///
-/// Only raw system calls on `maps` (prepared before): safe in a freshly forked child. The user
-/// namespace needs a single-threaded caller (`EINVAL` otherwise). A failure to write the maps
-/// leaves the caller in a user namespace without them: a child must then not execute the
-/// program (it reports the errno and exits).
-pub(super) fn enter(maps: &Maps) -> Result<CgroupNamespace, c_int> {
-    enter_steps(maps).map_err(|(e, _)| e)
-}
-
-/// [`enter`], telling on failure whether the caller was left changed (in a user namespace whose
-/// maps could not be written).
-fn enter_steps(maps: &Maps) -> Result<CgroupNamespace, (c_int, bool)> {
-    match unshare_namespaces(CLONE_NEWCGROUP) {
-        Ok(()) => return Ok(CgroupNamespace::Own),
-        Err(libc::EPERM) => {}
-        Err(e) => return Err((e, false)),
-    }
-    unshare_namespaces(CLONE_NEWUSER | CLONE_NEWCGROUP).map_err(|e| (e, false))?;
-    write_own_maps(maps).map_err(|e| (e, true))?;
-    Ok(CgroupNamespace::WithUserNamespace)
-}
-
-/// In a user namespace the calling process has just made (or was cloned into), deny
-/// `setgroups(2)` and write `maps`, its own uid and gid mapped to themselves; the errno of the
-/// write that failed. Only raw system calls on `maps` (prepared before): safe in a freshly
-/// cloned child.
-pub(super) fn write_own_maps(maps: &Maps) -> Result<(), c_int> {
-    // gid_map may be written by an unprivileged process only after setgroups is denied.
-    write_file(c"/proc/self/setgroups", b"deny")?;
-    write_file(c"/proc/self/uid_map", maps.uid_map.as_bytes())?;
-    write_file(c"/proc/self/gid_map", maps.gid_map.as_bytes())
 }
 
 /// For `ck-cgroup exec` and daemons that move a process themselves: put the calling process in

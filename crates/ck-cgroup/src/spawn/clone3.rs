@@ -12,8 +12,9 @@
 #![allow(unsafe_code)]
 
 pub(super) mod init;
+pub(super) mod nsmaps;
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
@@ -23,7 +24,17 @@ use libc::{c_char, c_int};
 use rustix::io::Errno;
 use rustix::process::{Gid, Pid, Signal, Uid};
 
-use super::{CHILD_FAILURE_EXIT, PLACEMENT_ENABLED, cgroupns};
+use super::{CHILD_FAILURE_EXIT, PLACEMENT_ENABLED};
+
+/// `CString::new` with an `InvalidInput` error for interior NULs.
+pub(in crate::spawn) fn cstring(bytes: &[u8]) -> io::Result<CString> {
+    CString::new(bytes).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "nul byte found in command data",
+        )
+    })
+}
 
 /// `CLONE_PIDFD` from `<linux/sched.h>` (Linux 5.2+).
 const CLONE_PIDFD: u64 = 0x1000;
@@ -96,7 +107,7 @@ pub(super) struct ChildCtx<'a> {
     pub(super) pgid: Option<Pid>,
     pub(super) process_group: bool,
     /// The maps for a cgroup namespace made before `execve`; `None`: no namespace.
-    pub(super) cgroup_ns: Option<&'a cgroupns::Maps>,
+    pub(super) cgroup_ns: Option<&'a nsmaps::Maps>,
 }
 
 /// `clone3(2)` with fork semantics (no `CLONE_VM`, no stack) and `flags`
@@ -412,7 +423,7 @@ impl ChildCtx<'_> {
         map_fds(self.fds.iter().copied())?;
         if let Some(maps) = self.cgroup_ns {
             // We are in the module (born there): the namespace is rooted at it.
-            cgroupns::enter(maps).map_err(|e| e | cgroupns::REFUSED_MARK)?;
+            nsmaps::enter(maps).map_err(|e| e | nsmaps::CGROUPNS_REFUSED_MARK)?;
         }
         self.identity.apply()?;
         if self.process_group {
@@ -457,7 +468,7 @@ pub(crate) enum PreExecStep {
     /// close-on-exec.
     Place(OwnedFd),
     /// Make the cgroup namespace ([`cgroupns::enter`]); its errno comes back marked.
-    CgroupNamespace(cgroupns::Maps),
+    CgroupNamespace(nsmaps::Maps),
     /// Take the identity.
     Identity(Identity),
     /// `dup2` each (source, target); every source is above every target.
@@ -485,9 +496,9 @@ impl PreExecStep {
                 rustix::io::fcntl_setfd(procs, rustix::io::FdFlags::CLOEXEC)
                     .map_err(Errno::raw_os_error)
             }
-            PreExecStep::CgroupNamespace(maps) => cgroupns::enter(maps)
+            PreExecStep::CgroupNamespace(maps) => nsmaps::enter(maps)
                 .map(|_| ())
-                .map_err(|e| e | cgroupns::REFUSED_MARK),
+                .map_err(|e| e | nsmaps::CGROUPNS_REFUSED_MARK),
             PreExecStep::Identity(id) => id.apply(),
             PreExecStep::Fds(fds) => map_fds(fds.iter().map(|(fd, t)| (fd.as_raw_fd(), *t))),
             PreExecStep::Chdir(dir) => {

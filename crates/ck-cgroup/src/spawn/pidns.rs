@@ -56,7 +56,7 @@ use rustix::process::Signal;
 use super::Clone3Failure;
 #[cfg(doc)]
 use super::ModuleCommand;
-use super::cgroupns::Maps;
+use super::clone3::nsmaps::{Maps, USERNS_REFUSED_MARK as REFUSED_MARK};
 use super::clone3::{self, init::InitCtx};
 use super::held_init::{self, HeldInit, Program};
 use super::prepare::Prepared;
@@ -66,10 +66,6 @@ const CLONE_NEWPID: u64 = 0x2000_0000;
 
 /// `CLONE_NEWUSER` from `<linux/sched.h>`.
 const CLONE_NEWUSER: u64 = 0x1000_0000;
-
-/// Marks, in the child's report, an errno of the init's user-namespace maps (errnos are below
-/// 4096; the cgroup namespace's mark is another bit).
-pub(super) const REFUSED_MARK: c_int = 0x2000_0000;
 
 /// Whether a refused PID namespace is tried again with a user namespace; `false` only for the
 /// `CK_MUTATION=no-pidns-userns` test feature.

@@ -11,9 +11,10 @@ use std::process::{Command, Stdio};
 use rustix::fs::{Mode, OFlags};
 use rustix::process::{PidfdFlags, Signal, pidfd_open};
 
+use super::clone3::cstring;
 use super::clone3::{self, PreExecStep};
 use super::command::EnvOp;
-use super::prepare::{above_targets, cstring, fd_sources};
+use super::prepare::{above_targets, fd_sources};
 use super::{ModuleChild, ModuleCommand, Placement, cgroupns};
 
 /// For daemons that build a [`std::process::Command`] themselves: make

@@ -11,17 +11,8 @@ use libc::{c_char, c_int};
 
 use super::ModuleCommand;
 use super::cgroupns;
+use super::clone3::cstring;
 use super::clone3::{ChildCtx, Identity};
-
-/// `CString::new` with an `InvalidInput` error for interior NULs.
-pub(super) fn cstring(bytes: &[u8]) -> io::Result<CString> {
-    CString::new(bytes).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "nul byte found in command data",
-        )
-    })
-}
 
 /// Strings and the `NULL`-terminated array of pointers into them (`argv`, `envp`). The pointers
 /// stay valid while this lives: the `CString` heap buffers do not move when the `Vec` does.
@@ -84,7 +75,7 @@ pub(super) struct Prepared {
     pub(super) report_rd: OwnedFd,
     pub(super) report_wr: OwnedFd,
     /// The maps for the module's cgroup namespace, when it gets one.
-    cgroup_ns: Option<cgroupns::Maps>,
+    cgroup_ns: Option<super::clone3::nsmaps::Maps>,
     identity: Identity,
     process_group: Option<i32>,
     pdeathsig: Option<rustix::process::Signal>,
@@ -123,7 +114,7 @@ impl Prepared {
             report_wr
         };
         let cgroup_ns = if cmd.cgroup_namespace && cgroupns::ENABLED {
-            Some(cgroupns::Maps::new()?)
+            Some(super::clone3::nsmaps::Maps::new()?)
         } else {
             None
         };

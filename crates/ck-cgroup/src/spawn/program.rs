@@ -1,5 +1,5 @@
 //! The program's path, found as `execvp(3)` finds it, before anything is spawned: one lookup for
-//! [`Root::spawn`](crate::Root::spawn) and the CLI's `exec`, `run`, `sandbox` and `init -- CMD`.
+//! `Root::spawn` and the CLI's `exec`, `run`, `sandbox` and `init -- CMD`.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
@@ -10,7 +10,7 @@ use rustix::fs::{Access, AtFlags, CWD, FileType, accessat, stat};
 use rustix::io::Errno;
 
 use super::ModuleCommand;
-use super::prepare::cstring;
+use super::clone3::cstring;
 
 /// Find `prog` as `execvp(3)` does: a name with a `/` is taken as it is; any other is looked up
 /// in each directory of `path` (`None`: `/bin:/usr/bin`, glibc's default; an empty entry is the

@@ -35,12 +35,12 @@ pub(in crate::spawn) struct InitCtx<'a> {
     /// The tag in `si_value.sival_int` of a signal to pass on.
     pub(in crate::spawn) tag: c_int,
     /// The maps for the cgroup namespace the init makes for the namespace; `None`: none.
-    pub(in crate::spawn) cgroup_ns: Option<&'a cgroupns::Maps>,
+    pub(in crate::spawn) cgroup_ns: Option<&'a nsmaps::Maps>,
     /// The init leads a process group of its own (`setpgid(0, 0)`), which the program joins.
     pub(in crate::spawn) process_group: bool,
     /// The maps the init writes first, when it was cloned with `CLONE_NEWUSER` too; `None`: it
     /// was not.
-    pub(in crate::spawn) user_ns: Option<&'a cgroupns::Maps>,
+    pub(in crate::spawn) user_ns: Option<&'a nsmaps::Maps>,
 }
 
 /// Clone the init with `flags` (`CLONE_NEWPID`, and `CLONE_INTO_CGROUP` unless `no-placement`;
@@ -72,10 +72,10 @@ unsafe fn ns_init(ctx: &InitCtx<'_>) -> ! {
         fail(e);
     }
     if let Some(maps) = ctx.user_ns
-        && let Err(e) = cgroupns::write_own_maps(maps)
+        && let Err(e) = nsmaps::write_own_maps(maps)
     {
         // Without its maps the namespace is no place to start the program in.
-        fail(e | crate::spawn::pidns::REFUSED_MARK);
+        fail(e | nsmaps::USERNS_REFUSED_MARK);
     }
     // SAFETY: close(2) of the copy of the parent's read end, which this process never uses.
     unsafe { libc::close(ctx.status_rd) };
@@ -87,8 +87,8 @@ unsafe fn ns_init(ctx: &InitCtx<'_>) -> ! {
     if let Some(maps) = ctx.cgroup_ns {
         // Born in the module (CLONE_INTO_CGROUP): the namespace is rooted at it, and the program
         // forked below inherits it.
-        if let Err(e) = cgroupns::enter(maps) {
-            fail(e | cgroupns::REFUSED_MARK);
+        if let Err(e) = nsmaps::enter(maps) {
+            fail(e | nsmaps::CGROUPNS_REFUSED_MARK);
         }
     }
     if ctx.process_group
