@@ -441,6 +441,89 @@ fn usr1_to_an_unprivileged_run_reaches_cmd_once_across_its_user_namespace() {
     assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
 }
 
+/// `prog` started in the root's `daemon/`, then in a user namespace whose
+/// `user.max_user_namespaces` is 0, as its root without capabilities (`setpriv`): where neither
+/// a PID namespace nor a user namespace for one can be made. Add `prog`'s arguments.
+fn without_user_namespaces(w: &World, prog: &str) -> std::process::Command {
+    let mut c = std::process::Command::new("sh");
+    c.args([
+        "-c",
+        "echo $$ > \"$1/daemon/cgroup.procs\" && shift && exec unshare --user --map-root-user \
+         sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && exec \"$@\"' sh \"$@\"",
+        "sh",
+    ])
+    .arg(w.root())
+    .args([
+        "setpriv",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--",
+        prog,
+    ])
+    .env_remove("CK_CGROUP_ROOT")
+    .env("CK_CGROUP_POLICY", "/dev/null");
+    c
+}
+
+/// Issue 20: the namespace fallbacks are the library's, not the CLI's. A daemon that calls
+/// `Root::spawn_with_fallback` where no user namespace can be made (as above) gets its program
+/// run without a PID namespace and the very line `run` prints for it
+/// (`ModuleChild::fallbacks`, `Fallback::line`). The daemon here is this test binary, started
+/// again in that environment (`CK_TEST_FALLBACK_ROOT` set).
+#[test]
+fn a_library_caller_gets_the_fallback_line_run_prints() {
+    if let Some(root) = std::env::var_os("CK_TEST_FALLBACK_ROOT") {
+        let root = ck_cgroup::Root::open(std::path::Path::new(&root)).unwrap();
+        let id = ck_cgroup::ModuleId::new("nons").unwrap();
+        let mut cmd = ck_cgroup::spawn::ModuleCommand::new("sh");
+        cmd.args(["-c", "echo $$"]).pid_namespace(true);
+        let mut child = root.spawn_with_fallback(&id, &mut cmd).unwrap();
+        child.wait().unwrap();
+        for f in child.fallbacks() {
+            println!("FALLBACK {}", f.line("sh"));
+        }
+        let _gone = root.remove("nons").unwrap();
+        return;
+    }
+    let w = World::new();
+    let lib = without_user_namespaces(&w, &std::env::current_exe().unwrap().to_string_lossy())
+        .args([
+            "--exact",
+            "a_library_caller_gets_the_fallback_line_run_prints",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("CK_TEST_FALLBACK_ROOT", w.root())
+        .output()
+        .expect("unshare, setpriv (util-linux)");
+    let out = stdout(&lib);
+    assert!(lib.status.success(), "{out}{}", stderr(&lib));
+    let lines: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("FALLBACK "))
+        .collect();
+    // Neither namespace can be made there: two fallbacks, the PID namespace's first.
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines[0].contains("no PID namespace"), "{out}");
+    assert!(lines[1].starts_with("no cgroup namespace here"), "{out}");
+    let cli = without_user_namespaces(&w, bin())
+        .arg("--root")
+        .arg(w.root())
+        .args(["run", "nons", "--", "sh", "-c", "echo $$"])
+        .output()
+        .unwrap();
+    let err = stderr(&cli);
+    let notes: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("ck-cgroup: run nons: "))
+        .collect();
+    assert_eq!(
+        notes, lines,
+        "the library's lines are not the ones run printed:\n{err}"
+    );
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
+}
+
 /// Where no user namespace can be made either (here: a user namespace whose
 /// `user.max_user_namespaces` is 0, so only this test's helper is affected, running as its root
 /// without capabilities), `run` still runs CMD, without a PID namespace, and says so once, naming
@@ -448,22 +531,8 @@ fn usr1_to_an_unprivileged_run_reaches_cmd_once_across_its_user_namespace() {
 #[test]
 fn run_where_user_namespaces_are_off_falls_back_visibly_naming_the_errno() {
     let w = World::new();
-    let o = std::process::Command::new("sh")
-        .args([
-            "-c",
-            "echo $$ > \"$1/daemon/cgroup.procs\" && shift && exec unshare --user --map-root-user \
-             sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && exec \"$@\"' sh \"$@\"",
-            "sh",
-        ])
-        .arg(w.root())
-        .args([
-            "setpriv",
-            "--inh-caps=-all",
-            "--bounding-set=-all",
-            "--",
-            bin(),
-            "--root",
-        ])
+    let o = without_user_namespaces(&w, bin())
+        .arg("--root")
         .arg(w.root())
         .args(["run", "nons", "--", "sh", "-c", "echo $$"])
         .env_remove("CK_CGROUP_ROOT")

@@ -48,9 +48,10 @@ fn contain(id: &ModuleId, on: bool) -> Result<(), Error> {
     match ck_cgroup::spawn::enter_cgroup_namespace() {
         Ok(_) => Ok(()),
         Err((e, false)) => {
-            note(format_args!(
-                "exec {id}: no cgroup namespace here ({e}): CMD runs without one and can leave its module or write its limits where its uid may write"
-            ));
+            let f = ck_cgroup::spawn::Fallback::NoCgroupNamespace {
+                reason: e.to_string(),
+            };
+            note(format_args!("exec {id}: {}", f.line("CMD")));
             Ok(())
         }
         Err((e, true)) => Err(Error::failed(format!("exec {id}: {e}"))),

@@ -81,7 +81,7 @@ fn resident(
         .parent_death_signal(Signal::KILL)
         .pid_namespace(ns.pid)
         .cgroup_namespace(ns.cgroup);
-    let mut child = match spawn(&root, id, &mut command, ns, prog) {
+    let mut child = match spawn(&root, id, &mut command, prog) {
         Ok(c) => c,
         Err(e) => {
             // Nothing of CMD runs: a module made for it now is removed again (it is empty).
@@ -144,39 +144,17 @@ fn resident(
     Ok(cmd_exit(cmd_status(CmdEnd::Ended(status))))
 }
 
-/// The spawn, with what the host cannot give dropped and said: a PID namespace (one needs
-/// CAP_SYS_ADMIN, or else user namespaces: without either the library says which step failed),
-/// then a cgroup namespace. A PID namespace made with a user namespace (a helper without
-/// CAP_SYS_ADMIN) is no fallback: nothing is said.
+/// The spawn, with what the host cannot give dropped and said (the library's
+/// `Root::spawn_with_fallback`: a PID namespace, then a cgroup namespace; each fallback one line).
 fn spawn(
     root: &Root,
     id: &ModuleId,
     command: &mut ModuleCommand,
-    ns: Namespaces,
     prog: &str,
 ) -> Result<ModuleChild, Error> {
-    let spawned = match root.spawn(id, command) {
-        Err(e) if ns.pid && e.is_no_pid_namespace() => {
-            // The library's message says which steps failed (the last one's errno).
-            note(format_args!(
-                "run {id}: {}: {prog} runs without one, and a SIGKILL of this helper kills {prog} alone, not the rest of the module",
-                e.message()
-            ));
-            command.pid_namespace(false);
-            root.spawn(id, command)
-        }
-        r => r,
-    };
-    match spawned {
-        Err(e) if e.is_no_cgroup_namespace() => {
-            note(format_args!(
-                "run {id}: no cgroup namespace here ({}): {prog} runs without one and can leave its module or write its limits where its uid may write",
-                e.errno()
-                    .map_or_else(|| e.message().to_string(), ck_cgroup::error::errno_text)
-            ));
-            command.cgroup_namespace(false);
-            root.spawn(id, command)
-        }
-        r => r,
+    let child = root.spawn_with_fallback(id, command)?;
+    for f in child.fallbacks() {
+        note(format_args!("run {id}: {}", f.line(prog)));
     }
+    Ok(child)
 }

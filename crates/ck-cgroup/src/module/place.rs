@@ -1,6 +1,7 @@
 //! Finding, listing and entering modules; `place` (moving existing processes) and `spawn` (starting a program inside a module with no window between spawn and placement).
 
 use super::*;
+use crate::spawn::Fallback;
 
 /// Check that `pid` may be placed in a module; return a pidfd on it, held until the move.
 ///
@@ -385,6 +386,7 @@ impl Root {
     ///     }
     ///     r => r?,
     /// };
+    /// // Or, as `ck-cgroup run` does, in one call: Root::spawn_with_fallback.
     /// println!("pid {} placed by {:?}", child.id(), child.placement());
     /// let status = child.wait()?;
     /// # drop(status);
@@ -434,5 +436,43 @@ impl Root {
                 errno,
             )
         })
+    }
+
+    /// [`spawn`](Self::spawn), going on without a namespace the host cannot make, as
+    /// `ck-cgroup run` does: first the PID namespace (when `cmd` asks for one:
+    /// [`ModuleCommand::pid_namespace`](crate::spawn::ModuleCommand::pid_namespace)), then the
+    /// cgroup namespace, each dropped from `cmd` and recorded in
+    /// [`ModuleChild::fallbacks`](crate::spawn::ModuleChild::fallbacks) with the one line that
+    /// says so ([`Fallback::line`]: print it). Every other error is [`spawn`](Self::spawn)'s. A
+    /// PID namespace made through a user namespace is no fallback (nothing is recorded).
+    pub fn spawn_with_fallback(
+        &self,
+        id: &ModuleId,
+        cmd: &mut crate::spawn::ModuleCommand,
+    ) -> Result<crate::spawn::ModuleChild> {
+        let mut fallbacks = Vec::new();
+        loop {
+            match self.spawn(id, cmd) {
+                Ok(mut child) => {
+                    child.fallbacks = fallbacks;
+                    return Ok(child);
+                }
+                Err(e) if cmd.has_pid_namespace() && e.is_no_pid_namespace() => {
+                    fallbacks.push(Fallback::NoPidNamespace {
+                        reason: e.message().to_string(),
+                    });
+                    cmd.pid_namespace(false);
+                }
+                Err(e) if cmd.has_cgroup_namespace() && e.is_no_cgroup_namespace() => {
+                    fallbacks.push(Fallback::NoCgroupNamespace {
+                        reason: e
+                            .errno()
+                            .map_or_else(|| e.message().to_string(), crate::error::errno_text),
+                    });
+                    cmd.cgroup_namespace(false);
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 }

@@ -10,7 +10,7 @@ use rustix::process::{Signal, WaitId, WaitIdOptions, WaitIdStatus, pidfd_send_si
 
 #[cfg(doc)]
 use super::ModuleCommand;
-use super::{HeldInit, Placement, pidns};
+use super::{Fallback, HeldInit, Placement, pidns};
 
 /// A child started inside a cgroup. Holds a pidfd, so signals never reach a
 /// reused pid.
@@ -27,6 +27,8 @@ pub struct ModuleChild {
     pub(super) ns: Option<pidns::Reports>,
     /// The PID namespace came with a user namespace of its own (see [`pidns`]).
     pub(super) user_ns: bool,
+    /// The namespaces the spawn went on without ([`Fallback`]).
+    pub(crate) fallbacks: Vec<Fallback>,
 }
 
 impl ModuleChild {
@@ -77,6 +79,13 @@ impl ModuleChild {
     /// then still holds the init and whatever held it: stop it.
     pub fn held_init(&self) -> Option<HeldInit> {
         self.ns.as_ref().and_then(|ns| ns.held())
+    }
+
+    /// The namespaces the spawn went on without, in the order it dropped them: only
+    /// `Root::spawn_with_fallback` drops any (each with the one line that says so:
+    /// [`Fallback::line`]); empty otherwise.
+    pub fn fallbacks(&self) -> &[Fallback] {
+        &self.fallbacks
     }
 
     /// Which mechanism put the child into the cgroup.

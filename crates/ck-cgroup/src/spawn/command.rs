@@ -244,6 +244,12 @@ impl ModuleCommand {
         self
     }
 
+    /// Whether the program starts in a PID namespace of its own
+    /// ([`pid_namespace`](Self::pid_namespace)).
+    pub fn has_pid_namespace(&self) -> bool {
+        self.pid_namespace
+    }
+
     /// Whether the program starts in a cgroup namespace of its own
     /// ([`cgroup_namespace`](Self::cgroup_namespace)).
     pub fn has_cgroup_namespace(&self) -> bool {

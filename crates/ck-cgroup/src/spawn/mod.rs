@@ -46,6 +46,7 @@
 mod child;
 pub(crate) mod clone3;
 mod command;
+mod fallback;
 mod held_init;
 mod pre_exec;
 mod prepare;
@@ -59,6 +60,7 @@ pub use cgroupns::{
 };
 pub use child::ModuleChild;
 pub use command::ModuleCommand;
+pub use fallback::Fallback;
 pub use held_init::HeldInit;
 pub use pidns::{PidNamespaceRefused, pid_namespace_refused};
 pub use pre_exec::{pdeathsig_before_exec, place_before_exec, unblock_signals_before_exec};
@@ -246,6 +248,7 @@ fn spawn_clone3(
         status: None,
         ns,
         user_ns,
+        fallbacks: Vec::new(),
     };
     match read_report(&report_rd) {
         Ok(None) => {

@@ -114,6 +114,7 @@ pub(super) fn spawn_pre_exec(
             status: None,
             ns: None,
             user_ns: false,
+            fallbacks: Vec::new(),
         }),
         Err(e) => {
             // Do not leave an unsupervised child behind.
