@@ -1,10 +1,10 @@
 //! Per-module limits, written to the module's leaf only (never to the service's own cgroup).
 //!
 //! Every limit is one row of [`LIMITS`]: its policy key (the flag is the key with `-` for `_`),
-//! its kernel file and controller, its unit of measure, its systemd properties, its parser, and
-//! how it is read from and stored in [`Limits`]. `Limits::writes`, the policy's keys and merge,
-//! the systemd backend's properties, `status`'s limit figures and the CLI's flags all go through
-//! that table.
+//! its kernel file and controller, its unit of measure, its systemd properties, its parser, the
+//! flag's value name and help, and how it is read from and stored in [`Limits`]. `Limits::writes`, the policy's keys and merge,
+//! the systemd backend's properties, `status`'s limit figures and the CLI's flags (made from the
+//! rows, help included) all go through that table.
 //!
 //! Every limit's controller must be enabled for the modules (`subc-modules/cgroup.subtree_control`)
 //! before anything is written: a missing controller is bad input (exit 2) that names the
@@ -137,6 +137,10 @@ pub struct LimitSpec {
     pub status: bool,
     /// A valid value, for the tests and the docs.
     pub example: &'static str,
+    /// The flag's value name in `--help` (`SIZE`, `N`, ...).
+    pub value_name: &'static str,
+    /// The flag's one paragraph of `--help` (and of the man pages).
+    pub help: &'static str,
     /// The parser of the flag's and the policy's text.
     pub parse: fn(&str) -> Result<Value>,
     /// The value in a [`Limits`].
