@@ -29,7 +29,7 @@
 //! `VM_BENCH_BIG_REPS`, 1, and no warm-up), `VM_BENCH_WATCH_AT` (1000), `VM_BENCH_WATCH_SECS`
 //! (60), `VM_BENCH_WATCH_EVENTS` (10), `VM_BENCH_SECTIONS` ("1 2 3 4 5").
 
-#[path = "common/mod.rs"]
+#[path = "../common/mod.rs"]
 mod common;
 
 use std::collections::BTreeSet;
