@@ -28,117 +28,43 @@
 //! ("100 1000 10000"), `VM_BENCH_REPS` (3), `VM_BENCH_BIG` (10000: sizes from here get
 //! `VM_BENCH_BIG_REPS`, 1, and no warm-up), `VM_BENCH_WATCH_AT` (1000), `VM_BENCH_WATCH_SECS`
 //! (60), `VM_BENCH_WATCH_EVENTS` (10), `VM_BENCH_SECTIONS` ("1 2 3 4 5").
+//!
+//! `config` holds the knobs and what the sections share, `helpers`, `mount` and `inotify` the
+//! rest they use.
 
 #[path = "../common/mod.rs"]
 mod common;
+mod config;
+mod helpers;
+mod inotify;
+mod mount;
 
+use std::fs;
+use std::time::Instant;
+
+use ck_cgroup::Sandbox;
+use ck_cgroup::discover::cgroup2_mount;
+use common::{Res, binary, print_cgroup_and_binary, print_machine, reap_all, report_cleanup};
+use config::{Cfg, Ctx};
+use mount::super_opts;
 use std::collections::BTreeSet;
-use std::ffi::{CStr, CString};
-use std::fs::{self, File};
+use std::ffi::CString;
+use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use ck_cgroup::discover::cgroup2_mount;
 use ck_cgroup::spawn::ModuleCommand;
-use ck_cgroup::{ModuleId, Root, Sandbox};
-use common::{
-    Res, binary, dev_null, median, min, ms_since, print_cgroup_and_binary, print_machine, reap_all,
-    report_cleanup,
-};
+use common::{dev_null, median, min, ms_since};
+use config::TIMEOUT;
+use helpers::{ck, id, max, nanos, pct, peak_rss, run_proc, status_kib, true_cmd, verdict, wait4};
+use inotify::Inotify;
+use mount::remount;
 use rustix::fs::{Dir, FileType, Mode, OFlags};
-
-/// `Root::spawn` within this factor of a plain spawn.
-const GOAL_SPAWN_X_PLAIN: f64 = 1.1;
-/// `exec` within this factor of a plain spawn...
-const GOAL_EXEC_X_PLAIN: f64 = 2.0;
-/// ...and `systemd-run --scope` at least this factor slower than `exec`.
-const GOAL_SD_X_EXEC: f64 = 4.0;
-/// Module lives per second: at least this factor of systemd's.
-const GOAL_CHURN_X_SD: f64 = 10.0;
-/// `status --json` within this factor of the limit loop.
-const GOAL_STATUS_X_LIMIT: f64 = 1.5;
-/// "Cost per module flat": the marginal cost per module of the largest step within this factor
-/// of the first step's.
-const GOAL_FLAT: f64 = 1.5;
-/// An idle `watch`: "near zero" CPU, read as at most this percentage of one CPU.
-const GOAL_WATCH_IDLE_PCT: f64 = 0.1;
-/// The tree of a churned module: a shell, a background `sleep`, the shell's `exec`ed `sleep`.
-const TREE: &str = "sleep 600 & echo up; exec sleep 600";
-/// Longest wait for anything the bench waits on.
-const TIMEOUT: Duration = Duration::from_secs(60);
-
-struct Cfg {
-    spawns: usize,
-    lives: usize,
-    at_once: usize,
-    sizes: Vec<usize>,
-    reps: usize,
-    big: usize,
-    big_reps: usize,
-    watch_at: usize,
-    watch_secs: u64,
-    watch_events: usize,
-    sections: Vec<usize>,
-}
-
-fn env_num(name: &str, default: usize) -> Res<usize> {
-    match std::env::var(name) {
-        Ok(v) => Ok(v.trim().parse().map_err(|e| format!("{name}={v}: {e}"))?),
-        Err(_) => Ok(default),
-    }
-}
-
-fn env_list(name: &str, default: &str) -> Res<Vec<usize>> {
-    let v = std::env::var(name).unwrap_or_else(|_| default.to_string());
-    let mut out = Vec::new();
-    for w in v.split_whitespace() {
-        out.push(w.parse().map_err(|e| format!("{name}={v}: {e}"))?);
-    }
-    Ok(out)
-}
-
-impl Cfg {
-    fn from_env() -> Res<Cfg> {
-        let mut sizes = env_list("VM_BENCH_SIZES", "100 1000 10000")?;
-        sizes.sort_unstable();
-        sizes.dedup();
-        Ok(Cfg {
-            spawns: env_num("VM_BENCH_SPAWNS", 15)?.max(1),
-            lives: env_num("VM_BENCH_LIVES", 10)?.max(1),
-            at_once: env_num("VM_BENCH_AT_ONCE", 50)?.max(1),
-            sizes,
-            reps: env_num("VM_BENCH_REPS", 3)?.max(1),
-            big: env_num("VM_BENCH_BIG", 10_000)?,
-            big_reps: env_num("VM_BENCH_BIG_REPS", 1)?.max(1),
-            watch_at: env_num("VM_BENCH_WATCH_AT", 1000)?,
-            watch_secs: env_num("VM_BENCH_WATCH_SECS", 60)? as u64,
-            watch_events: env_num("VM_BENCH_WATCH_EVENTS", 10)?.max(1),
-            sections: env_list("VM_BENCH_SECTIONS", "1 2 3 4 5")?,
-        })
-    }
-
-    fn on(&self, s: usize) -> bool {
-        self.sections.contains(&s)
-    }
-}
-
-/// What the sections share.
-struct Ctx<'a> {
-    cfg: Cfg,
-    root: &'a Root,
-    /// The sandbox's isolated root (`--root` for the helper).
-    rpath: PathBuf,
-    bin: PathBuf,
-    mount: PathBuf,
-    /// Peak RSS figures for section 5: (what, KiB, how it was read).
-    /// Peak RSS rows (KiB; `None`: could not be read, printed `-`).
-    rss: Vec<(String, Option<u64>, &'static str)>,
-}
 
 fn main() -> Res<()> {
     let args: Vec<String> = std::env::args().collect();
@@ -228,202 +154,14 @@ fn sections(ctx: &mut Ctx) -> Res<()> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Helpers
-
-fn max(v: &[f64]) -> f64 {
-    v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-}
-
-/// The value below which `p` percent of the samples lie (nearest rank).
-fn pct(v: &[f64], p: f64) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let i = ((p / 100.0) * (s.len() as f64 - 1.0)).round() as usize;
-    s[i.min(s.len() - 1)]
-}
-
-fn verdict(met: bool, why: &str) -> String {
-    if met {
-        "met".to_string()
-    } else {
-        format!("not met ({why})")
-    }
-}
-
-fn nanos() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos())
-}
-
-/// `ck-cgroup --root <root> ARGS`, stdio to /dev/null.
-fn ck(ctx: &Ctx, args: &[&str]) -> Command {
-    let mut cmd = Command::new(&ctx.bin);
-    cmd.arg("--root")
-        .arg(&ctx.rpath)
-        .args(args)
-        .env_remove("CK_CGROUP_ROOT")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    cmd
-}
-
-/// A process's run: spawn to reaped exit (stdout read to the end when piped).
-struct Proc {
-    ms: f64,
-    out: Vec<u8>,
-}
-
-/// Run `cmd` to its end; fail unless it exits 0.
-fn run_proc(cmd: &mut Command, what: &str) -> Res<Proc> {
-    let t0 = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| format!("{what}: spawn: {e}"))?;
-    let mut out = Vec::new();
-    if let Some(mut o) = child.stdout.take() {
-        o.read_to_end(&mut out)?;
-    }
-    let (status, _) = wait4(child.id() as i32)?;
-    let ms = ms_since(t0);
-    if status != 0 {
-        let err = child
-            .stderr
-            .take()
-            .map(|mut e| {
-                let mut s = String::new();
-                let _ = e.read_to_string(&mut s);
-                s
-            })
-            .unwrap_or_default();
-        return Err(format!("{what}: wait status {status:#x} {}", err.trim()).into());
-    }
-    Ok(Proc { ms, out })
-}
-
-/// wait4(pid): the raw wait status and ru_maxrss (KiB).
-fn wait4(pid: i32) -> Res<(i32, u64)> {
-    let mut status = 0;
-    // SAFETY: rusage is plain data; wait4 fills it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: valid pointers to locals.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-        if r == pid {
-            return Ok((status, ru.ru_maxrss as u64));
-        }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINTR) {
-            return Err(format!("wait4 {pid}: {e}").into());
-        }
-    }
-}
-
-/// The peak RSS (KiB) of `ck-cgroup --root <root> ARGS`, or of `prog ARGS`, through the static
-/// `peakrss` tool (scripts/vm/tools/peakrss.c, `/lane/bin/peakrss` in the guest;
-/// `VM_BENCH_PEAKRSS`); None without the tool.
-fn peak_rss(ctx: &Ctx, prog: Option<&Path>, args: &[&str]) -> Res<Option<u64>> {
-    let tool = std::env::var_os("VM_BENCH_PEAKRSS")
-        .map_or_else(|| PathBuf::from("/lane/bin/peakrss"), PathBuf::from);
-    if !tool.exists() {
-        return Ok(None);
-    }
-    let mut cmd = Command::new(tool);
-    match prog {
-        Some(p) => cmd.arg(p),
-        None => cmd.arg(&ctx.bin).arg("--root").arg(&ctx.rpath),
-    };
-    let p = run_proc(
-        cmd.args(args)
-            .env_remove("CK_CGROUP_ROOT")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null()),
-        "peakrss",
-    )?;
-    let out = String::from_utf8_lossy(&p.out);
-    let mut w = out.split_whitespace();
-    let kib: u64 = w.next().ok_or("peakrss printed nothing")?.parse()?;
-    if w.next() != Some("0") {
-        return Err(format!("peakrss {args:?}: {}", out.trim()).into());
-    }
-    Ok(Some(kib))
-}
-
-fn id(s: &str) -> Res<ModuleId> {
-    Ok(ModuleId::new(s)?)
-}
-
-fn true_cmd() -> Res<ModuleCommand> {
-    let mut cmd = ModuleCommand::new("/bin/true");
-    cmd.stdin(dev_null()?)
-        .stdout(dev_null()?)
-        .stderr(dev_null()?);
-    Ok(cmd)
-}
-
-/// The mount options and the superblock options of the cgroup2 mount at `mount`.
-fn super_opts(mount: &Path) -> Res<(String, String)> {
-    let mi = fs::read_to_string("/proc/self/mountinfo")?;
-    let want = mount.to_string_lossy();
-    for line in mi.lines() {
-        let f: Vec<&str> = line.split(' ').collect();
-        let Some(dash) = f.iter().position(|w| *w == "-") else {
-            continue;
-        };
-        if f.len() > 5 && f[4] == want && f.get(dash + 1) == Some(&"cgroup2") {
-            return Ok((f[5].to_string(), f.get(dash + 3).unwrap_or(&"").to_string()));
-        }
-    }
-    Err(format!("no cgroup2 mount at {want} in /proc/self/mountinfo").into())
-}
-
-/// Remount the cgroup2 hierarchy with its superblock options plus (or minus) `favordynmods`,
-/// keeping its mount flags. Ok(false): the kernel refused the option (EINVAL).
-fn remount(mount: &Path, favor: bool) -> Res<bool> {
-    let (mopts, sopts) = super_opts(mount)?;
-    let mut flags: libc::c_ulong = libc::MS_REMOUNT;
-    for o in mopts.split(',') {
-        flags |= match o {
-            "ro" => libc::MS_RDONLY,
-            "nosuid" => libc::MS_NOSUID,
-            "nodev" => libc::MS_NODEV,
-            "noexec" => libc::MS_NOEXEC,
-            "relatime" => libc::MS_RELATIME,
-            "noatime" => libc::MS_NOATIME,
-            _ => 0,
-        };
-    }
-    let mut data: Vec<&str> = sopts
-        .split(',')
-        .filter(|o| !matches!(*o, "rw" | "ro" | "favordynmods" | ""))
-        .collect();
-    if favor {
-        data.push("favordynmods");
-    }
-    let data = CString::new(data.join(","))?;
-    let target = CString::new(mount.as_os_str().as_encoded_bytes())?;
-    // SAFETY: NUL-terminated strings that outlive the call.
-    let r = unsafe {
-        libc::mount(
-            c"cgroup2".as_ptr(),
-            target.as_ptr(),
-            c"cgroup2".as_ptr(),
-            flags,
-            data.as_ptr().cast(),
-        )
-    };
-    if r == 0 {
-        return Ok(true);
-    }
-    let e = std::io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EINVAL) && favor {
-        return Ok(false);
-    }
-    Err(format!("remount {} with {:?}: {e}", mount.display(), data).into())
-}
-
-// ---------------------------------------------------------------------------------------------
 // Section 1: spawn paths
+
+/// `Root::spawn` within this factor of a plain spawn.
+const GOAL_SPAWN_X_PLAIN: f64 = 1.1;
+/// `exec` within this factor of a plain spawn...
+const GOAL_EXEC_X_PLAIN: f64 = 2.0;
+/// ...and `systemd-run --scope` at least this factor slower than `exec`.
+const GOAL_SD_X_EXEC: f64 = 4.0;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sp {
@@ -614,7 +352,7 @@ fn print_spawn(ctx: &Ctx, mode: &str, s: &[Vec<f64>]) {
     );
 }
 
-fn section_spawn(ctx: &mut Ctx) -> Res<()> {
+pub fn section_spawn(ctx: &mut Ctx) -> Res<()> {
     let _ = ctx.root.create(&id("s-spawn")?)?;
     let _ = ctx.root.create(&id("s-exec")?)?;
     let default = spawn_round(ctx, "d")?;
@@ -654,6 +392,11 @@ fn section_spawn(ctx: &mut Ctx) -> Res<()> {
 
 // ---------------------------------------------------------------------------------------------
 // Section 2: module churn
+
+/// Module lives per second: at least this factor of systemd's.
+const GOAL_CHURN_X_SD: f64 = 10.0;
+/// The tree of a churned module: a shell, a background `sleep`, the shell's `exec`ed `sleep`.
+const TREE: &str = "sleep 600 & echo up; exec sleep 600";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ch {
@@ -795,7 +538,7 @@ fn churn(ctx: &Ctx, k: Ch, n: usize, at_once: bool, base: usize) -> Res<(f64, f6
     Ok((n as f64 / s, start_ms, stop_ms))
 }
 
-fn section_churn(ctx: &mut Ctx) -> Res<()> {
+pub fn section_churn(ctx: &mut Ctx) -> Res<()> {
     let (one, many) = (ctx.cfg.lives, ctx.cfg.at_once);
     let mut rates = [[0.0f64; 2]; 3];
     let mut phases = [(0.0f64, 0.0f64); 3];
@@ -865,127 +608,24 @@ fn section_churn(ctx: &mut Ctx) -> Res<()> {
 
 /// The files one `status --json` opened, seen through inotify `IN_OPEN`: in the root, in
 /// `subc-modules/`, in a populated module and in an empty one.
-struct Seen {
-    root: Vec<String>,
-    populated: Vec<String>,
-    empty: Vec<String>,
-}
-
-struct Inotify(OwnedFd);
-
-impl Inotify {
-    fn new() -> Res<Inotify> {
-        // SAFETY: plain syscall.
-        let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC | libc::IN_NONBLOCK) };
-        if fd < 0 {
-            return Err(format!("inotify_init1: {}", std::io::Error::last_os_error()).into());
-        }
-        // SAFETY: a fresh fd we own.
-        Ok(Inotify(unsafe { OwnedFd::from_raw_fd(fd) }))
-    }
-
-    fn add(&self, path: &Path, mask: u32) -> Res<i32> {
-        let c = CString::new(path.as_os_str().as_encoded_bytes())?;
-        // SAFETY: a valid fd and NUL-terminated path.
-        let wd = unsafe { libc::inotify_add_watch(self.0.as_raw_fd(), c.as_ptr(), mask) };
-        if wd < 0 {
-            return Err(format!(
-                "inotify_add_watch {}: {}",
-                path.display(),
-                std::io::Error::last_os_error()
-            )
-            .into());
-        }
-        Ok(wd)
-    }
-
-    /// The (wd, mask, name) of every queued event; none when the queue is empty.
-    fn drain(&self) -> Res<Vec<(i32, u32, String)>> {
-        let mut out = Vec::new();
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = match rustix::io::read(&self.0, &mut buf) {
-                Ok(n) => n,
-                Err(rustix::io::Errno::AGAIN) => return Ok(out),
-                Err(e) => return Err(e.into()),
-            };
-            let mut off = 0;
-            let hdr = std::mem::size_of::<libc::inotify_event>();
-            while off + hdr <= n {
-                // SAFETY: the kernel wrote whole events; read_unaligned copes with alignment.
-                let ev: libc::inotify_event =
-                    unsafe { std::ptr::read_unaligned(buf[off..].as_ptr().cast()) };
-                let name_bytes = &buf[off + hdr..off + hdr + ev.len as usize];
-                let name = CStr::from_bytes_until_nul(name_bytes)
-                    .map(|c| c.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                out.push((ev.wd, ev.mask, name));
-                off += hdr + ev.len as usize;
-            }
-        }
-    }
-
-    /// Block until an event arrives or `timeout` passes; the instant it woke.
-    fn wait(&self, timeout: Duration) -> Res<Option<Instant>> {
-        let mut pfd = libc::pollfd {
-            fd: self.0.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        let r = unsafe { libc::poll(&mut pfd, 1, timeout.as_millis() as i32) };
-        let now = Instant::now();
-        if r < 0 {
-            return Err(format!("poll: {}", std::io::Error::last_os_error()).into());
-        }
-        Ok((r > 0).then_some(now))
-    }
-}
-
-fn see_status_files(ctx: &Ctx, populated: &str, empty: &str) -> Res<Seen> {
-    let ino = Inotify::new()?;
-    let mods = ctx.rpath.join("subc-modules");
-    let w_root = ino.add(&ctx.rpath, libc::IN_OPEN)?;
-    let w_mods = ino.add(&mods, libc::IN_OPEN)?;
-    let w_pop = ino.add(&mods.join(populated), libc::IN_OPEN)?;
-    let w_empty = ino.add(&mods.join(empty), libc::IN_OPEN)?;
-    run_proc(&mut ck(ctx, &["--json", "status"]), "status --json")?;
-    let mut seen = Seen {
-        root: Vec::new(),
-        populated: Vec::new(),
-        empty: Vec::new(),
-    };
-    let mut root = BTreeSet::new();
-    for (wd, mask, name) in ino.drain()? {
-        if mask & libc::IN_ISDIR != 0 || name.is_empty() {
-            continue;
-        }
-        if wd == w_root {
-            root.insert(name);
-        } else if wd == w_mods {
-            root.insert(format!("subc-modules/{name}"));
-        } else if wd == w_pop && !seen.populated.contains(&name) {
-            seen.populated.push(name);
-        } else if wd == w_empty && !seen.empty.contains(&name) {
-            seen.empty.push(name);
-        }
-    }
-    seen.root = root.into_iter().collect();
-    Ok(seen)
+pub struct Seen {
+    pub root: Vec<String>,
+    pub populated: Vec<String>,
+    pub empty: Vec<String>,
 }
 
 /// What one pass of the limit loop did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct Opens {
-    modules: usize,
-    opened: usize,
-    failed: usize,
+pub struct Opens {
+    pub modules: usize,
+    pub opened: usize,
+    pub failed: usize,
 }
 
 /// The limit loop: the root's files, one listing of `subc-modules/`, then per module an
 /// openat + read (to a short read) + close of each file `status` opened in an empty module, and
 /// where `cgroup.events` says populated, those it opened in a populated one as well.
-fn limit(root: &Path, seen: &Seen) -> Res<Opens> {
+pub fn limit(root: &Path, seen: &Seen) -> Res<Opens> {
     let rdir = rustix::fs::open(
         root,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -1081,7 +721,7 @@ fn read_at(
 
 /// `vm limit-loop ROOT ROOTFILES EMPTYFILES POPULATEDFILES` (comma-separated): the limit loop
 /// as a process of its own, so that it pays a process start as `status` does.
-fn limit_main(args: &[String]) -> Res<()> {
+pub fn limit_main(args: &[String]) -> Res<()> {
     let list = |i: usize| -> Vec<String> {
         args.get(i)
             .map(|s| {
@@ -1101,6 +741,38 @@ fn limit_main(args: &[String]) -> Res<()> {
     let o = limit(&root, &seen)?;
     println!("{} {} {}", o.modules, o.opened, o.failed);
     Ok(())
+}
+
+fn see_status_files(ctx: &Ctx, populated: &str, empty: &str) -> Res<Seen> {
+    let ino = Inotify::new()?;
+    let mods = ctx.rpath.join("subc-modules");
+    let w_root = ino.add(&ctx.rpath, libc::IN_OPEN)?;
+    let w_mods = ino.add(&mods, libc::IN_OPEN)?;
+    let w_pop = ino.add(&mods.join(populated), libc::IN_OPEN)?;
+    let w_empty = ino.add(&mods.join(empty), libc::IN_OPEN)?;
+    run_proc(&mut ck(ctx, &["--json", "status"]), "status --json")?;
+    let mut seen = Seen {
+        root: Vec::new(),
+        populated: Vec::new(),
+        empty: Vec::new(),
+    };
+    let mut root = BTreeSet::new();
+    for (wd, mask, name) in ino.drain()? {
+        if mask & libc::IN_ISDIR != 0 || name.is_empty() {
+            continue;
+        }
+        if wd == w_root {
+            root.insert(name);
+        } else if wd == w_mods {
+            root.insert(format!("subc-modules/{name}"));
+        } else if wd == w_pop && !seen.populated.contains(&name) {
+            seen.populated.push(name);
+        } else if wd == w_empty && !seen.empty.contains(&name) {
+            seen.empty.push(name);
+        }
+    }
+    seen.root = root.into_iter().collect();
+    Ok(seen)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1241,7 +913,7 @@ struct SizeRow {
     rss: [Option<u64>; 6],
 }
 
-fn section_scale(ctx: &mut Ctx) -> Res<()> {
+pub fn section_scale(ctx: &mut Ctx) -> Res<()> {
     let sizes = ctx.cfg.sizes.clone();
     let mut made = 0usize;
     let mut seen: Option<Seen> = None;
@@ -1360,6 +1032,12 @@ fn section_scale(ctx: &mut Ctx) -> Res<()> {
     reap_all();
     Ok(())
 }
+
+/// `status --json` within this factor of the limit loop.
+const GOAL_STATUS_X_LIMIT: f64 = 1.5;
+/// "Cost per module flat": the marginal cost per module of the largest step within this factor
+/// of the first step's.
+const GOAL_FLAT: f64 = 1.5;
 
 fn print_scale(rows: &[SizeRow]) {
     println!();
@@ -1490,6 +1168,9 @@ fn print_scale(rows: &[SizeRow]) {
 // ---------------------------------------------------------------------------------------------
 // Section 4: watch
 
+/// An idle `watch`: "near zero" CPU, read as at most this percentage of one CPU.
+const GOAL_WATCH_IDLE_PCT: f64 = 0.1;
+
 /// CPU time (utime + stime) of `pid`, in seconds.
 fn cpu_secs(pid: u32) -> Res<f64> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
@@ -1499,19 +1180,6 @@ fn cpu_secs(pid: u32) -> Res<f64> {
     // SAFETY: plain libc call.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     Ok(ticks as f64 / hz)
-}
-
-fn status_kib(pid: u32, key: &str) -> Res<u64> {
-    let s = fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let line = s
-        .lines()
-        .find(|l| l.starts_with(key))
-        .ok_or_else(|| format!("no {key} in /proc/{pid}/status"))?;
-    Ok(line
-        .split_whitespace()
-        .nth(1)
-        .ok_or("bad status line")?
-        .parse()?)
 }
 
 /// `a - b` in ms, negative when `a` came first (watch's line read before this process's own
@@ -1547,7 +1215,7 @@ fn wait_line_for(
     }
 }
 
-fn section_watch(ctx: &mut Ctx, n: usize) -> Res<String> {
+pub fn section_watch(ctx: &mut Ctx, n: usize) -> Res<String> {
     use std::fmt::Write as _;
     let mut child = ck(ctx, &["watch"])
         .stdout(Stdio::piped())
@@ -1703,7 +1371,7 @@ fn section_watch(ctx: &mut Ctx, n: usize) -> Res<String> {
 // ---------------------------------------------------------------------------------------------
 // Section 5: memory
 
-fn section_memory(ctx: &mut Ctx) -> Res<()> {
+pub fn section_memory(ctx: &mut Ctx) -> Res<()> {
     let mut rows: Vec<(String, Option<u64>, &'static str)> = Vec::new();
     const HOW: &str = "peakrss (wait4 ru_maxrss)";
     match peak_rss(ctx, Some(Path::new("/bin/true")), &[])? {
