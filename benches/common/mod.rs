@@ -122,7 +122,7 @@ pub fn print_cgroup_and_binary(mount: &Path, bin: &Path) -> Res<()> {
 }
 
 /// Milliseconds since `t0`.
-#[allow(dead_code)] // the status and vm benches use it
+#[allow(dead_code)] // the status, run and vm benches use it
 pub fn ms_since(t0: std::time::Instant) -> f64 {
     t0.elapsed().as_secs_f64() * 1e3
 }

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # The guest bench (`make vm-bench`, scripts/vm-bench): runs the bench program built on the host
-# (`cargo bench --no-run --bench vm`, benches/vm.rs) from the repository shared read-only at its
+# (`cargo bench --no-run --bench vm`, benches/vm/) from the repository shared read-only at its
 # host path, against the installed helper /usr/bin/ck-cgroup, with the VM_BENCH_* knobs that
 # scripts/vm-bench put into /lane/env. Its whole output is this file's log (/out/10-bench.log),
 # which scripts/vm-bench prints. One CHECK line: PASS when the bench ran to its end (goals not

@@ -1,5 +1,5 @@
 /* peakrss CMD [ARG...]: run CMD (stdout to /dev/null) and print "<ru_maxrss KiB> <wait status>"
- * of it on stdout. The guest bench (benches/vm.rs) measures the helper's peak RSS through it:
+ * of it on stdout. The guest bench (benches/vm/) measures the helper's peak RSS through it:
  * CMD is forked from this small static process, so its ru_maxrss starts from this process's
  * few pages, not from the bench's (a child spawned straight from the bench inherits the bench's
  * high-water mark: vfork's shared mm at execve, fork's copied RSS). wait4 keeps the peak across
