@@ -31,15 +31,7 @@ fn json_output_parses_into_the_library_types_without_loss() {
     let w = World::new();
     let placed = ok(w.run(&["--json", "create", "lib"]));
     assert!(placed.contains("\"lib\""), "{placed}");
-    let mut c = w
-        .ck()
-        .args(["exec", "lib", "--", "sleep", "600"])
-        .spawn()
-        .unwrap();
-    w.track(c.id());
-    eventually("sleep placed", || {
-        cgroup_of(c.id()) == v2_path(&w.root().join("subc-modules/lib"))
-    });
+    let mut c = w.exec_sleep("lib");
     #[derive(Deserialize, serde::Serialize)]
     #[serde(deny_unknown_fields)]
     struct Listing {

@@ -8,15 +8,7 @@ use crate::shapes::{Kill, Remove};
 #[test]
 fn kill_removes_the_directory_and_is_repeatable() {
     let w = World::new();
-    let mut c = w
-        .ck()
-        .args(["exec", "k", "--", "sleep", "600"])
-        .spawn()
-        .unwrap();
-    w.track(c.id());
-    eventually("sleep placed", || {
-        cgroup_of(c.id()) == v2_path(&w.root().join("subc-modules/k"))
-    });
+    let mut c = w.exec_sleep("k");
     ok(w.run(&["kill", "--timeout", "3s", "k"]));
     c.wait().unwrap();
     assert!(!w.root().join("subc-modules/k").exists(), "directory left");
@@ -43,15 +35,7 @@ fn remove_empty_module_leaves_no_directory() {
 #[test]
 fn remove_refuses_a_populated_module_and_says_what_to_run() {
     let w = World::new();
-    let mut c = w
-        .ck()
-        .args(["exec", "busy", "--", "sleep", "600"])
-        .spawn()
-        .unwrap();
-    w.track(c.id());
-    eventually("sleep placed", || {
-        cgroup_of(c.id()) == v2_path(&w.root().join("subc-modules/busy"))
-    });
+    let mut c = w.exec_sleep("busy");
     let o = w.run(&["remove", "busy"]);
     assert_eq!(o.status.code(), Some(1));
     let e = stderr(&o);

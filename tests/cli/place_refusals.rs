@@ -22,16 +22,6 @@ fn place_refused(w: &World, o: &std::process::Output, says: &str) {
     );
 }
 
-fn state(pid: u32) -> Option<char> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    s.rsplit(')')
-        .next()?
-        .split_whitespace()
-        .next()?
-        .chars()
-        .next()
-}
-
 #[test]
 fn place_refuses_pid_1_of_its_pid_namespace() {
     let w = World::new();

@@ -69,10 +69,13 @@ fn sandbox_passes_term_to_cmd_and_still_removes_itself() {
     let tmp = tempfile::tempdir().unwrap();
     let ready = tmp.path().join("ready");
     let root_file = tmp.path().join("root");
-    let script = format!(
-        "trap 'exit 3' TERM; echo \"$CK_CGROUP_ROOT\" > {r}; echo 1 > {f}; sleep 5 & wait",
-        r = root_file.display(),
-        f = ready.display()
+    let script = trapping_sh(
+        &format!(
+            "trap 'exit 3' TERM; echo \"$CK_CGROUP_ROOT\" > {}",
+            root_file.display()
+        ),
+        &ready,
+        5,
     );
     let mut sb = bare()
         .args(["sandbox", "--parent"])
@@ -81,8 +84,7 @@ fn sandbox_passes_term_to_cmd_and_still_removes_itself() {
         .spawn()
         .unwrap();
     eventually("CMD to start", || ready.exists());
-    let pid = rustix::process::Pid::from_raw(sb.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    signal(sb.id(), rustix::process::Signal::TERM);
     let status = sb.wait().unwrap();
     assert_eq!(
         status.code(),

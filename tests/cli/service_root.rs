@@ -104,14 +104,8 @@ fn not_a_service_root_is_refused_by_every_module_command() {
 #[test]
 fn kill_from_a_login_shell_is_refused_and_the_module_keeps_running() {
     let w = World::new();
-    let mut aft = w
-        .ck()
-        .args(["exec", "aft", "--", "sleep", "600"])
-        .spawn()
-        .unwrap();
-    w.track(aft.id());
-    let module = v2_path(&w.root().join("subc-modules/aft"));
-    eventually("aft placed", || cgroup_of(aft.id()) == module);
+    let mut aft = w.exec_sleep("aft");
+    let module = v2_path(&w.module_dir("aft"));
     // The helper runs from a cgroup that is no service's (a login shell's session), with no
     // --root: discovery finds that cgroup, which must be refused, not read as "no modules".
     let shell = w.root().join("login");
