@@ -21,52 +21,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::kids::Kids;
 use common::*;
 use serde_json::Value;
 
 /// The uid of a supervisor and a module that share it (no one else on this host uses it).
 const USER: u32 = SHARED_UID;
-
-/// Children of the test: killed and reaped when the test ends, whatever happened.
-#[derive(Default)]
-struct Kids(Vec<Child>);
-
-impl Kids {
-    fn add(&mut self, c: Child) -> usize {
-        self.0.push(c);
-        self.0.len() - 1
-    }
-
-    /// Wait for child `i` at most `limit`; `None` when it is still running.
-    fn wait(&mut self, i: usize, limit: Duration) -> Option<std::process::ExitStatus> {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(s) = self.0[i].try_wait().unwrap() {
-                return Some(s);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn pid(&self, i: usize) -> u32 {
-        self.0[i].id()
-    }
-}
-
-impl Drop for Kids {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            // Not reaped yet, so the pid cannot have been reused.
-            if c.try_wait().ok().flatten().is_none() {
-                let _ = c.kill();
-                let _ = c.wait();
-            }
-        }
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Case {
@@ -191,12 +151,6 @@ fn read_lines(path: &Path) -> usize {
         .unwrap_or(0)
 }
 
-/// One-letter state of `pid` from /proc/<pid>/stat.
-fn state(pid: u32) -> Option<char> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    s.rsplit(')').next()?.trim_start().chars().next()
-}
-
 fn events_say(path: &Path, line: &str) -> bool {
     std::fs::read_to_string(path.join("cgroup.events"))
         .map(|s| s.lines().any(|l| l == line))
@@ -258,11 +212,6 @@ fn settle(w: &World, id: &str, case: Case, under_run: bool, kids: &mut Kids) {
         }
         _ => {}
     }
-}
-
-fn json(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("{e}: stdout {} stderr {}", stdout(o), stderr(o)))
 }
 
 /// Hand the modules' directory and module `id` to `USER`, as `Delegate=` hands a service's
@@ -404,8 +353,7 @@ fn check(case: Case, driver: Driver) {
         }
         Driver::Run => {
             if case != Case::TopGone {
-                let pid = rustix::process::Pid::from_raw(kids.pid(top) as i32).unwrap();
-                rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+                signal(kids.pid(top), rustix::process::Signal::TERM);
             }
             let status = kids
                 .wait(top, scaled(Duration::from_secs(15)))
@@ -669,7 +617,7 @@ fn spawn_into_a_frozen_module_is_refused_and_does_not_hang() {
             .unwrap_or_else(|| panic!("{args:?} hangs on a frozen module"));
         let mut err = String::new();
         use std::io::Read;
-        kids.0[i]
+        kids.child(i)
             .stderr
             .take()
             .unwrap()

@@ -12,7 +12,6 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use common::*;
-use serde_json::Value;
 
 /// The `ck-sandbox-*` directories under `parent`.
 fn sandboxes(parent: &Path) -> Vec<PathBuf> {
@@ -28,8 +27,7 @@ fn sandboxes(parent: &Path) -> Vec<PathBuf> {
 
 /// SIGKILL `child` and reap it.
 fn sigkill(child: &mut Child) {
-    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    signal(child.id(), rustix::process::Signal::KILL);
     child.wait().unwrap();
 }
 
@@ -73,11 +71,6 @@ fn sandbox_with_a_tree(w: &World) -> (Child, [u32; 3]) {
         w.pid_from("module"),
     ];
     (helper, pids)
-}
-
-fn json(o: &std::process::Output) -> Value {
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("{e}: stdout {} stderr {}", stdout(o), stderr(o)))
 }
 
 #[test]
@@ -165,8 +158,7 @@ fn sandbox_prune_leaves_a_live_sandbox_alone() {
     }
     assert_eq!(sandboxes(w.root()).len(), 1);
     // The helper still cleans up: TERM reaches CMD, the sandbox goes.
-    let pid = rustix::process::Pid::from_raw(helper.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    signal(helper.id(), rustix::process::Signal::TERM);
     helper.wait().unwrap();
     assert!(sandboxes(w.root()).is_empty());
 }

@@ -307,12 +307,7 @@ fn watch_says_systemd_oomd_killed_a_module_and_who_emptied_it() {
     let watch = Watch::start(&w);
     ok(w.run(&["create", "victim"]));
     assert_eq!(watch.next("victim")["event"], "appeared");
-    let mut cmd = w
-        .ck()
-        .args(["exec", "victim", "--", "sleep", "600"])
-        .spawn()
-        .unwrap();
-    w.track(cmd.id());
+    let mut cmd = w.exec_sleep("victim");
     assert_eq!(watch.next("victim")["event"], "populated");
     // What systemd-oomd does: user.oomd_ooms incremented, SIGKILL, user.oomd_kill.
     let m = w.root().join("subc-modules/victim");

@@ -71,10 +71,10 @@ fn run_takes_down_the_grandchild_cmd_left_behind() {
 fn term_sent_to_run_reaches_cmd() {
     let w = World::new();
     let got = w.tmp("got-term");
-    let script = format!(
-        "trap 'echo term > {g}; exit 4' TERM; echo $$ > {r}; sleep 5 & wait",
-        g = got.display(),
-        r = w.tmp("ready").display()
+    let script = trapping_sh(
+        &format!("trap 'echo term > {}; exit 4' TERM", got.display()),
+        &w.tmp("ready"),
+        5,
     );
     let mut run = w
         .ck()
@@ -83,8 +83,7 @@ fn term_sent_to_run_reaches_cmd() {
         .unwrap();
     w.track(run.id());
     w.line_from("ready");
-    let pid = rustix::process::Pid::from_raw(run.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    signal(run.id(), rustix::process::Signal::TERM);
     let status = run.wait().unwrap();
     assert!(got.exists(), "CMD did not get the TERM sent to run");
     assert_eq!(status.code(), Some(4));
@@ -176,10 +175,13 @@ fn no_zombie_piles_up_in_a_module_that_keeps_making_orphans() {
 #[test]
 fn term_to_run_stops_the_whole_module_within_the_grace() {
     let w = World::new();
-    let script = format!(
-        "(sh -c 'trap \"\" TERM; {g}; exec sleep 602' &); trap 'exit 7' TERM; echo > {r}; sleep 600 & wait",
-        g = host_pid_to(&w.tmp("gc")),
-        r = w.tmp("ready").display()
+    let script = trapping_sh(
+        &format!(
+            "(sh -c 'trap \"\" TERM; {}; exec sleep 602' &); trap 'exit 7' TERM",
+            host_pid_to(&w.tmp("gc"))
+        ),
+        &w.tmp("ready"),
+        600,
     );
     let mut run = w
         .ck()
@@ -190,8 +192,7 @@ fn term_to_run_stops_the_whole_module_within_the_grace() {
     let gc = w.pid_from("gc");
     w.line_from("ready");
     let t0 = std::time::Instant::now();
-    let pid = rustix::process::Pid::from_raw(run.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    signal(run.id(), rustix::process::Signal::TERM);
     let status = run.wait().unwrap();
     let took = t0.elapsed();
     assert_eq!(status.code(), Some(7), "run exits as CMD did on TERM");
@@ -208,10 +209,7 @@ fn term_to_run_stops_the_whole_module_within_the_grace() {
 #[test]
 fn term_to_run_ends_a_module_whose_cmd_ignores_term() {
     let w = World::new();
-    let script = format!(
-        "trap '' TERM; echo > {}; sleep 600 & wait",
-        w.tmp("ready").display()
-    );
+    let script = trapping_sh("trap '' TERM", &w.tmp("ready"), 600);
     let mut run = w
         .ck()
         .args(["run", "deaf", "--grace", "300ms", "--", "sh", "-c", &script])
@@ -219,8 +217,7 @@ fn term_to_run_ends_a_module_whose_cmd_ignores_term() {
         .unwrap();
     w.track(run.id());
     w.line_from("ready");
-    let pid = rustix::process::Pid::from_raw(run.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    signal(run.id(), rustix::process::Signal::TERM);
     let mut status = None;
     eventually("run to end after TERM, CMD ignoring it", || {
         status = run.try_wait().unwrap();
@@ -235,10 +232,13 @@ fn term_to_run_ends_a_module_whose_cmd_ignores_term() {
 fn usr1_to_run_reaches_cmd_once() {
     let w = World::new();
     let got = w.tmp("got");
-    let script = format!(
-        "trap 'echo usr1 >> {g}' USR1; trap 'exit 5' TERM; echo > {r}; while :; do sleep 600 & wait; done",
-        g = got.display(),
-        r = w.tmp("ready").display()
+    let script = trapping_sh(
+        &format!(
+            "trap 'echo usr1 >> {}' USR1; trap 'exit 5' TERM",
+            got.display()
+        ),
+        &w.tmp("ready"),
+        600,
     );
     let mut run = w
         .ck()
@@ -247,10 +247,9 @@ fn usr1_to_run_reaches_cmd_once() {
         .unwrap();
     w.track(run.id());
     w.line_from("ready");
-    let pid = rustix::process::Pid::from_raw(run.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::USR1).unwrap();
+    signal(run.id(), rustix::process::Signal::USR1);
     eventually("CMD to get USR1", || got.exists());
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    signal(run.id(), rustix::process::Signal::TERM);
     assert_eq!(run.wait().unwrap().code(), Some(5));
     let n = std::fs::read_to_string(&got).unwrap().lines().count();
     assert_eq!(n, 1, "CMD got USR1 {n} times");
@@ -290,10 +289,6 @@ fn ppid(pid: u32) -> u32 {
     stat_fields(pid)
         .and_then(|f| f.get(1)?.parse().ok())
         .unwrap_or(0)
-}
-
-fn state(pid: u32) -> Option<char> {
-    stat_fields(pid)?.first()?.chars().next()
 }
 
 /// `run` takes the limit flags (and the policy) as `exec` does: checked before anything is made.
@@ -416,10 +411,13 @@ fn sigkill_of_run_rounds(
 fn usr1_to_an_unprivileged_run_reaches_cmd_once_across_its_user_namespace() {
     let w = World::new();
     let got = w.tmp("got");
-    let script = format!(
-        "trap 'echo usr1 >> {g}' USR1; trap 'exit 5' TERM; echo $$ > {r}; while :; do sleep 600 & wait; done",
-        g = got.display(),
-        r = w.tmp("ready").display()
+    let script = trapping_sh(
+        &format!(
+            "trap 'echo usr1 >> {}' USR1; trap 'exit 5' TERM",
+            got.display()
+        ),
+        &w.tmp("ready"),
+        600,
     );
     let err_file = w.tmp("stderr");
     let mut run = ck_as_nobody(&w, &["run", "usr", "--", "sh", "-c", &script])
@@ -428,10 +426,9 @@ fn usr1_to_an_unprivileged_run_reaches_cmd_once_across_its_user_namespace() {
         .expect("setpriv (util-linux)");
     w.track(run.id());
     assert_eq!(w.line_from("ready"), "2", "CMD in a PID namespace");
-    let pid = rustix::process::Pid::from_raw(run.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::USR1).unwrap();
+    signal(run.id(), rustix::process::Signal::USR1);
     eventually("CMD to get USR1", || got.exists());
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    signal(run.id(), rustix::process::Signal::TERM);
     let code = run.wait().unwrap().code();
     let err = std::fs::read_to_string(&err_file).unwrap();
     assert_eq!(code, Some(5), "{err}");
@@ -654,11 +651,7 @@ fn run_ends_with_a_stopped_init(nobody: bool) {
     });
     let pid = w.pid_from("init.pid");
     assert_eq!(ppid(pid), c.id(), "the init is run's child");
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(pid as i32).unwrap(),
-        rustix::process::Signal::STOP,
-    )
-    .unwrap();
+    signal(pid, rustix::process::Signal::STOP);
     eventually("the init stopped", || state(pid) == Some('T'));
     std::fs::write(&go, "").unwrap();
     let (status, err) = run_ends_within(c, Duration::from_secs(30));

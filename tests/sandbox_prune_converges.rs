@@ -54,8 +54,7 @@ fn sandbox_prune_right_after_a_sigkill_of_sandbox_at_any_moment_removes_it_30_of
         // The moment: 0 to 87 ms into its life, a different one each round (where in its work
         // that falls depends on the host; 30 rounds cover start-up to a running CMD).
         std::thread::sleep(Duration::from_millis(round * 3));
-        let pid = rustix::process::Pid::from_raw(helper.id() as i32).unwrap();
-        rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+        signal(helper.id(), rustix::process::Signal::KILL);
         // Not reaped yet, and maybe not yet dead: the prune must not take it for a live one.
         let r = prune(parent);
         assert_eq!(

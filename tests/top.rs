@@ -164,8 +164,7 @@ fn q_on_stdin_ends_it_and_sigterm_ends_it_by_that_signal() {
         std::fs::read_to_string(&out).is_ok_and(|s| s.matches("MODULE").count() >= 2)
     });
     assert!(alive(c.id()), "top ended at stdin's end");
-    let pid = rustix::process::Pid::from_raw(c.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    signal(c.id(), rustix::process::Signal::TERM);
     let o = c.wait_with_output().unwrap();
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(o.status.signal(), Some(15), "{:?} {}", o.status, stderr(&o));
@@ -236,16 +235,7 @@ fn in_a_terminal_it_shows_the_modules_sorted_and_restores_the_terminal() {
     }
     let w = World::new();
     let mut big = hoard(&w, "big", 64);
-    let mut small = w
-        .ck()
-        .args(["exec", "small", "--", "sleep", "600"])
-        .spawn()
-        .unwrap();
-    w.track(small.id());
-    eventually("small's sleep", || {
-        std::fs::read_to_string(w.root().join("subc-modules/small/cgroup.procs"))
-            .is_ok_and(|p| !p.trim().is_empty())
-    });
+    let mut small = w.exec_sleep("small");
     let t = |f: &str| w.tmp(f).display().to_string();
     let top = format!(
         "'{}' --root '{}' top --interval 0.2",
@@ -362,16 +352,12 @@ fn in_a_terminal_it_shows_the_modules_sorted_and_restores_the_terminal() {
     });
     let children = std::fs::read_to_string(format!("/proc/{pane_pid}/task/{pane_pid}/children"))
         .unwrap_or_default();
-    let top_pid: i32 = children
+    let top_pid: u32 = children
         .split_whitespace()
         .next()
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no child of the pane's sh: {children:?}"));
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(top_pid).unwrap(),
-        rustix::process::Signal::TERM,
-    )
-    .unwrap();
+    signal(top_pid, rustix::process::Signal::TERM);
     assert_eq!(written(&w.tmp("rc3")).trim(), "143");
     assert_eq!(modes(&written(&w.tmp("stty3"))), before, "after SIGTERM");
 

@@ -146,12 +146,7 @@ fn watch_follows_a_module_removed_and_made_again_under_the_same_id() {
         std::fs::create_dir(&dir).unwrap();
         assert_eq!(watch.next("again")["event"], "removed", "cycle {cycle}");
         assert_eq!(watch.next("again")["event"], "appeared", "cycle {cycle}");
-        let mut c = w
-            .ck()
-            .args(["exec", "again", "--", "sleep", "600"])
-            .spawn()
-            .unwrap();
-        w.track(c.id());
+        let mut c = w.exec_sleep("again");
         assert_eq!(watch.next("again")["event"], "populated", "cycle {cycle}");
         c.kill().unwrap();
         c.wait().unwrap();
@@ -317,15 +312,7 @@ fn watch_pressure_sleeps_until_the_kernel_reports() {
         return;
     }
     let w = World::new();
-    let mut c = w
-        .ck()
-        .args(["exec", "quiet", "--", "sleep", "600"])
-        .spawn()
-        .unwrap();
-    w.track(c.id());
-    eventually("sleep placed", || {
-        cgroup_of(c.id()) == v2_path(&w.root().join("subc-modules/quiet"))
-    });
+    let mut c = w.exec_sleep("quiet");
     let watch = Watch::start(
         &w,
         &[

@@ -76,8 +76,7 @@ impl Watch {
     }
 
     fn signal(&self, sig: rustix::process::Signal) {
-        let pid = rustix::process::Pid::from_raw(self.child.id() as i32).unwrap();
-        rustix::process::kill_process(pid, sig).unwrap();
+        signal(self.child.id(), sig);
     }
 }
 
@@ -127,17 +126,15 @@ impl Ck {
     }
 }
 
-/// `exec ID -- sleep 600`, returned once the module is populated (its own `cgroup.events`).
+/// `exec ID -- sleep 600`, returned once its process is in the module (not tracked: the ids are
+/// cycled hundreds of times, and a tracked pid SIGKILLed after its reuse could hit another's).
 fn populate(ck: &Ck, id: &str) -> Child {
     let c = ck
         .cmd()
         .args(["exec", id, "--", "sleep", "600"])
         .spawn()
         .unwrap();
-    let events = ck.0.join("subc-modules").join(id).join("cgroup.events");
-    eventually(&format!("{id} populated"), || {
-        std::fs::read_to_string(&events).is_ok_and(|t| t.contains("populated 1"))
-    });
+    wait_placed(c.id(), &ck.0.join("subc-modules").join(id));
     c
 }
 

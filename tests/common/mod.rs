@@ -8,7 +8,12 @@ use std::time::{Duration, Instant};
 
 use ck_cgroup::Sandbox;
 
+pub mod kids;
 pub mod nobody;
+pub mod started;
+
+#[allow(unused_imports)] // not every test target starts a module or traps a signal
+pub use started::{trapping_sh, wait_placed};
 
 /// The parent of every test sandbox: `CK_CGROUP_TEST_PARENT`, else the cgroup2 mount's root
 /// found in /proc/self/mountinfo. Never the caller's own cgroup (no ambient resolution).
@@ -185,19 +190,21 @@ pub fn bin() -> &'static str {
 
 /// Alive: /proc/<pid> exists and it is not a zombie.
 pub fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => {
-            let state = s
-                .rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .chars()
-                .next();
-            !matches!(state, Some('Z') | Some('X') | None)
-        }
-        Err(_) => false,
-    }
+    !matches!(state(pid), Some('Z') | Some('X') | None)
+}
+
+/// Send `sig` to `pid`, a process of the test's own (a child not reaped yet, or one it tracks).
+#[track_caller]
+pub fn signal(pid: u32, sig: rustix::process::Signal) {
+    let p = rustix::process::Pid::from_raw(pid as i32).expect("a pid");
+    rustix::process::kill_process(p, sig).unwrap_or_else(|e| panic!("kill -{sig:?} {pid}: {e}"));
+}
+
+/// The one-letter state of `pid` from /proc/<pid>/stat (`R`, `S`, `D`, `T`, `t`, `Z`...); `None`
+/// once it is gone.
+pub fn state(pid: u32) -> Option<char> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s.rsplit(')').next()?.trim_start().chars().next()
 }
 
 /// The cgroup-v2 path of `pid`, as /proc/<pid>/cgroup says.
@@ -242,6 +249,13 @@ pub fn hostile() -> &'static str {
 
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The JSON a `--json` command printed on stdout; panics naming both streams when it is not JSON.
+#[track_caller]
+pub fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: stdout {} stderr {}", stdout(o), stderr(o)))
 }
 
 /// Assert success and return stdout.

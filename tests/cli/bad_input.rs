@@ -1,0 +1,111 @@
+//! Bad input (a module name that can never be one, a bad pid, duration or root, a policy that is
+//! not a regular file) is refused with exit 2 at once, and nothing is changed.
+
+use std::process::{Command, Stdio};
+
+use crate::common::*;
+
+#[test]
+fn bad_input_is_refused_with_exit_2_and_changes_nothing() {
+    let w = World::new();
+    let marker = w.tmp("ran");
+    let touch = format!("touch {}", marker.display());
+    let mount = ck_cgroup::discover::cgroup2_mount().unwrap();
+    let mount = mount.display().to_string();
+    let long = "x".repeat(65);
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["create", "../x"],
+        vec!["create", ""],
+        vec!["create", "a/b"],
+        vec!["create", "cgroup.procs"],
+        vec!["create", &long],
+        vec!["exec", "../x", "--", "sh", "-c", &touch],
+        vec!["place", "../x", "1"],
+        vec!["place", "p", "0"],
+        vec!["place", "p", "4194304000"],
+        vec!["kill", "../x"],
+        vec!["kill", ".."],
+        vec!["remove", "a/../../b"],
+        vec!["kill", "--timeout", "soon", "k"],
+        vec!["frobnicate"],
+    ];
+    let before = w.tree();
+    for args in &cases {
+        let o = w.run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).starts_with("ck-cgroup: ") || stderr(&o).starts_with("error: "),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    for args in [
+        vec!["--root", "/tmp", "init"],
+        vec!["--root", "/nonexistent/cgroup", "init"],
+        vec!["--root", mount.as_str(), "init"],
+    ] {
+        let o = bare().args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let first = stderr(&o).lines().next().unwrap_or("").to_string();
+        assert!(first.starts_with("ck-cgroup: "), "{first}");
+    }
+    assert_eq!(w.tree(), before, "a refused command changed the tree");
+    assert!(!marker.exists(), "exec ran CMD although it was refused");
+    assert!(!std::path::Path::new(&mount).join("daemon").exists());
+}
+
+/// Run `args` with a deadline: a command that hangs is killed and the test fails.
+fn run_bounded(mut c: Command, within: std::time::Duration) -> std::process::Output {
+    let mut child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + within;
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{c:?} did not answer within {within:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_policy_that_is_not_a_regular_file_is_refused_at_once() {
+    let w = World::new();
+    let fifo = w.tmp("policy.fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let big = w.tmp("big.toml");
+    std::fs::write(&big, vec![b'#'; (1 << 20) + 1]).unwrap();
+    let fifo = fifo.display().to_string();
+    let big = big.display().to_string();
+    for (policy, says) in [
+        ("/dev/zero", "character device"),
+        (fifo.as_str(), "FIFO"),
+        (big.as_str(), "larger than"),
+    ] {
+        for args in [
+            vec!["create", "m"],
+            vec!["exec", "m", "--", "true"],
+            vec!["run", "m", "--", "true"],
+            vec!["apply"],
+        ] {
+            let mut c = w.ck();
+            c.arg("--policy").arg(policy).args(&args);
+            let o = run_bounded(c, std::time::Duration::from_secs(5));
+            let e = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{policy} {args:?}: {e}");
+            assert!(e.contains(says), "{e}");
+            assert_eq!(w.tree(), vec!["daemon", "subc-modules"], "{args:?}");
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! `make install DESTDIR=…` with the binary cargo built for this test run (make never runs cargo
+//! here: `CARGO=false`): its file list (an insta snapshot), `make uninstall` removing every file,
+//! and an install without a built helper failing without cargo.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use tempfile::TempDir;
+
+use crate::{BIN, SRC, check};
+
+/// Variables the Makefile reads from the environment: none may leak in from the caller's.
+pub(crate) const MAKE_VARS: &[&str] = &[
+    "MAKEFLAGS",
+    "MFLAGS",
+    "MAKELEVEL",
+    "DESTDIR",
+    "PREFIX",
+    "EXEC_PREFIX",
+    "BINDIR",
+    "LIBEXECDIR",
+    "DATADIR",
+    "MANDIR",
+    "DOCDIR",
+    "HELPERDIR",
+    "DAEMON",
+    "SYSTEMDSYSTEMUNITDIR",
+    "SYSTEMDUSERUNITDIR",
+    "BASHCOMPLETIONDIR",
+    "ZSHCOMPLETIONDIR",
+    "FISHCOMPLETIONDIR",
+    "SYSTEMD_VERSION",
+    "DELEGATE_SUBGROUP",
+    "TEXTFILE_DIR",
+    "USER_TEXTFILE_DIR",
+    "CK_CGROUP_BIN",
+];
+
+pub(crate) fn make_cmd(args: &[&str]) -> Command {
+    let mut cmd = Command::new("make");
+    // Later assignments win: ARGS may override CK_CGROUP_BIN.
+    cmd.args(["-s", "--no-print-directory", "-C", SRC])
+        .arg(format!("CK_CGROUP_BIN={BIN}"))
+        .arg("CARGO=false")
+        .args(args);
+    for v in MAKE_VARS {
+        cmd.env_remove(v);
+    }
+    cmd
+}
+
+/// `make install DESTDIR=<new temp dir> ARGS...`.
+pub(crate) fn install(args: &[&str]) -> TempDir {
+    let dest = tempfile::tempdir().expect("tempdir");
+    let destdir = format!("DESTDIR={}", dest.path().display());
+    let mut all = vec!["install", destdir.as_str()];
+    all.extend_from_slice(args);
+    check(
+        &format!("make {all:?}"),
+        make_cmd(&all).output().expect("run make"),
+    );
+    dest
+}
+
+/// Every file under `dir`, relative, sorted by path, as `<octal mode> <path>`.
+pub(crate) fn file_list(dir: &Path) -> Vec<String> {
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
+        for e in std::fs::read_dir(dir).expect("read_dir") {
+            let p = e.expect("dir entry").path();
+            let meta = std::fs::symlink_metadata(&p).expect("metadata");
+            if meta.is_dir() {
+                walk(base, &p, out);
+            } else {
+                use std::os::unix::fs::PermissionsExt;
+                let rel = p.strip_prefix(base).unwrap().display().to_string();
+                let mode = format!("{:04o}", meta.permissions().mode() & 0o7777);
+                out.push((rel, mode));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out.into_iter()
+        .map(|(rel, mode)| format!("{mode} {rel}"))
+        .collect()
+}
+
+/// Replace the per-command man pages `ck-cgroup-<cmd>.1[.gz]` by one placeholder line, so a new
+/// command does not change the snapshot (`every_command_has_a_man_page` checks them instead).
+pub(crate) fn fold_command_pages(list: &[String]) -> String {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for line in list {
+        let folded = match line.rsplit_once("/man1/ck-cgroup-") {
+            Some((head, tail)) => {
+                let ext = if tail.ends_with(".gz") { ".1.gz" } else { ".1" };
+                format!("{head}/man1/ck-cgroup-<command>{ext}")
+            }
+            None => line.clone(),
+        };
+        if seen.insert(folded.clone()) {
+            out.push(folded);
+        }
+    }
+    out.join("\n") + "\n"
+}
+
+/// The default install (PREFIX=/usr/local): both unit directories are then the same with or
+/// without pkg-config, so the list does not depend on the host.
+#[test]
+fn install_tree_file_list() {
+    let dest = install(&[]);
+    insta::assert_snapshot!("install_tree", fold_command_pages(&file_list(dest.path())));
+}
+
+#[test]
+fn uninstall_removes_every_file() {
+    let dest = install(&[]);
+    let destdir = format!("DESTDIR={}", dest.path().display());
+    check(
+        "make uninstall",
+        make_cmd(&["uninstall", &destdir]).output().unwrap(),
+    );
+    assert_eq!(file_list(dest.path()), Vec::<String>::new());
+}
+
+#[test]
+fn install_without_a_built_helper_fails_without_cargo() {
+    let dest = tempfile::tempdir().unwrap();
+    let out = make_cmd(&[
+        "install",
+        &format!("DESTDIR={}", dest.path().display()),
+        "CK_CGROUP_BIN=/nonexistent/ck-cgroup",
+    ])
+    .output()
+    .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is not an executable"), "{stderr}");
+    assert_eq!(file_list(dest.path()), Vec::<String>::new());
+}
