@@ -15,6 +15,23 @@ use common::*;
 /// into `daemon/` after it). Every `exec` that runs its command runs it in its module.
 #[test]
 fn init_racing_exec_never_moves_an_exec_d_process_out_of_its_module() {
+    init_racing_exec(false);
+}
+
+/// The same race as a delegated user (nobody without capabilities, the fresh root handed to it
+/// as systemd's `Delegate=` hands a user service its cgroup): the lock is a file of the root that
+/// user may lock, and nothing of the placement needs root.
+#[test]
+fn init_racing_exec_never_moves_an_exec_d_process_out_of_its_module_as_a_delegated_user() {
+    init_racing_exec(true);
+}
+
+/// `setpriv` as nobody without capabilities, for `sh -c` below (empty for root).
+const AS_NOBODY: &str =
+    "setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all";
+
+fn init_racing_exec(nobody: bool) {
+    use std::os::unix::fs::chown;
     // At least 20: with fewer, every exec may come before init's mkdir (none placed), and the
     // race would not have been run (lane 2 asks for 3 trials of each race).
     let trials = race_runs(50).max(20);
@@ -25,17 +42,35 @@ fn init_racing_exec_never_moves_an_exec_d_process_out_of_its_module() {
         for d in ["subc-modules", "daemon"] {
             std::fs::remove_dir(w.root().join(d)).unwrap();
         }
+        let user = if nobody { AS_NOBODY } else { "" };
+        if nobody {
+            let r = w.root();
+            for p in [
+                r.to_path_buf(),
+                r.join("cgroup.procs"),
+                r.join("cgroup.threads"),
+                r.join("cgroup.subtree_control"),
+            ] {
+                chown(
+                    &p,
+                    Some(common::nobody::NOBODY),
+                    Some(common::nobody::NOBODY),
+                )
+                .unwrap();
+            }
+        }
         let mut execs: Vec<Child> = (0..4)
             .map(|i| {
                 let c = Command::new("sh")
                     .args([
                         "-c",
-                        "echo $$ > \"$1/cgroup.procs\" && exec \"$2\" --root \"$1\" exec \"m$3\" -- sleep 600",
+                        "echo $$ > \"$1/cgroup.procs\" && exec $4 \"$2\" --root \"$1\" exec \"m$3\" -- sleep 600",
                         "sh",
                     ])
                     .arg(w.root())
                     .arg(bin())
                     .arg(i.to_string())
+                    .arg(user)
                     .env_remove("CK_CGROUP_ROOT")
                     .env("CK_CGROUP_POLICY", "/dev/null")
                     .stderr(Stdio::null())
@@ -45,7 +80,15 @@ fn init_racing_exec_never_moves_an_exec_d_process_out_of_its_module() {
                 c
             })
             .collect();
-        let init = w.run(&["init"]);
+        let init = Command::new("sh")
+            .args(["-c", "exec $3 \"$2\" --root \"$1\" init", "sh"])
+            .arg(w.root())
+            .arg(bin())
+            .arg(user)
+            .env_remove("CK_CGROUP_ROOT")
+            .env("CK_CGROUP_POLICY", "/dev/null")
+            .output()
+            .unwrap();
         assert!(init.status.success(), "trial {trial}: {}", stderr(&init));
         // Each exec runs its command (comm is sleep) or has failed (a root not laid out yet
         // is refused, exit 2).
