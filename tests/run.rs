@@ -670,6 +670,11 @@ fn run_ends_with_a_stopped_init(nobody: bool) {
 /// EACCES). One lookup, the library's, by `execve`'s rule (the effective ids): it runs. The
 /// other way round (real root, effective nobody), `exec` and `run` both refuse it with 126
 /// before anything is made.
+///
+/// Lane 2 (Debian 12's kernel 6.1, no `PR_GET_AUXV`) found the helper itself panicking there:
+/// rustix read its aux vector from `/proc/self/auxv`, which a process whose real and effective
+/// uids differ cannot open; the helper now takes it from libc (`getauxval`, rustix's
+/// `use-libc-auxv`).
 #[test]
 fn run_and_exec_find_cmd_in_path_by_the_effective_uid_as_execve_does() {
     use std::os::unix::fs::PermissionsExt;
