@@ -10,23 +10,6 @@ use std::time::{Duration, Instant};
 use common::nobody::ck_as_nobody;
 use common::*;
 
-/// Wait for `c` at most `limit` (far below the timeout the command was given, so that a
-/// command that waits its whole timeout fails here instead of passing late).
-fn wait_at_most(c: &mut std::process::Child, limit: Duration) -> Option<std::process::ExitStatus> {
-    let deadline = Instant::now() + scaled(limit);
-    loop {
-        if let Some(s) = c.try_wait().unwrap() {
-            return Some(s);
-        }
-        if Instant::now() >= deadline {
-            let _ = c.kill();
-            let _ = c.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 /// The count of read calls of process `pid` (`syscr` of `/proc/PID/io`), `None` where the
 /// kernel keeps no such count.
 fn reads(pid: u32) -> Option<u64> {

@@ -552,27 +552,16 @@ fn run_where_user_namespaces_are_off_falls_back_visibly_naming_the_errno() {
     assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
 }
 
-/// `run`'s exit within `limit` (scaled), with its stderr; `None` (after killing it) when it is
-/// still running then.
-fn run_ends_within(
-    mut c: std::process::Child,
-    limit: Duration,
-) -> (Option<std::process::ExitStatus>, String) {
-    let deadline = std::time::Instant::now() + scaled(limit);
-    let status = loop {
-        if let Some(s) = c.try_wait().unwrap() {
-            break Some(s);
-        }
-        if std::time::Instant::now() >= deadline {
-            let _ = c.kill();
-            let _ = c.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+/// `run` (`c`, its stderr piped) ends within 30 s (scaled) of CMD's exit, as CMD did (`code`),
+/// with a note that says `note`, and leaves nothing of its module.
+fn ends_at_once_saying(w: &World, mut c: std::process::Child, code: i32, note: &str) {
+    let status = wait_at_most(&mut c, Duration::from_secs(30));
     let mut err = String::new();
     std::io::Read::read_to_string(c.stderr.as_mut().unwrap(), &mut err).unwrap();
-    (status, err)
+    let status = status.unwrap_or_else(|| panic!("run hung after CMD exited: {err}"));
+    assert_eq!(status.code(), Some(code), "{err}");
+    assert!(err.contains(note), "{err}");
+    assert_eq!(w.tree(), vec!["daemon", "subc-modules"], "module left");
 }
 
 /// Issue 23: `run` hung when a process of CMD's ptrace-stopped the PID namespace's init: CMD
@@ -601,14 +590,12 @@ fn run_ends_when_cmd_exits_while_a_process_of_the_module_traces_the_init() {
         .spawn()
         .unwrap();
     w.track(c.id());
-    let (status, err) = run_ends_within(c, Duration::from_secs(30));
-    let status = status.unwrap_or_else(|| panic!("run hung after CMD exited: {err}"));
-    assert_eq!(status.code(), Some(7), "{err}");
-    assert!(
-        err.contains("exited while the PID namespace's init was traced by pid"),
-        "{err}"
+    ends_at_once_saying(
+        &w,
+        c,
+        7,
+        "exited while the PID namespace's init was traced by pid",
     );
-    assert_eq!(w.tree(), vec!["daemon", "subc-modules"], "module left");
 }
 
 /// The same with the init stopped from outside the namespace (a SIGSTOP of its host pid, the
@@ -654,14 +641,12 @@ fn run_ends_with_a_stopped_init(nobody: bool) {
     signal(pid, rustix::process::Signal::STOP);
     eventually("the init stopped", || state(pid) == Some('T'));
     std::fs::write(&go, "").unwrap();
-    let (status, err) = run_ends_within(c, Duration::from_secs(30));
-    let status = status.unwrap_or_else(|| panic!("run hung after CMD exited: {err}"));
-    assert_eq!(status.code(), Some(5), "{err}");
-    assert!(
-        err.contains("exited while the PID namespace's init was stopped"),
-        "{err}"
+    ends_at_once_saying(
+        &w,
+        c,
+        5,
+        "exited while the PID namespace's init was stopped",
     );
-    assert_eq!(w.tree(), vec!["daemon", "subc-modules"], "module left");
 }
 
 /// Issue 20: the CLI looked CMD up by the effective uid and `Root::spawn` by the real one, so

@@ -4,9 +4,8 @@
 
 use std::process::Command;
 
-use serde::Deserialize;
-
 use crate::common::*;
+use crate::shapes::Sandbox;
 
 #[test]
 fn sandbox_runs_cmd_with_its_root_and_removes_everything() {
@@ -40,21 +39,10 @@ fn sandbox_runs_cmd_with_its_root_and_removes_everything() {
     }
     assert!(!survived, "a process left in the sandbox survived it");
     assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
-    struct Sb {
-        #[serde(deserialize_with = "crate::common::version_1")]
-        version: u32,
-        sandbox: String,
-        kept: bool,
-        removed: bool,
-        status: i32,
-    }
     // stdout is CMD's: the result is the last line on stderr.
     assert_eq!(stdout(&o), "", "CMD printed nothing");
     let e = stderr(&o);
-    let sb: Sb = serde_json::from_str(e.lines().last().unwrap_or_default()).expect(&e);
+    let sb: Sandbox = serde_json::from_str(e.lines().last().unwrap_or_default()).expect(&e);
     assert!(sb.removed && !sb.kept && sb.status == 7);
     assert!(
         !std::path::Path::new(&sb.sandbox).exists(),

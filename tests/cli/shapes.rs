@@ -118,3 +118,16 @@ pub struct FellThrough {
     pub method: String,
     pub reason: String,
 }
+
+/// `sandbox --json`'s result, the last line on stderr (stdout is CMD's).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct Sandbox {
+    #[serde(deserialize_with = "crate::common::version_1")]
+    pub version: u32,
+    pub sandbox: String,
+    pub kept: bool,
+    pub removed: bool,
+    pub status: i32,
+}

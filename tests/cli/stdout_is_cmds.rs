@@ -1,10 +1,8 @@
 //! `run --json` and `sandbox --json`: stdout is CMD's alone, and the helper's result is the last
 //! line on stderr.
 
-use serde::Deserialize;
-
 use crate::common::*;
-use crate::shapes::Kill;
+use crate::shapes::{Kill, Sandbox};
 
 #[test]
 fn run_json_leaves_stdout_to_cmd_and_puts_its_result_last_on_stderr() {
@@ -43,18 +41,7 @@ fn sandbox_json_leaves_stdout_to_cmd_and_puts_its_result_last_on_stderr() {
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert_eq!(stdout(&o), "out\n");
     let e = stderr(&o);
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
-    struct Sb {
-        #[serde(deserialize_with = "crate::common::version_1")]
-        version: u32,
-        sandbox: String,
-        kept: bool,
-        removed: bool,
-        status: i32,
-    }
-    let sb: Sb = serde_json::from_str(e.lines().last().unwrap_or_default()).expect(&e);
+    let sb: Sandbox = serde_json::from_str(e.lines().last().unwrap_or_default()).expect(&e);
     assert_eq!((sb.status, sb.removed, sb.kept), (3, true, false));
     assert_eq!(e.lines().next(), Some("err"));
 }

@@ -284,6 +284,27 @@ pub fn race_runs(default: u32) -> u32 {
         .unwrap_or(default)
 }
 
+/// Wait for `c` at most `limit` (scaled: [`scaled`]); `None`, after killing and reaping it, when
+/// it still runs then. Give a limit far below any timeout the command was given, so that a
+/// command that waits its whole timeout fails instead of passing late.
+pub fn wait_at_most(
+    c: &mut std::process::Child,
+    limit: Duration,
+) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + scaled(limit);
+    loop {
+        if let Some(s) = c.try_wait().unwrap() {
+            return Some(s);
+        }
+        if Instant::now() >= deadline {
+            let _ = c.kill();
+            let _ = c.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Poll `f` until true or 10 s (for processes to start; never used to wait for a kill).
 #[track_caller]
 pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {

@@ -11,10 +11,8 @@ use ck_cgroup::limits::Value;
 /// row) and `--best-effort` are this struct's own.
 #[derive(Debug, Clone, Default)]
 pub struct LimitArgs {
-    /// The value of each limit flag given, by its row's policy key.
-    given: Vec<(&'static str, Value)>,
-    /// `--oomd`: systemd-oomd's preference for the module.
-    pub oomd: Option<ck_cgroup::cgroup::oomd::OomdPreference>,
+    /// The limits the flags gave (`--oomd` in its `oomd`).
+    limits: ck_cgroup::limits::Limits,
     /// `--best-effort`.
     pub best_effort: bool,
 }
@@ -92,12 +90,11 @@ impl clap::FromArgMatches for LimitArgs {
                 m.get_one::<Value>(spec.key).cloned()
             };
             if let Some(v) = v {
-                self.given.retain(|(k, _)| *k != spec.key);
-                self.given.push((spec.key, v));
+                self.limits.set(spec.key, v);
             }
         }
         if let Some(p) = m.get_one::<ck_cgroup::cgroup::oomd::OomdPreference>("oomd") {
-            self.oomd = Some(*p);
+            self.limits.oomd = Some(*p);
         }
         self.best_effort |= m.get_flag("best_effort");
         Ok(())
@@ -129,11 +126,6 @@ pub(super) fn size(s: &str) -> Result<Limit, String> {
 impl LimitArgs {
     /// The library's limits: each flag given, set by its row's key.
     pub fn limits(&self) -> ck_cgroup::limits::Limits {
-        let mut l = ck_cgroup::limits::Limits::default();
-        for (key, v) in &self.given {
-            l.set(key, v.clone());
-        }
-        l.oomd = self.oomd;
-        l
+        self.limits.clone()
     }
 }

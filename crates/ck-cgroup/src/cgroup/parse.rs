@@ -420,21 +420,35 @@ pub fn proc_stat_exit_code(text: &str) -> Option<i32> {
     rest.split_whitespace().nth(49)?.parse().ok()
 }
 
+/// The number after `key` (`PPid:`, `Tgid:`, ...) on its line of `/proc/<pid>/status`; `None`
+/// when the line is not there or holds no number.
+pub fn proc_status_number(text: &str, key: &str) -> Option<u32> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 /// `TracerPid:` of `/proc/<pid>/status`: the process that traces it; `None` for 0 (none) or a
 /// line that is not there.
 pub fn proc_status_tracer(text: &str) -> Option<u32> {
-    text.lines()
-        .find_map(|l| l.strip_prefix("TracerPid:"))
-        .and_then(|v| v.trim().parse().ok())
-        .filter(|&p| p != 0)
+    proc_status_number(text, "TracerPid:").filter(|&p| p != 0)
 }
 
 /// `Tgid:` of `/proc/<pid>/status`: the thread group (process) a task belongs to; a thread id
 /// whose `Tgid` is not itself names a thread, not a process.
 pub fn proc_status_tgid(text: &str) -> Option<u32> {
-    text.lines()
-        .find_map(|l| l.strip_prefix("Tgid:"))
-        .and_then(|v| v.trim().parse().ok())
+    proc_status_number(text, "Tgid:")
+}
+
+/// The pid in the innermost PID namespace, from `NSpid:` of `/proc/<pid>/status`, when the
+/// process is in a namespace below the reader's (the line has more than one field).
+pub fn proc_status_nspid_inner(text: &str) -> Option<u32> {
+    let line = text.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+    let f: Vec<&str> = line.split_whitespace().collect();
+    if f.len() < 2 {
+        return None;
+    }
+    f.last()?.parse().ok()
 }
 
 #[cfg(test)]
@@ -525,12 +539,21 @@ mod telemetry_tests {
         ] {
             assert_eq!(proc_stat(bad), None, "{bad}");
         }
+
         assert_eq!(proc_status_tgid(&fixture("proc-status")), Some(4242));
         assert_eq!(
             proc_status_tgid("Name:\tx\nTgid:\t17\nPid:\t18\n"),
             Some(17)
         );
         assert_eq!(proc_status_tgid("Name:\tx\n"), None);
+    }
+
+    #[test]
+    fn the_innermost_pid_is_read_only_below_this_namespace() {
+        assert_eq!(proc_status_nspid_inner("Name:\tx\nNSpid:\t4242\n"), None);
+        assert_eq!(proc_status_nspid_inner("NSpid:\t4242\t1\n"), Some(1));
+        assert_eq!(proc_status_nspid_inner("NSpid:\t4243\t7\t2\n"), Some(2));
+        assert_eq!(proc_status_nspid_inner("Name:\tx\n"), None);
     }
 
     #[test]

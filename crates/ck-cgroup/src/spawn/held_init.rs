@@ -56,8 +56,8 @@ pub enum HeldInit {
 /// The program `init` started: of the init's children (`/proc/<init>/task/<init>/children`,
 /// else the members of the module: `cgroup.procs` of `cgroup_dir`), the one whose parent is the
 /// init and whose pid in the namespace is 2 (`PPid:` and `NSpid:` of `/proc/<pid>/status`),
-/// read again after `pidfd_open(2)`, so that the pidfd is of that process and not of a pid
-/// reused meanwhile. Called right after the program's exec: `None` when it is gone already
+/// read after `pidfd_open(2)`, so that the pidfd is of that process and not of a pid reused
+/// meanwhile. Called right after the program's exec: `None` when it is gone already
 /// (the init reaped it; its status is on the report pipe) or `/proc` cannot tell.
 pub(super) fn find_program(cgroup_dir: BorrowedFd<'_>, init: u32) -> Option<Program> {
     if !HOLD_PROGRAM {
@@ -72,7 +72,6 @@ pub(super) fn find_program(cgroup_dir: BorrowedFd<'_>, init: u32) -> Option<Prog
     children
         .split_whitespace()
         .filter_map(|p| p.parse::<u32>().ok())
-        .filter(|&pid| is_program_of(pid, init))
         .find_map(|pid| {
             let pidfd = pidfd_open(Pid::from_raw(pid as i32)?, PidfdFlags::empty()).ok()?;
             is_program_of(pid, init).then_some(Program { pid, pidfd })
@@ -80,22 +79,12 @@ pub(super) fn find_program(cgroup_dir: BorrowedFd<'_>, init: u32) -> Option<Prog
 }
 
 /// Whether process `pid` is a child of `init` with pid 2 in its namespace (the first process
-/// the init started).
+/// the init started): `PPid:` and `NSpid:` of `/proc/<pid>/status`.
 fn is_program_of(pid: u32, init: u32) -> bool {
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-        return false;
-    };
-    let field = |key: &str| status.lines().find_map(|l| l.strip_prefix(key));
-    let ppid = field("PPid:").and_then(|v| v.trim().parse::<u32>().ok());
-    // NSpid: its pid here, then in each namespace below; the program's is two fields.
-    let inner = field("NSpid:").and_then(|v| {
-        let f: Vec<&str> = v.split_whitespace().collect();
-        if f.len() < 2 {
-            return None;
-        }
-        f.last()?.parse::<u32>().ok()
-    });
-    ppid == Some(init) && inner == Some(2)
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+        parse::proc_status_number(&s, "PPid:") == Some(init)
+            && parse::proc_status_nspid_inner(&s) == Some(2)
+    })
 }
 
 /// How `init` is held, if it is in a stop (`t`: traced; `T`: stopped), from

@@ -210,18 +210,13 @@ impl Reports {
         }
         let mut exited = false;
         loop {
-            let timeout = if exited {
-                Some(Timespec {
+            // Blocking until the program has exited; then every HELD_CHECK_NS.
+            let timeout = match (exited, block) {
+                (false, true) => None,
+                (exited, _) => Some(Timespec {
                     tv_sec: 0,
-                    tv_nsec: HELD_CHECK_NS,
-                })
-            } else if block {
-                None
-            } else {
-                Some(Timespec {
-                    tv_sec: 0,
-                    tv_nsec: 0,
-                })
+                    tv_nsec: if exited { HELD_CHECK_NS } else { 0 },
+                }),
             };
             let (pipe_ready, program_ready) = {
                 let mut fds = vec![PollFd::new(&self.fd, PollFlags::IN)];

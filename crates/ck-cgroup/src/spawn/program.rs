@@ -76,8 +76,14 @@ fn runnable(path: &std::path::Path) -> Result<(), Errno> {
     accessat(CWD, path, Access::EXEC_OK, ids)
 }
 
-/// [`find_program`] of the command's program in its `PATH`, as the path to pass to `execve(2)`.
+/// The path to pass to `execve(2)`: a program with a `/` as it is (the spawn path checks
+/// nothing that `execve` in the child checks and reports anyway: no `stat`, no `faccessat` on a
+/// daemon's every spawn), any other found by [`find_program`] in the command's `PATH`.
 pub(super) fn resolve_program(cmd: &ModuleCommand) -> io::Result<CString> {
+    let name = cmd.program.as_bytes();
+    if name.contains(&b'/') {
+        return cstring(name);
+    }
     let path = cmd.search_path();
     let found = find_program(&cmd.program, path.as_deref())?;
     cstring(found.as_os_str().as_bytes())

@@ -147,7 +147,7 @@ fn read_process(pid: u32, cgroup: String) -> Option<(Process, Option<u32>)> {
         .unwrap_or_default();
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok();
     let mem = status.as_deref().map(parse::proc_status_memory);
-    let inner = status.as_deref().and_then(nspid_inner);
+    let inner = status.as_deref().and_then(parse::proc_status_nspid_inner);
     let command = std::fs::read(format!("/proc/{pid}/cmdline"))
         .ok()
         .filter(|b| !b.is_empty())
@@ -178,33 +178,9 @@ fn read_process(pid: u32, cgroup: String) -> Option<(Process, Option<u32>)> {
     ))
 }
 
-/// The pid in the innermost PID namespace, from `NSpid:` of `/proc/<pid>/status`, when the
-/// process is in a namespace below this one (the line has more than one field).
-fn nspid_inner(status: &str) -> Option<u32> {
-    let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
-    let f: Vec<&str> = line.split_whitespace().collect();
-    if f.len() < 2 {
-        return None;
-    }
-    f.last()?.parse().ok()
-}
-
 /// The error of a name that is no module (what [`Root::status`] and [`Root::processes`] say).
 pub(crate) fn no_such_module(name: &str, root: &std::path::Path) -> Error {
     Error::failed(format!("no module {name} under {}", root.display()))
         .with_hint("`ck-cgroup list` shows the modules")
         .with_kind(ErrorKind::NoSuchModule)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_innermost_pid_is_read_only_below_this_namespace() {
-        assert_eq!(nspid_inner("Name:\tx\nNSpid:\t4242\n"), None);
-        assert_eq!(nspid_inner("NSpid:\t4242\t1\n"), Some(1));
-        assert_eq!(nspid_inner("NSpid:\t4243\t7\t2\n"), Some(2));
-        assert_eq!(nspid_inner("Name:\tx\n"), None);
-    }
 }
