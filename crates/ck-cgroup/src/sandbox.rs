@@ -521,8 +521,8 @@ fn unique_name() -> String {
 /// Kill everything in `dir` (= `parent/name`) by the one tree stop ([`crate::stop::stop_tree`]:
 /// `cgroup.kill` or what it falls through to, then a wait on `populated 0`), and remove it
 /// deepest first. Under a mutation control that switches the stop off, what a test's sandbox
-/// held stays behind: `scripts/mutation-controls` gives each control's tests a parent of their
-/// own and empties it with shell commands afterwards, not with the build it tests.
+/// held stays behind: `scripts/mutation-controls` runs each control's tests in a sandbox of the
+/// plain helper (built without any control), whose teardown takes it all.
 fn empty_and_remove(parent: &CgroupDir, name: &str, dir: &CgroupDir) -> Result<()> {
     let opts = StopOptions {
         timeout: Duration::from_secs(10),

@@ -1,0 +1,208 @@
+//! The docs agree with the one list of mutation controls, `crates/ck-cgroup/mutation-controls.txt`
+//! (build.rs, scripts/mutation-controls and scripts/vm-mutation read it): docs/design.md's table
+//! ("Mutation controls") has one row a control, in the list's order, with the list's description,
+//! and no row for a name that is no control; every control a doc or the README names
+//! (`CK_MUTATION=NAME`, "mutation control `NAME`") is one; and docs/guest-lane.md names each
+//! control that has guest checks (`CK_MUTATION=NAME`) with each of its checks.
+
+use std::path::{Path, PathBuf};
+
+const LIST: &str = "crates/ck-cgroup/mutation-controls.txt";
+const TABLE_DOC: &str = "docs/design.md";
+const TABLE_HEADING: &str = "### Mutation controls";
+const GUEST_DOC: &str = "docs/guest-lane.md";
+
+struct Control {
+    name: String,
+    description: String,
+    guest: Vec<String>,
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(repo().join(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
+}
+
+/// The list's controls (its format: the list's header; build.rs refuses a list that breaks it).
+fn controls() -> Vec<Control> {
+    let mut out: Vec<Control> = Vec::new();
+    for line in read(LIST).lines() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        if !line.starts_with(char::is_whitespace) {
+            let (name, description) = t.split_once(char::is_whitespace).unwrap_or((t, ""));
+            out.push(Control {
+                name: name.to_string(),
+                description: description.trim().to_string(),
+                guest: Vec::new(),
+            });
+        } else if let Some(("guest", check)) = t.split_once(char::is_whitespace) {
+            let c = out
+                .last_mut()
+                .expect("an indented line before the first control");
+            c.guest.push(check.trim().to_string());
+        }
+    }
+    assert!(!out.is_empty(), "{LIST} lists no control");
+    out
+}
+
+/// The table's rows under [`TABLE_HEADING`]: (control, description).
+fn table(doc: &str) -> Vec<(String, String)> {
+    let start = doc
+        .find(&format!("\n{TABLE_HEADING}\n"))
+        .unwrap_or_else(|| panic!("{TABLE_DOC} has no section {TABLE_HEADING:?}"));
+    let mut rows = Vec::new();
+    for line in doc[start + 1..].lines().skip(1) {
+        if line.starts_with('#') {
+            break;
+        }
+        let Some(rest) = line.strip_prefix("| `") else {
+            continue;
+        };
+        let (name, rest) = rest.split_once('`').expect("a row's control in backticks");
+        let description = rest
+            .trim_start()
+            .strip_prefix('|')
+            .and_then(|r| r.trim_end().strip_suffix('|'))
+            .unwrap_or_else(|| panic!("{TABLE_DOC}: the row of `{name}` is not | `NAME` | TEXT |"));
+        rows.push((name.to_string(), description.trim().to_string()));
+    }
+    rows
+}
+
+/// Each control a text names: `CK_MUTATION=a,b` (lower-case names; `CK_MUTATION=NAME` is a
+/// placeholder) and "mutation control `a`" / "Mutation control: `a`", across line breaks.
+fn named(text: &str) -> Vec<String> {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let name_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == ',';
+    let mut out = Vec::new();
+    for (i, _) in flat.match_indices("CK_MUTATION=") {
+        let rest = &flat[i + "CK_MUTATION=".len()..];
+        let end = rest.find(|c| !name_char(c)).unwrap_or(rest.len());
+        out.extend(
+            rest[..end]
+                .split(',')
+                .filter(|n| !n.is_empty())
+                .map(String::from),
+        );
+    }
+    let lower = flat.to_lowercase();
+    for (i, _) in lower.match_indices("mutation control") {
+        let rest = flat[i + "mutation control".len()..]
+            .trim_start_matches('s')
+            .trim_start_matches(':')
+            .trim_start();
+        if let Some(r) = rest.strip_prefix('`')
+            && let Some((name, _)) = r.split_once('`')
+            && name.chars().all(name_char)
+        {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+fn docs() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("docs"))
+        .expect("docs/")
+        .map(|e| e.expect("docs/ entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    files.push(repo().join("README.md"));
+    files.sort();
+    files
+}
+
+#[test]
+fn design_md_tables_every_control_of_the_list_and_no_other() {
+    let list = controls();
+    let rows = table(&read(TABLE_DOC));
+    let mut problems = Vec::new();
+    for c in &list {
+        match rows.iter().find(|(n, _)| *n == c.name) {
+            None => problems.push(format!("lacks the control `{}`", c.name)),
+            Some((_, d)) if *d != c.description => problems.push(format!(
+                "describes `{}` as {d:?}, the list as {:?}",
+                c.name, c.description
+            )),
+            Some(_) => {}
+        }
+    }
+    for (n, _) in &rows {
+        if !list.iter().any(|c| c.name == *n) {
+            problems.push(format!("names `{n}`, which is no control in {LIST}"));
+        }
+    }
+    let order: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
+    let want: Vec<&str> = list.iter().map(|c| c.name.as_str()).collect();
+    if problems.is_empty() && order != want {
+        problems.push("has the controls in another order than the list (sorted by name)".into());
+    }
+    let expected: String = list
+        .iter()
+        .map(|c| format!("| `{}` | {} |\n", c.name, c.description))
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "{TABLE_DOC}'s table under {TABLE_HEADING:?} and {LIST} disagree:\n  {}\nthe table's rows, from the list:\n{expected}",
+        problems.join("\n  ")
+    );
+}
+
+#[test]
+fn every_control_a_doc_names_is_in_the_list() {
+    let list = controls();
+    let mut unknown = Vec::new();
+    for path in docs() {
+        let text = std::fs::read_to_string(&path).expect("read a doc");
+        for n in named(&text) {
+            if !list.iter().any(|c| c.name == n) {
+                let rel = path.strip_prefix(repo()).unwrap_or(Path::new("?"));
+                unknown.push(format!("{}: `{n}`", rel.display()));
+            }
+        }
+    }
+    assert!(
+        unknown.is_empty(),
+        "docs name mutation controls that {LIST} does not list:\n  {}",
+        unknown.join("\n  ")
+    );
+}
+
+#[test]
+fn guest_lane_md_names_each_guest_control_with_its_checks() {
+    let doc = read(GUEST_DOC);
+    let names = named(&doc);
+    let mut problems = Vec::new();
+    for c in controls().iter().filter(|c| !c.guest.is_empty()) {
+        if !names.contains(&c.name) {
+            problems.push(format!("`CK_MUTATION={}` is not named", c.name));
+        }
+        for check in &c.guest {
+            if !doc.contains(&format!("`{check}`")) {
+                problems.push(format!(
+                    "the check `{check}` (of `{}`) is not named",
+                    c.name
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{GUEST_DOC} and the `guest` lines of {LIST} disagree:\n  {}",
+        problems.join("\n  ")
+    );
+}
+
+#[test]
+fn named_finds_both_forms_across_line_breaks() {
+    let text = "Mutation control:\n`stop-no-seal`. The mutation control `a-b` and\n\
+                CK_MUTATION=x,y-2 but CK_MUTATION=NAME and the mutation controls (`make mutation`).";
+    assert_eq!(named(text), ["x", "y-2", "stop-no-seal", "a-b"]);
+}
