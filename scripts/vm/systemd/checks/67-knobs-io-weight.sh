@@ -53,7 +53,7 @@ window() {
 seen="" verdict=""
 for n in 1 2 3; do
   if ! window; then seen="$seen; window $n: the weight-400 module did not write 12 MiB within 60 s"; break; fi
-  rate=$(awk -v b=$((h + l)) -v ms="$ms" 'BEGIN { printf "%.1f", ms > 0 ? b / 1048576 / (ms / 1000) : 0 }')
+  rate=$(awk -v b=$((h + l)) -v ms="$ms" 'BEGIN { printf "%.1f", (ms > 0) ? b / 1048576 / (ms / 1000) : 0 }')
   seen="$seen; window $n: $(mibs "$l") MiB against $(mibs "$h") MiB in $((ms / 1000)).$((ms % 1000 / 100)) s ($rate MiB/s)"
   if [ $((l * 2)) -le "$h" ]; then verdict=met; break; fi
 done
