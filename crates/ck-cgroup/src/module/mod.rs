@@ -21,7 +21,7 @@ use rustix::io::Errno;
 use rustix::process::Signal;
 use serde::Serialize;
 
-mod freeze;
+mod freezer;
 mod init;
 mod limits;
 mod lock;
@@ -30,7 +30,7 @@ mod remove;
 mod report;
 mod stop;
 
-pub use freeze::FreezeReport;
+pub use freezer::FreezeReport;
 pub use report::*;
 pub use stop::signal_name;
 #[cfg(feature = "systemd")]
