@@ -28,13 +28,13 @@ mod lock;
 mod place;
 mod remove;
 mod report;
-mod stop;
+mod stop_prune;
 
 pub use freezer::FreezeReport;
 pub use report::*;
-pub use stop::signal_name;
+pub use stop_prune::signal_name;
 #[cfg(feature = "systemd")]
-pub(crate) use stop::{Removed, prune_entries, still_populated};
+pub(crate) use stop_prune::{Removed, prune_entries, still_populated};
 
 use crate::cgroup::oomd::{self, OomdMark, OomdPreference};
 use crate::cgroup::parse;
