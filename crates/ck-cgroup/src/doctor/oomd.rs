@@ -13,8 +13,8 @@ use std::path::Path;
 
 use super::{Check, Outcome};
 use crate::backend::{Bus, OomdUnits};
+use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::oomd::{self, OomdPreference};
-use crate::cgroup::root::CgroupDir;
 use crate::cgroup::wait::join;
 use crate::layout::DAEMON_LEAF;
 use crate::module::Root;

@@ -36,9 +36,9 @@ pub use stop_prune::signal_name;
 #[cfg(feature = "systemd")]
 pub(crate) use stop_prune::{Removed, prune_entries, still_populated};
 
+use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::oomd::{self, OomdMark, OomdPreference};
 use crate::cgroup::parse;
-use crate::cgroup::root::CgroupDir;
 use crate::cgroup::tree::members;
 use crate::cgroup::wait::join;
 use crate::error::{Error, Result};

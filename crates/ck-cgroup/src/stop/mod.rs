@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use rustix::process::Signal;
 use serde::Serialize;
 
-use crate::cgroup::root::CgroupDir;
+use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::tree::members;
 use crate::cgroup::wait::{Waited, wait_events};
 use crate::error::{Error, Result};

@@ -26,9 +26,9 @@ use std::time::Duration;
 
 use rustix::process::Signal;
 
+use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::oomd::{OomdMark, OomdPreference};
 use crate::cgroup::parse;
-use crate::cgroup::root::CgroupDir;
 use crate::cgroup::tree::members;
 use crate::discover::cgroup2_mount;
 use crate::error::{Error, Result};

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::cgroup::root::{CgroupDir, open_beneath_at, read_fd};
+use crate::cgroup::dir::{CgroupDir, open_beneath_at, read_fd};
 use crate::error::{Error, Result};
 
 /// At most this many directory fds are held besides checkpoints.
