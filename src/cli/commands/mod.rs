@@ -4,7 +4,7 @@
 //! ([`module_limits`], the one place flags and policy merge) and [`create_with_limits`].
 
 mod exec;
-mod freeze;
+mod freeze_thaw;
 mod layout;
 mod ps;
 mod run;
@@ -24,7 +24,7 @@ use super::exit::note;
 use super::output::Output;
 
 pub use exec::cmd_exec;
-pub use freeze::cmd_freeze;
+pub use freeze_thaw::cmd_freeze;
 pub use layout::{
     cmd_apply, cmd_create, cmd_init, cmd_init_daemon, cmd_place, cmd_remove, cmd_set,
 };
