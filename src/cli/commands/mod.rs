@@ -6,10 +6,10 @@
 mod exec;
 mod freeze_thaw;
 mod kill_prune;
-mod layout;
 mod ps;
 mod run;
 mod sandbox;
+mod setup;
 mod show;
 mod top;
 
@@ -26,12 +26,10 @@ use super::output::Output;
 pub use exec::cmd_exec;
 pub use freeze_thaw::cmd_freeze;
 pub use kill_prune::{PruneArgs, cmd_kill, cmd_prune};
-pub use layout::{
-    cmd_apply, cmd_create, cmd_init, cmd_init_daemon, cmd_place, cmd_remove, cmd_set,
-};
 pub use ps::cmd_ps;
 pub use run::{Namespaces, cmd_run};
 pub use sandbox::{cmd_sandbox, cmd_sandbox_prune};
+pub use setup::{cmd_apply, cmd_create, cmd_init, cmd_init_daemon, cmd_place, cmd_remove, cmd_set};
 pub use show::{StatusView, cmd_doctor, cmd_list, cmd_status, cmd_watch};
 pub use top::cmd_top;
 
