@@ -393,11 +393,11 @@ pub enum Command {
 }
 
 mod limits;
-mod stop;
+mod stop_flags;
 
 pub use limits::LimitArgs;
 use limits::size;
-pub use stop::{RUN_GRACE, StopArgs};
+pub use stop_flags::{RUN_GRACE, StopArgs};
 
 /// `--pressure SPEC`: the library's parser, its one-line message (problem and an example).
 fn pressure_trigger(s: &str) -> Result<PressureTrigger, String> {
