@@ -100,7 +100,7 @@ pub enum Command {
         /// default), avoid (user.oomd_avoid: picked last) or none (neither); over the policy's
         /// top-level oomd_daemon. Read back and reported; where the filesystem refuses the
         /// attribute, one line says so and init goes on.
-        #[arg(long, value_parser = limits::oomd_preference, value_name = "omit|avoid|none")]
+        #[arg(long, value_parser = limit_flags::oomd_preference, value_name = "omit|avoid|none")]
         oomd_daemon: Option<ck_cgroup::cgroup::oomd::OomdPreference>,
         /// The daemon's command and its arguments (optional).
         #[arg(last = true, value_name = "CMD")]
@@ -392,11 +392,11 @@ pub enum Command {
     },
 }
 
-mod limits;
+mod limit_flags;
 mod stop_flags;
 
-pub use limits::LimitArgs;
-use limits::size;
+pub use limit_flags::LimitArgs;
+use limit_flags::size;
 pub use stop_flags::{RUN_GRACE, StopArgs};
 
 /// `--pressure SPEC`: the library's parser, its one-line message (problem and an example).
