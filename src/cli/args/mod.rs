@@ -365,7 +365,7 @@ pub enum Command {
         /// systemd: a transient delegated scope; cgroupfs: a directory under --parent or the
         /// mount's root. Default: systemd when systemd is PID 1 and --parent is not given.
         #[arg(long, value_enum, value_name = "BACKEND")]
-        backend: Option<Backend>,
+        backend: Option<BackendArg>,
         /// The manager that makes the scope (default: system for root, user for everyone else).
         #[arg(long, value_enum, value_name = "MANAGER")]
         manager: Option<ManagerArg>,
@@ -419,7 +419,7 @@ pub struct BackendArgs {
         env = ck_cgroup::backend::ENV_BACKEND,
         value_name = "BACKEND"
     )]
-    pub backend: Backend,
+    pub backend: BackendArg,
     /// The systemd manager the systemd backend asks: system, or user (the caller's own). Default:
     /// system for root, user for everyone else.
     #[arg(long, value_enum, value_name = "MANAGER")]
@@ -428,7 +428,7 @@ pub struct BackendArgs {
 
 /// `--backend`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Backend {
+pub enum BackendArg {
     /// Module cgroups under the service's delegated root.
     Cgroupfs,
     /// Transient scopes made by systemd.
