@@ -38,7 +38,7 @@ use crate::limits::{Limits, Skipped};
 use crate::module::{ModuleEntry, PruneEntry, Removed, StopReport, prune_entries, still_populated};
 use crate::stop::{KillMethod, StopOptions, stop_tree_by};
 pub mod manager;
-pub mod oomd;
+pub mod oomd_units;
 
 use crate::backend::Bus;
 use crate::layout::{MODULES_SLICE, module_id, module_of_scope, scope_unit, slice_unit};
