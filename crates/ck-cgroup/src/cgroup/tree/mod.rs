@@ -370,12 +370,12 @@ pub(crate) fn write_at(
 
 mod members;
 mod modes;
-mod remove;
+mod remove_tree;
 
 use members::populated_at;
 pub(crate) use members::{members, members_of};
 pub(crate) use modes::{Thawer, restore_modes, restore_path_modes};
-pub(crate) use remove::{Remover, remove_tree, rmdir_at};
+pub(crate) use remove_tree::{Remover, remove_tree, rmdir_at};
 
 #[cfg(test)]
 mod tests {
