@@ -23,7 +23,7 @@ use serde::Serialize;
 
 mod freezer;
 mod init;
-mod limits;
+mod limit_writes;
 mod lock;
 mod place;
 mod remove;
