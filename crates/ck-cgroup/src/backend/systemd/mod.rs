@@ -471,6 +471,43 @@ mod tests {
     use crate::layout::unit_escape;
 
     #[test]
+    fn a_scopes_handle_refuses_bad_input_before_it_connects() {
+        // Whatever the host (systemd or not), these never reach a bus: the handle stays
+        // unconnected, as the CLI's "refused before systemd is asked" promises.
+        let scopes = Scopes::new(Bus::System);
+        let forced = StopOptions {
+            method: crate::stop::Method::Freeze,
+            ..StopOptions::default()
+        };
+        for e in [
+            scopes.stop("a", &forced).unwrap_err(),
+            scopes.prune(false, true, &[], &forced).unwrap_err(),
+        ] {
+            assert!(
+                e.message()
+                    .starts_with("--method cannot be chosen with --backend systemd"),
+                "{e}"
+            );
+        }
+        let bad = ["../x".to_string()];
+        for e in [
+            scopes.stop("../x", &StopOptions::default()).unwrap_err(),
+            scopes.status(&bad).unwrap_err(),
+            scopes.processes(&bad).unwrap_err(),
+        ] {
+            // Not "cannot reach the system manager": the id was refused first.
+            assert_ne!(e.kind(), crate::error::ErrorKind::SystemdUnavailable, "{e}");
+            assert!(e.message().contains("../x"), "{e}");
+        }
+        let oomd = scopes.enter_daemon(crate::cgroup::oomd::OomdPreference::Omit);
+        assert!(matches!(oomd, Ok(None)), "{oomd:?}");
+        assert!(
+            scopes.manager.get().is_none(),
+            "a refusal connected to the manager"
+        );
+    }
+
+    #[test]
     fn names_round_trip() {
         for id in ["a", "web-1", "m_2", "A-b-C"] {
             let id = ModuleId::new(id).unwrap();
