@@ -13,8 +13,8 @@ use super::args::{self, BackendArgs, Cli, Command, ManagerArg};
 /// `--backend` and `--manager` (or the variable, through clap) of a command that has them.
 pub fn from_args(a: &BackendArgs, root: Option<PathBuf>) -> Backend {
     match a.backend {
-        args::Backend::Systemd => Backend::Systemd(bus(a.manager)),
-        args::Backend::Cgroupfs => Backend::Cgroupfs(Cgroupfs(root)),
+        args::BackendArg::Systemd => Backend::Systemd(bus(a.manager)),
+        args::BackendArg::Cgroupfs => Backend::Cgroupfs(Cgroupfs(root)),
     }
 }
 
@@ -41,7 +41,7 @@ pub fn root(cli: &Cli) -> Result<Option<PathBuf>, Error> {
     let Some(unit) = cli.unit.as_deref() else {
         return Ok(cli.root.clone());
     };
-    let on_systemd = |b: &BackendArgs| b.backend == args::Backend::Systemd;
+    let on_systemd = |b: &BackendArgs| b.backend == args::BackendArg::Systemd;
     let doctor = match &cli.command {
         Command::Sandbox { .. } | Command::Generate { .. } => return Ok(cli.root.clone()),
         Command::Exec { backend, .. }

@@ -12,7 +12,7 @@ pub mod oomd_lines;
 pub mod output;
 pub mod program;
 pub mod prometheus;
-pub mod ps;
+pub mod ps_tree;
 pub mod room;
 pub mod status;
 pub mod stdio;

@@ -330,7 +330,7 @@ impl Output {
         })
     }
 
-    /// `ps`: each module's processes (ordered by [`super::ps::order`]); on a terminal each
+    /// `ps`: each module's processes (ordered by [`super::ps_tree::order`]); on a terminal each
     /// line is cut to its width.
     pub fn ps(
         &self,
@@ -355,7 +355,7 @@ impl Output {
                 .flatten()
                 .map(|w| usize::from(w.ws_col))
                 .filter(|&w| w > 0);
-            super::ps::text(mods, sorted, width)
+            super::ps_tree::text(mods, sorted, width)
         })
     }
 

@@ -40,7 +40,7 @@
 //!
 //! ```text
 //! doctor/, sandbox            checks of a host; isolated roots for tests
-//! backend/                    Backend: cgroupfs (a Root) or systemd scopes (feature "systemd")
+//! backend/                    Backend: cgroupfs (a Root) or systemd (Scopes, feature "systemd")
 //! policy, telemetry/, discover  limits from a file; status and watch; finding the service root
 //! module/, signals            Root: a service root's operations (init, create, place, spawn, stop, prune); run's relay
 //! limits, stop/, spawn/        the limit table; one file per kill mechanism; clone3 and the pre-exec path
@@ -50,7 +50,8 @@
 //!
 //! A new kill mechanism is a file in [`stop`] and an arm of its private `Mechanism`; a new
 //! limit is a row of [`limits`] with its parser; a new backend operation is a method of
-//! [`backend::Backend`]. The `systemd` feature (off by default) adds the D-Bus backend and zbus.
+//! [`Root`] and of the systemd backend's `Scopes`, and one line of [`backend::Backend`]. The
+//! `systemd` feature (off by default) adds the D-Bus backend and zbus.
 //!
 //! # rustix types
 //!

@@ -18,7 +18,7 @@ use rustix::fs::FlockOperation;
 use rustix::io::Errno;
 use serde::Serialize;
 
-use crate::cgroup::root::CgroupDir;
+use crate::cgroup::dir::CgroupDir;
 use crate::discover::cgroup2_mount;
 use crate::error::{Error, Result};
 use crate::module::Root;

@@ -100,7 +100,7 @@ pub enum Command {
         /// default), avoid (user.oomd_avoid: picked last) or none (neither); over the policy's
         /// top-level oomd_daemon. Read back and reported; where the filesystem refuses the
         /// attribute, one line says so and init goes on.
-        #[arg(long, value_parser = limits::oomd_preference, value_name = "omit|avoid|none")]
+        #[arg(long, value_parser = limit_flags::oomd_preference, value_name = "omit|avoid|none")]
         oomd_daemon: Option<ck_cgroup::cgroup::oomd::OomdPreference>,
         /// The daemon's command and its arguments (optional).
         #[arg(last = true, value_name = "CMD")]
@@ -365,7 +365,7 @@ pub enum Command {
         /// systemd: a transient delegated scope; cgroupfs: a directory under --parent or the
         /// mount's root. Default: systemd when systemd is PID 1 and --parent is not given.
         #[arg(long, value_enum, value_name = "BACKEND")]
-        backend: Option<Backend>,
+        backend: Option<BackendArg>,
         /// The manager that makes the scope (default: system for root, user for everyone else).
         #[arg(long, value_enum, value_name = "MANAGER")]
         manager: Option<ManagerArg>,
@@ -392,12 +392,12 @@ pub enum Command {
     },
 }
 
-mod limits;
-mod stop;
+mod limit_flags;
+mod stop_flags;
 
-pub use limits::LimitArgs;
-use limits::size;
-pub use stop::{RUN_GRACE, StopArgs};
+pub use limit_flags::LimitArgs;
+use limit_flags::size;
+pub use stop_flags::{RUN_GRACE, StopArgs};
 
 /// `--pressure SPEC`: the library's parser, its one-line message (problem and an example).
 fn pressure_trigger(s: &str) -> Result<PressureTrigger, String> {
@@ -419,7 +419,7 @@ pub struct BackendArgs {
         env = ck_cgroup::backend::ENV_BACKEND,
         value_name = "BACKEND"
     )]
-    pub backend: Backend,
+    pub backend: BackendArg,
     /// The systemd manager the systemd backend asks: system, or user (the caller's own). Default:
     /// system for root, user for everyone else.
     #[arg(long, value_enum, value_name = "MANAGER")]
@@ -428,7 +428,7 @@ pub struct BackendArgs {
 
 /// `--backend`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Backend {
+pub enum BackendArg {
     /// Module cgroups under the service's delegated root.
     Cgroupfs,
     /// Transient scopes made by systemd.

@@ -30,7 +30,7 @@ pub fn cmd_exec(
         Some(Err(e)) => return Ok(not_runnable(e)),
         None => return Ok(ExitCode::from(2)),
     };
-    for s in backend.enter(&id, &l, flags.best_effort)? {
+    for s in backend.enter_with_limits(&id, &l, flags.best_effort)? {
         note(format_args!("skipped {}: {}", s.file, s.reason));
     }
     contain(&id, cgroupns)?;

@@ -4,13 +4,13 @@
 //! ([`module_limits`], the one place flags and policy merge) and [`create_with_limits`].
 
 mod exec;
-mod freeze;
-mod layout;
+mod freeze_thaw;
+mod kill_prune;
 mod ps;
 mod run;
 mod sandbox;
+mod setup;
 mod show;
-mod stop;
 mod top;
 
 use std::path::PathBuf;
@@ -24,15 +24,13 @@ use super::exit::note;
 use super::output::Output;
 
 pub use exec::cmd_exec;
-pub use freeze::cmd_freeze;
-pub use layout::{
-    cmd_apply, cmd_create, cmd_init, cmd_init_daemon, cmd_place, cmd_remove, cmd_set,
-};
+pub use freeze_thaw::cmd_freeze;
+pub use kill_prune::{PruneArgs, cmd_kill, cmd_prune};
 pub use ps::cmd_ps;
 pub use run::{Namespaces, cmd_run};
 pub use sandbox::{cmd_sandbox, cmd_sandbox_prune};
+pub use setup::{cmd_apply, cmd_create, cmd_init, cmd_init_daemon, cmd_place, cmd_remove, cmd_set};
 pub use show::{StatusView, cmd_doctor, cmd_list, cmd_status, cmd_watch};
-pub use stop::{PruneArgs, cmd_kill, cmd_prune};
 pub use top::cmd_top;
 
 /// The global options every command may use.

@@ -15,7 +15,7 @@ pub fn cmd_ps(
     sort: Option<PsSort>,
 ) -> Result<ExitCode, Fail> {
     let mut mods = backend.processes(ids)?;
-    crate::cli::ps::order(&mut mods, sort);
+    crate::cli::ps_tree::order(&mut mods, sort);
     ctx.out.ps(&mods, sort.is_some())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -11,7 +11,7 @@ use ck_cgroup::{Error, Sandbox, discover};
 use rustix::process::Signal;
 
 use super::Ctx;
-use crate::cli::args::{Backend, ManagerArg};
+use crate::cli::args::{BackendArg, ManagerArg};
 use crate::cli::backend::{ENV_BACKEND, scope_sandbox};
 use crate::cli::exit::{
     CmdEnd, Fail, cmd_exit, cmd_failed, cmd_status, not_runnable, note, written,
@@ -21,10 +21,10 @@ use crate::cli::program;
 /// `sandbox --prune`: the leftover directory sandboxes under the parent removed.
 pub fn cmd_sandbox_prune(
     ctx: &Ctx,
-    backend: Option<Backend>,
+    backend: Option<BackendArg>,
     parent: Option<PathBuf>,
 ) -> Result<ExitCode, Fail> {
-    if backend == Some(Backend::Systemd) {
+    if backend == Some(BackendArg::Systemd) {
         return Err(Error::bad_input(
             "sandbox --prune removes directory sandboxes under a parent; a scope sandbox is not swept by it",
         )
@@ -55,22 +55,22 @@ pub fn cmd_sandbox_prune(
 /// sandbox removed (or kept); the exit code CMD's.
 pub fn cmd_sandbox(
     ctx: &Ctx,
-    backend: Option<Backend>,
+    backend: Option<BackendArg>,
     manager: Option<ManagerArg>,
     parent: Option<PathBuf>,
     keep: bool,
     cmd: &[String],
 ) -> Result<ExitCode, Fail> {
     let scope = match (backend, &parent) {
-        (Some(Backend::Systemd), Some(_)) => {
+        (Some(BackendArg::Systemd), Some(_)) => {
             return Err(Error::bad_input(
                 "--parent and --backend systemd exclude each other: a scope sandbox's parent is systemd's choice",
             )
             .with_hint("drop --parent, or pass --backend cgroupfs")
             .into());
         }
-        (Some(Backend::Systemd), None) => true,
-        (Some(Backend::Cgroupfs), _) | (None, Some(_)) => false,
+        (Some(BackendArg::Systemd), None) => true,
+        (Some(BackendArg::Cgroupfs), _) | (None, Some(_)) => false,
         (None, None) => Path::new("/run/systemd/system").exists(),
     };
     if scope && keep {

@@ -1,10 +1,13 @@
-//! Backends: who makes and stops a module's cgroup, as one type, [`Backend`]. The cgroupfs
-//! backend is [`crate::module::Root`] on a delegated subtree; the systemd backend (`systemd`,
-//! behind the `systemd` feature) makes each module a transient scope over D-Bus. A new operation
-//! both have is one method here; an operation only cgroupfs has takes [`Cgroupfs`].
+//! Backends: who makes and stops a module's cgroup, as one type, [`Backend`], over two types
+//! with the same methods for the operations both have: the cgroupfs backend is
+//! [`crate::module::Root`] on a delegated subtree; the systemd backend (`systemd::Scopes`,
+//! behind the `systemd` feature) makes each module a transient scope over D-Bus. A new
+//! operation both have is a method of each and one line here; an operation only cgroupfs has
+//! takes [`Cgroupfs`].
 
 use std::path::PathBuf;
 
+use crate::cgroup::oomd::{OomdMark, OomdPreference};
 use crate::discover;
 use crate::error::Error;
 use crate::id::ModuleId;
@@ -16,12 +19,17 @@ use crate::telemetry::procs::ModuleProcesses;
 
 #[cfg(feature = "systemd")]
 pub mod systemd;
+#[cfg(feature = "systemd")]
+pub use systemd::Scopes;
 
 /// The variable that names the backend (`CK_CGROUP_BACKEND=systemd`), read by every command.
 pub const ENV_BACKEND: &str = "CK_CGROUP_BACKEND";
 
-/// Who makes and stops the modules, decided once: the CLI matches on nothing else. An operation
-/// only cgroupfs has takes the [`Cgroupfs`] that [`Backend::cgroupfs`] gives, refused on systemd.
+/// Who makes and stops the modules, decided once: the CLI matches on nothing else. Each variant
+/// says where the modules are; every operation opens the backend's type there (a [`Root`], a
+/// `systemd::Scopes`) and calls the method of the same name and signature on it. An
+/// enum rather than a trait: the systemd variant is there only with the feature, the CLI holds
+/// one value and calls one method, and no caller needs to be generic or boxed.
 #[derive(Debug, Clone)]
 pub enum Backend {
     /// Module cgroups under the service's root: `--root` (or `CK_CGROUP_ROOT`), else discovered.
@@ -29,6 +37,26 @@ pub enum Backend {
     /// Transient scopes, made by the manager on this bus (`--root` does not apply).
     #[cfg(feature = "systemd")]
     Systemd(Bus),
+}
+
+/// `$backend`'s type opened for one operation (a [`Root`] by `Cgroupfs::$open`, a
+/// `systemd::Scopes` on the bus, which connects when the operation first needs it),
+/// bound to `$m`, and `$call` on it: both arms are the same expression, so the two types must
+/// have the method with the same signature.
+macro_rules! on_modules {
+    ($backend:expr, $open:ident, $m:ident => $call:expr) => {
+        match $backend {
+            Backend::Cgroupfs(fs) => {
+                let $m = fs.$open()?;
+                $call
+            }
+            #[cfg(feature = "systemd")]
+            Backend::Systemd(bus) => {
+                let $m = systemd::Scopes::new(*bus);
+                $call
+            }
+        }
+    };
 }
 
 /// The service's root, not yet looked for: the explicit one (`None`: discovered).
@@ -87,61 +115,28 @@ impl Backend {
     }
 
     /// `init -- DAEMON`: the daemon's place before it is executed. Its own leaf of a laid-out
-    /// root, marked for systemd-oomd with `oomd_daemon` ([`Root::init_with`]; the mark read
+    /// root, marked for systemd-oomd with `oomd_daemon` ([`Root::enter_daemon`]; the mark read
     /// back is returned); with systemd, where it is (the modules are scopes, the unit's cgroup
-    /// is systemd's: `None`).
-    pub fn enter_daemon(
-        &self,
-        oomd_daemon: crate::cgroup::oomd::OomdPreference,
-    ) -> Result<Option<crate::cgroup::oomd::OomdMark>, Error> {
-        #[allow(irrefutable_let_patterns)]
-        let Backend::Cgroupfs(fs) = self else {
-            return Ok(None);
-        };
-        let root = fs.open_unchecked()?;
-        let init = root.init_with(oomd_daemon)?;
-        // From the root, init has moved this process already; from elsewhere, now.
-        root.enter_daemon_leaf()?;
-        Ok(Some(init.oomd_daemon))
+    /// is systemd's: `None`). The root is opened as it is: this lays it out.
+    pub fn enter_daemon(&self, oomd_daemon: OomdPreference) -> Result<Option<OomdMark>, Error> {
+        on_modules!(self, open_unchecked, m => m.enter_daemon(oomd_daemon))
     }
 
     /// `exec`: move this process into module `id`, made with `limits` when it is not there.
-    /// Returns the limits skipped (`best_effort`, a controller missing).
-    pub fn enter(
+    /// Returns the limits skipped (`best_effort`, a controller missing). D-Bus is paid for only
+    /// on the systemd backend.
+    pub fn enter_with_limits(
         &self,
         id: &ModuleId,
         limits: &Limits,
         best_effort: bool,
     ) -> Result<Vec<Skipped>, Error> {
-        match self {
-            // systemd makes the scope, applies the limits and moves this process; D-Bus is paid
-            // for only on this backend.
-            #[cfg(feature = "systemd")]
-            Backend::Systemd(bus) => {
-                systemd::enter(*bus, id, limits, systemd::START_TIMEOUT).map(|_| Vec::new())
-            }
-            Backend::Cgroupfs(fs) => {
-                let root = fs.open()?;
-                // The spawn path: without limits, one write to cgroup.procs (and a mkdir the
-                // first time); with limits, checked before anything is made.
-                let skipped = if limits.is_empty() {
-                    Vec::new()
-                } else {
-                    root.create_with_limits(id, limits, best_effort)?.skipped
-                };
-                root.enter(id)?;
-                Ok(skipped)
-            }
-        }
+        on_modules!(self, open, m => m.enter_with_limits(id, limits, best_effort))
     }
 
     /// `kill`.
     pub fn stop(&self, id: &str, opts: &StopOptions) -> Result<StopReport, Error> {
-        match self {
-            #[cfg(feature = "systemd")]
-            Backend::Systemd(bus) => systemd::stop(*bus, id, opts),
-            Backend::Cgroupfs(fs) => fs.open()?.stop(id, opts),
-        }
+        on_modules!(self, open, m => m.stop(id, opts))
     }
 
     /// `prune`.
@@ -152,43 +147,49 @@ impl Backend {
         keep: &[String],
         opts: &StopOptions,
     ) -> Result<Vec<PruneEntry>, Error> {
+        on_modules!(self, open, m => m.prune(dry_run, kill, keep, opts))
+    }
+
+    /// `prune --if-laid-out`: the root, when it is not laid out yet (neither `daemon/` nor
+    /// `subc-modules/`: a service's first `ExecStartPre=`, before `init`), which is nothing to
+    /// prune; `None` when it is, and always on systemd (module.slice is systemd's).
+    pub fn not_laid_out(&self) -> Result<Option<PathBuf>, Error> {
         match self {
+            Backend::Cgroupfs(fs) => {
+                let root = fs.open_unchecked()?;
+                Ok((!root.is_service_root()?).then(|| root.path().to_path_buf()))
+            }
             #[cfg(feature = "systemd")]
-            Backend::Systemd(bus) => systemd::prune(*bus, dry_run, kill, keep, opts),
-            Backend::Cgroupfs(fs) => fs.open()?.prune(dry_run, kill, keep, opts),
+            Backend::Systemd(_) => Ok(None),
         }
     }
 
-    /// `list`: the modules' directory (for systemd module.slice's cgroup, `None`: not loaded)
-    /// and the modules.
+    /// `list`: where the modules are (the service root; for systemd module.slice's cgroup,
+    /// `None`: not loaded) and the modules.
     pub fn list(&self) -> Result<(Option<PathBuf>, Vec<ModuleEntry>), Error> {
         match self {
-            #[cfg(feature = "systemd")]
-            Backend::Systemd(bus) => systemd::list(*bus),
             Backend::Cgroupfs(fs) => {
                 let root = fs.open()?;
                 let r = root.list()?;
                 Ok((Some(root.path().to_path_buf()), r))
+            }
+            #[cfg(feature = "systemd")]
+            Backend::Systemd(bus) => {
+                let scopes = systemd::Scopes::new(*bus);
+                let dir = scopes.path()?;
+                Ok((dir, scopes.list()?))
             }
         }
     }
 
     /// `status`.
     pub fn status(&self, ids: &[String]) -> Result<Vec<ModuleStatus>, Error> {
-        match self {
-            #[cfg(feature = "systemd")]
-            Backend::Systemd(bus) => systemd::status(*bus, ids),
-            Backend::Cgroupfs(fs) => fs.open()?.status(ids),
-        }
+        on_modules!(self, open, m => m.status(ids))
     }
 
     /// `ps`: the processes of every module, or of those named.
     pub fn processes(&self, ids: &[String]) -> Result<Vec<ModuleProcesses>, Error> {
-        match self {
-            #[cfg(feature = "systemd")]
-            Backend::Systemd(bus) => systemd::processes(*bus, ids),
-            Backend::Cgroupfs(fs) => fs.open()?.processes(ids),
-        }
+        on_modules!(self, open, m => m.processes(ids))
     }
 
     /// The systemd manager whose scopes hold the modules; `None` on cgroupfs (what

@@ -1,7 +1,7 @@
 //! The cgroup layer: an open cgroup2 directory and what the kernel's files say, with no notion of
 //! modules, services or backends. Everything above reaches the cgroup tree through here.
 //!
-//! - [`root`]: [`CgroupDir`], an open cgroup2 directory; every access beneath it goes through
+//! - [`dir`]: [`CgroupDir`], an open cgroup2 directory; every access beneath it goes through
 //!   `openat2(RESOLVE_BENEATH)`.
 //! - [`parse`]: the kernel's files (`cgroup.events`, `memory.stat`, `/proc/self/mountinfo`, …)
 //!   to types; no I/O.
@@ -10,11 +10,11 @@
 //! - [`mount`]: where cgroup2 is mounted.
 //! - [`oomd`]: systemd-oomd's xattrs (a directory's preference, its kill counters).
 
+pub mod dir;
 pub mod mount;
 pub mod oomd;
 pub mod parse;
-pub mod root;
 pub(crate) mod tree;
 pub mod wait;
 
-pub use root::CgroupDir;
+pub use dir::CgroupDir;

@@ -19,8 +19,8 @@ use rustix::fs::{self as rfs, OFlags, XattrFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
+use super::dir::CgroupDir;
 use super::parse;
-use super::root::CgroupDir;
 use super::wait::join;
 use crate::error::{Error, Result};
 

@@ -11,8 +11,8 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::fs::OFlags;
 use rustix::io::Errno;
 
+use crate::cgroup::dir::{CgroupDir, read_fd};
 use crate::cgroup::parse;
-use crate::cgroup::root::{CgroupDir, read_fd};
 use crate::error::{Error, Result};
 
 /// How a wait ended.

@@ -102,7 +102,7 @@ pub struct Facts {
     pub unit: Result<UnitFacts, Unavailable>,
     /// systemd-oomd and the candidates it would see below the root; `None` with the systemd
     /// backend (no service root).
-    pub oomd: Option<super::oomd::OomdFacts>,
+    pub oomd: Option<super::oomd_checks::OomdFacts>,
 }
 
 /// Read every fact from this machine. `root`: the explicit root, else discovered (unless
@@ -133,7 +133,7 @@ pub fn gather(root: Option<&Path>, unit: Option<&str>, scopes: Option<Bus>) -> F
                 Err(Unavailable::NoBus(e)) | Err(Unavailable::Failed(e)) => Err(e.clone()),
                 Err(Unavailable::NotBuilt) => Err("no systemd support in this build".into()),
             };
-            Some(super::oomd::gather(path, name, bus))
+            Some(super::oomd_checks::gather(path, name, bus))
         }
         None => None,
     };

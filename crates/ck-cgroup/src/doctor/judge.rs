@@ -42,7 +42,7 @@ pub fn judge(f: &Facts) -> Vec<Check> {
         Ok(u) => checks.extend(unit_checks(u, f.scopes.is_some())),
     }
     if let Some(o) = &f.oomd {
-        checks.extend(super::oomd::judge(o));
+        checks.extend(super::oomd_checks::judge(o));
     }
     checks
 }

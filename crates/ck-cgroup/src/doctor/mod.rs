@@ -10,7 +10,7 @@ use serde::Serialize;
 
 pub mod gather;
 pub mod judge;
-pub mod oomd;
+pub mod oomd_checks;
 
 pub use gather::Facts;
 pub use judge::nsdelegate_check;

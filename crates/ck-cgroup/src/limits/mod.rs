@@ -194,10 +194,10 @@ macro_rules! set {
 }
 
 // After the macros above, which the table uses.
-mod parse;
+mod parse_values;
 mod table;
 
-pub use parse::*;
+pub use parse_values::*;
 pub use table::LIMITS;
 
 /// The row of the limit with policy key `key`.

@@ -91,6 +91,17 @@ impl Root {
         self.dir.write(&file, "0")
     }
 
+    /// `init -- DAEMON`: the daemon's place before it is executed. The root laid out with
+    /// `oomd_daemon` for `daemon/` ([`Root::init_with`]), then this process moved into
+    /// `daemon/` (from inside the root, init has moved it already; from elsewhere, now). Returns
+    /// the mark read back; always `Some` here (`None` is the answer of the systemd backend's
+    /// `Scopes::enter_daemon`, which has no daemon leaf).
+    pub fn enter_daemon(&self, oomd_daemon: OomdPreference) -> Result<Option<OomdMark>> {
+        let init = self.init_with(oomd_daemon)?;
+        self.enter_daemon_leaf()?;
+        Ok(Some(init.oomd_daemon))
+    }
+
     /// Move every process in the root's own `cgroup.procs` into `daemon/` (no internal processes).
     /// Under the placement lock, taken exclusive (lock.rs): a helper placing itself or others
     /// meanwhile is never read here and moved on into `daemon/`.

@@ -21,24 +21,24 @@ use rustix::io::Errno;
 use rustix::process::Signal;
 use serde::Serialize;
 
-mod freeze;
+mod freezer;
 mod init;
-mod limits;
+mod limit_writes;
 mod lock;
 mod place;
 mod remove;
 mod report;
-mod stop;
+mod stop_prune;
 
-pub use freeze::FreezeReport;
+pub use freezer::FreezeReport;
 pub use report::*;
-pub use stop::signal_name;
+pub use stop_prune::signal_name;
 #[cfg(feature = "systemd")]
-pub(crate) use stop::{Removed, prune_entries, still_populated};
+pub(crate) use stop_prune::{Removed, prune_entries, still_populated};
 
+use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::oomd::{self, OomdMark, OomdPreference};
 use crate::cgroup::parse;
-use crate::cgroup::root::CgroupDir;
 use crate::cgroup::tree::members;
 use crate::cgroup::wait::join;
 use crate::error::{Error, Result};

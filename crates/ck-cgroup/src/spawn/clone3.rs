@@ -1,18 +1,18 @@
-//! All the `unsafe` code of the crate, in one place (with its submodule [`init`], the PID
+//! All the `unsafe` code of the crate, in one place (with its submodule [`pidns_init`], the PID
 //! namespace's init): `clone3(2)` with fork semantics and the child it runs up to `execve(2)`,
 //! the steps of the `pre_exec` path, and the signal-mask and `signalfd(2)` calls of
 //! `signals`. Every `unsafe` block carries a `SAFETY:` argument; everything else in the
 //! crate is `#![deny(unsafe_code)]` and calls the safe functions here.
 //!
 //! Code that runs in a child between the clone and `execve` (the `child_*` functions, the
-//! [`PreExecStep`]s, [`init`]) makes only raw system calls on data prepared before the clone: no
+//! [`PreExecStep`]s, [`pidns_init`]) makes only raw system calls on data prepared before the clone: no
 //! allocation, no locks, no unwinding. Credentials change through raw system calls (rustix),
 //! never through libc's `setuid`, which in a copy made by a raw `clone3` would wait for threads
 //! that the copy does not have.
 #![allow(unsafe_code)]
 
-pub(super) mod init;
 pub(super) mod nsmaps;
+pub(super) mod pidns_init;
 
 use std::ffi::{CStr, CString};
 use std::io;

@@ -19,8 +19,8 @@ use std::process::ExitStatus;
 use rustix::fs::OFlags;
 use rustix::process::{Pid, PidfdFlags, pidfd_open};
 
+use crate::cgroup::dir::{open_beneath_at, read_fd};
 use crate::cgroup::parse;
-use crate::cgroup::root::{open_beneath_at, read_fd};
 
 /// Whether the program is held at all; `false` only for the `CK_MUTATION=init-held-blind`
 /// test feature (a wait on the init's report is then the only one).

@@ -32,8 +32,8 @@
 //! before `execve(2)`, on both paths.
 //!
 //! Files: the public surface here; [`ModuleCommand`] in `command.rs`, [`ModuleChild`] in
-//! `child.rs`, the `PATH` search in `program.rs`, what the clone3 child borrows in `prepare.rs`,
-//! the fallback and its hooks in `pre_exec.rs`, and in `clone3.rs` (with `clone3/init.rs`, the
+//! `child.rs`, the `PATH` search in `path_search.rs`, what the clone3 child borrows in `prepare.rs`,
+//! the fallback and its hooks in `pre_exec.rs`, and in `clone3.rs` (with `clone3/pidns_init.rs`, the
 //! PID namespace's init) all the `unsafe` code of the crate, every block with a `SAFETY:`
 //! argument. The signal relay of `ck-cgroup run` is `signals`.
 //!
@@ -48,9 +48,9 @@ pub(crate) mod clone3;
 mod command;
 mod fallback;
 mod held_init;
+mod path_search;
 mod pre_exec;
 mod prepare;
-mod program;
 
 pub mod cgroupns;
 pub mod pidns;
@@ -62,9 +62,9 @@ pub use child::ModuleChild;
 pub use command::ModuleCommand;
 pub use fallback::Fallback;
 pub use held_init::HeldInit;
+pub use path_search::find_program;
 pub use pidns::{PidNamespaceRefused, pid_namespace_refused};
 pub use pre_exec::{pdeathsig_before_exec, place_before_exec, unblock_signals_before_exec};
-pub use program::find_program;
 
 use std::ffi::CStr;
 use std::io;
@@ -149,7 +149,7 @@ pub fn spawn_into_with(
     strategy: Strategy,
 ) -> io::Result<ModuleChild> {
     cmd.check()?;
-    let program = program::resolve_program(cmd)?;
+    let program = path_search::resolve_program(cmd)?;
     match strategy {
         Strategy::Clone3Only => spawn_clone3(cgroup_dir, cmd, &program).map_err(|f| f.error),
         Strategy::PreExecOnly if cmd.pid_namespace => Err(io::Error::new(

@@ -57,7 +57,7 @@ use super::Clone3Failure;
 #[cfg(doc)]
 use super::ModuleCommand;
 use super::clone3::nsmaps::{Maps, USERNS_REFUSED_MARK as REFUSED_MARK};
-use super::clone3::{self, init::InitCtx};
+use super::clone3::{self, pidns_init::InitCtx};
 use super::held_init::{self, HeldInit, Program};
 use super::prepare::Prepared;
 
@@ -278,7 +278,7 @@ impl Reports {
 ///
 /// The init makes the cgroup namespace (it is in the module from birth) and, with
 /// [`ModuleCommand::process_group`], leads the process group, before it starts the program, which
-/// inherits both; it keeps the caller's identity (see [`clone3::init`]): the program alone takes
+/// inherits both; it keeps the caller's identity (see [`clone3::pidns_init`]): the program alone takes
 /// the [`uid`](ModuleCommand::uid) and [`gid`](ModuleCommand::gid), right before its `execve`.
 pub(super) fn spawn(
     cgroup_dir: BorrowedFd<'_>,
@@ -304,7 +304,7 @@ pub(super) fn spawn(
         user_ns: None,
     };
     let flags = placement_flag | CLONE_NEWPID;
-    let (pid, pidfd, user_ns) = match clone3::init::fork_init(cgroup_dir, flags, &ctx) {
+    let (pid, pidfd, user_ns) = match clone3::pidns_init::fork_init(cgroup_dir, flags, &ctx) {
         Ok((pid, pidfd)) => (pid, pidfd, false),
         Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
             if !USERNS_RETRY || identity.uid.is_some() || identity.gid.is_some() {
@@ -313,8 +313,9 @@ pub(super) fn spawn(
             // The maps are made here: the init must not allocate.
             let maps = Maps::new()?;
             ctx.user_ns = Some(&maps);
-            let (pid, pidfd) = clone3::init::fork_init(cgroup_dir, flags | CLONE_NEWUSER, &ctx)
-                .map_err(|e| refused(Errno::from_io_error(&e).unwrap_or(Errno::IO), true))?;
+            let (pid, pidfd) =
+                clone3::pidns_init::fork_init(cgroup_dir, flags | CLONE_NEWUSER, &ctx)
+                    .map_err(|e| refused(Errno::from_io_error(&e).unwrap_or(Errno::IO), true))?;
             (pid, pidfd, true)
         }
         Err(e) => return Err(Clone3Failure::from_clone3(e)),
@@ -336,5 +337,5 @@ pub(super) fn spawn(
 /// init passes on HUP, INT, QUIT, TERM, USR1, USR2, ALRM and WINCH; KILL and STOP act on the init
 /// itself (and KILL so on the whole namespace); others are ignored.
 pub fn send_tagged(pidfd: BorrowedFd<'_>, sig: Signal) -> io::Result<()> {
-    clone3::init::send_tagged(pidfd, sig, FORWARD_TAG)
+    clone3::pidns_init::send_tagged(pidfd, sig, FORWARD_TAG)
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::control::{Wrote, wait_empty_for, write_control};
 use super::{Ran, signal};
-use crate::cgroup::root::CgroupDir;
+use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::wait::Waited;
 use crate::error::Result;
 

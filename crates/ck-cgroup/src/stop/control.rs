@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use rustix::io::Errno;
 
-use crate::cgroup::root::CgroupDir;
+use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::wait::{Waited, join, wait_events};
 use crate::error::{Error, Result};
 

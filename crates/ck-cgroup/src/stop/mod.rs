@@ -30,14 +30,14 @@ use std::time::{Duration, Instant};
 use rustix::process::Signal;
 use serde::Serialize;
 
-use crate::cgroup::root::CgroupDir;
+use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::tree::members;
 use crate::cgroup::wait::{Waited, wait_events};
 use crate::error::{Error, Result};
 
 mod cgroup_kill;
 mod control;
-mod freeze;
+mod freeze_kill;
 mod signal;
 mod witness;
 
@@ -391,7 +391,7 @@ fn grace_first_pid(
 enum Mechanism {
     /// `cgroup_kill.rs`.
     CgroupKill,
-    /// `freeze.rs`.
+    /// `freeze_kill.rs`.
     Freeze,
     /// `signal.rs`.
     Signal,
@@ -412,7 +412,7 @@ impl Mechanism {
         }
         match self {
             Mechanism::CgroupKill => cgroup_kill::kill(dir, rel, deadline),
-            Mechanism::Freeze => freeze::kill(dir, rel, deadline),
+            Mechanism::Freeze => freeze_kill::kill(dir, rel, deadline),
             Mechanism::Signal => signal::kill(dir, rel, deadline),
         }
     }

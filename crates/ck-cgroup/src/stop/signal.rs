@@ -10,7 +10,7 @@ use rustix::process::{PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
 
 use super::Ran;
 use super::control::wait_empty_for;
-use crate::cgroup::root::CgroupDir;
+use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::tree::members;
 use crate::cgroup::wait::Waited;
 use crate::error::Result;

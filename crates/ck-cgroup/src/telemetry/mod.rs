@@ -13,9 +13,9 @@ pub mod watch;
 
 use serde::Serialize;
 
+use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::oomd;
 use crate::cgroup::parse::{self, Limit};
-use crate::cgroup::root::CgroupDir;
 use crate::cgroup::tree::members;
 use crate::cgroup::wait::join;
 use crate::error::Result;

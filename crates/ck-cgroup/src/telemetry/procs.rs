@@ -11,8 +11,8 @@
 use serde::Serialize;
 
 use super::Figure;
+use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::parse;
-use crate::cgroup::root::CgroupDir;
 use crate::cgroup::tree::{Cursor, Visitor, members_of, walk};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::Layout;

@@ -173,7 +173,7 @@ fn variant(p: Property) -> Variant<'static> {
 /// Not the managers' private sockets (`/run/systemd/private`), which `systemctl` prefers: systemd
 /// stamps its messages there with the sender `org.freedesktop.systemd1`, and zbus 6 rejects a
 /// sender that is not a unique name ("Invalid unique name"; seen in the guest lane).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Manager {
     conn: zbus::Connection,
     bus: Bus,

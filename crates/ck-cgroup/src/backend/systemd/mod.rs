@@ -6,40 +6,45 @@
 //! `<mount><module.slice's ControlGroup>/module-<id>.slice/subc-module-<id>.scope`. systemd makes,
 //! limits and removes those cgroups; ck-cgroup only reads them (`cgroup.events`, `cgroup.procs`,
 //! the controllers' files) and asks systemd over D-Bus for everything else, as
-//! <https://systemd.io/CGROUP_DELEGATION/> asks of programs that were not delegated a subtree:
+//! <https://systemd.io/CGROUP_DELEGATION/> asks of programs that were not delegated a subtree.
 //!
-//! - [`enter`]: `StartTransientUnit` with the caller's own pid (`PIDs=`) and the limits as unit
-//!   properties; after the job is done, the caller is in the scope and can exec the module's
-//!   command (the daemon stays its parent, and the command cannot fork before it is placed).
-//! - [`stop`]: `KillUnit(all, SIG)` and a grace that waits on `populated 0`, then
+//! [`Scopes`] is this backend's type, as [`Root`](crate::module::Root) is cgroupfs's, with the
+//! same methods for the operations both have:
+//!
+//! - [`Scopes::enter_with_limits`]: `StartTransientUnit` with the caller's own pid (`PIDs=`) and
+//!   the limits as unit properties; after the job is done, the caller is in the scope and can
+//!   exec the module's command (the daemon stays its parent, and the command cannot fork before
+//!   it is placed).
+//! - [`Scopes::stop`]: `KillUnit(all, SIG)` and a grace that waits on `populated 0`, then
 //!   `KillUnit(all, SIGKILL)`, then `StopUnit` of the scope and of its slice.
-//! - [`list`] and [`status`]: the scopes found under `module.slice`'s cgroup.
+//! - [`Scopes::list`], [`Scopes::status`], [`Scopes::processes`]: the scopes found under
+//!   `module.slice`'s cgroup; [`Scopes::prune`].
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use rustix::process::Signal;
 
+use crate::cgroup::dir::CgroupDir;
+use crate::cgroup::oomd::{OomdMark, OomdPreference};
 use crate::cgroup::parse;
-use crate::cgroup::root::CgroupDir;
 use crate::cgroup::tree::members;
 use crate::discover::cgroup2_mount;
 use crate::error::{Error, Result};
 use crate::id::{DirName, ModuleId};
 use crate::layout::Layout;
-use crate::limits::Limits;
+use crate::limits::{Limits, Skipped};
 use crate::module::{ModuleEntry, PruneEntry, Removed, StopReport, prune_entries, still_populated};
 use crate::stop::{KillMethod, StopOptions, stop_tree_by};
 pub mod manager;
-pub mod oomd;
+pub mod oomd_units;
 
 use crate::backend::Bus;
 use crate::layout::{MODULES_SLICE, module_id, module_of_scope, scope_unit, slice_unit};
 use crate::telemetry::procs::{ModuleProcesses, module_processes};
 use crate::telemetry::{ModuleStatus, module_status_with};
 use manager::{Manager, ScopeSpec};
-#[cfg(test)]
-use {crate::cgroup::parse::Limit, zbus::Variant};
 
 /// How long `exec` waits for systemd to start a module's scope.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -96,7 +101,7 @@ fn join_cg(mount: &Path, cg: &str) -> PathBuf {
     mount.join(cg.trim_start_matches('/'))
 }
 
-/// What [`enter`] did.
+/// What [`Scopes::enter_scope`] did.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Entered {
@@ -108,23 +113,223 @@ pub struct Entered {
     pub cgroup: String,
 }
 
-/// Put the calling process into module `id`'s scope: `StartTransientUnit` holding this pid,
-/// with `limits` as unit properties, and wait for the job. When the caller runs in a service
-/// (the daemon's), the scope is `PartOf=` and `Before=` it: stopping or restarting the service
-/// stops the module too, after the daemon has stopped. Checks `/proc/self/cgroup` afterwards:
-/// the process must be in the scope.
-pub fn enter(bus: Bus, id: &ModuleId, limits: &Limits, timeout: Duration) -> Result<Entered> {
-    let m = Manager::connect(bus)?;
-    let me = std::process::id();
-    let mut spec = ScopeSpec::module(id, me, limits);
-    spec.part_of = m.unit_of_pid(me)?.filter(|u| u.ends_with(".service"));
-    m.start_scope(&spec, timeout)?;
-    let cgroup = placed_in(&spec.unit, &format!("/{}/{}", slice_unit(id), spec.unit))?;
-    Ok(Entered {
-        unit: spec.unit,
-        slice: slice_unit(id),
-        cgroup,
-    })
+/// The module scopes of one systemd manager: the systemd backend's type, as
+/// [`Root`](crate::module::Root) is the cgroupfs backend's, with the same methods for the
+/// operations both have (`enter_with_limits`, `enter_daemon`, `stop`, `prune`, `list`,
+/// `status`, `processes`; [`crate::backend::Backend`] dispatches over the two).
+///
+/// Made without I/O ([`Scopes::new`]): the first operation that needs the manager connects to
+/// it, and the handle keeps that connection for the operations after, as a `Root` keeps its
+/// directory open. Bad input (a forced `--method`, a module name that is no id) is refused
+/// before any connection.
+#[derive(Debug, Clone)]
+pub struct Scopes {
+    bus: Bus,
+    manager: OnceLock<Manager>,
+}
+
+impl Scopes {
+    /// The scopes of the manager on `bus`; nothing is connected yet.
+    pub fn new(bus: Bus) -> Scopes {
+        Scopes {
+            bus,
+            manager: OnceLock::new(),
+        }
+    }
+
+    /// The manager asked: the system manager or the caller's user manager.
+    pub fn bus(&self) -> Bus {
+        self.bus
+    }
+
+    /// The connection to the manager, made at the first call.
+    fn manager(&self) -> Result<&Manager> {
+        if let Some(m) = self.manager.get() {
+            return Ok(m);
+        }
+        let m = Manager::connect(self.bus)?;
+        Ok(self.manager.get_or_init(|| m))
+    }
+
+    /// `exec`: put the calling process into module `id`'s scope, started with `limits`
+    /// ([`Scopes::enter_scope`] with [`START_TIMEOUT`]). systemd applies every limit or starts
+    /// nothing, so none is skipped (`best_effort` changes nothing here): the list is empty. As
+    /// [`Root::enter_with_limits`](crate::module::Root::enter_with_limits).
+    pub fn enter_with_limits(
+        &self,
+        id: &ModuleId,
+        limits: &Limits,
+        best_effort: bool,
+    ) -> Result<Vec<Skipped>> {
+        let _ = best_effort;
+        self.enter_scope(id, limits, START_TIMEOUT)
+            .map(|_| Vec::new())
+    }
+
+    /// Put the calling process into module `id`'s scope: `StartTransientUnit` holding this pid,
+    /// with `limits` as unit properties, and wait (at most `timeout`) for the job. When the
+    /// caller runs in a service (the daemon's), the scope is `PartOf=` and `Before=` it:
+    /// stopping or restarting the service stops the module too, after the daemon has stopped.
+    /// Checks `/proc/self/cgroup` afterwards: the process must be in the scope.
+    pub fn enter_scope(
+        &self,
+        id: &ModuleId,
+        limits: &Limits,
+        timeout: Duration,
+    ) -> Result<Entered> {
+        let m = self.manager()?;
+        let me = std::process::id();
+        let mut spec = ScopeSpec::module(id, me, limits);
+        spec.part_of = m.unit_of_pid(me)?.filter(|u| u.ends_with(".service"));
+        m.start_scope(&spec, timeout)?;
+        let cgroup = placed_in(&spec.unit, &format!("/{}/{}", slice_unit(id), spec.unit))?;
+        Ok(Entered {
+            unit: spec.unit,
+            slice: slice_unit(id),
+            cgroup,
+        })
+    }
+
+    /// `init -- DAEMON`: the daemon stays where it is, in its unit's cgroup, which is
+    /// systemd's (the modules are scopes, there is no daemon leaf to mark): `None`, and nothing
+    /// is asked of systemd. As [`Root::enter_daemon`](crate::module::Root::enter_daemon).
+    pub fn enter_daemon(&self, oomd_daemon: OomdPreference) -> Result<Option<OomdMark>> {
+        let _ = oomd_daemon;
+        Ok(None)
+    }
+
+    /// `module.slice`'s cgroup, where the module scopes are: `None` when systemd has not loaded
+    /// it (no module scope was ever started, or all are gone and it was unloaded). What `list`
+    /// shows as its root, as [`Root::path`](crate::module::Root::path) for cgroupfs.
+    pub fn path(&self) -> Result<Option<PathBuf>> {
+        Ok(modules_dir(self.manager()?)?.map(|d| d.path().to_path_buf()))
+    }
+
+    /// The module scopes under `module.slice`: one entry per
+    /// `module-*.slice/subc-module-*.scope` (none when module.slice is not loaded).
+    pub fn list(&self) -> Result<Vec<ModuleEntry>> {
+        match modules_dir(self.manager()?)? {
+            Some(dir) => entries(&dir, true),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The figures of every module scope, or of those named (by id or scope name).
+    pub fn status(&self, names: &[String]) -> Result<Vec<ModuleStatus>> {
+        let (dir, chosen) = self.selected(names)?;
+        Ok(match dir {
+            Some(dir) => chosen
+                .iter()
+                .map(|e| module_status_with(&dir, e, None))
+                .collect(),
+            None => Vec::new(),
+        })
+    }
+
+    /// `ps`: the processes of the module scopes, or of those named.
+    pub fn processes(&self, names: &[String]) -> Result<Vec<ModuleProcesses>> {
+        let (dir, chosen) = self.selected(names)?;
+        Ok(match dir {
+            Some(dir) => chosen.iter().map(|e| module_processes(&dir, e)).collect(),
+            None => Vec::new(),
+        })
+    }
+
+    /// The modules' directory (`None`: module.slice is not loaded) and every module scope, or
+    /// those named, in that order; a name that is no module scope is an error.
+    fn selected(&self, names: &[String]) -> Result<(Option<CgroupDir>, Vec<ModuleEntry>)> {
+        let ids = names
+            .iter()
+            .map(|n| module_id(n))
+            .collect::<Result<Vec<_>>>()?;
+        let dir = modules_dir(self.manager()?)?;
+        let all = match &dir {
+            Some(d) => entries(d, false)?,
+            None => Vec::new(),
+        };
+        if dir.is_none() {
+            if let Some(n) = names.first() {
+                return Err(no_module(n));
+            }
+            return Ok((None, Vec::new()));
+        }
+        if names.is_empty() {
+            return Ok((dir, all));
+        }
+        let mut out = Vec::new();
+        for (n, id) in names.iter().zip(&ids) {
+            match all
+                .iter()
+                .find(|e| e.module.as_deref() == Some(id.as_str()))
+            {
+                Some(e) => out.push(e.clone()),
+                None => return Err(no_module(n)),
+            }
+        }
+        Ok((dir, out))
+    }
+
+    /// `prune` of the module scopes: the same decisions as for a service root
+    /// ([`crate::module::Root::prune`]): empty scopes are stopped, populated ones killed with
+    /// `kill` (else skipped), `keep` ones left. Run from a service (the daemon's
+    /// `ExecStartPre=`), only the scopes `PartOf=` that service are pruned, so that the modules
+    /// of another service that uses the backend are not touched; run from anywhere else, every
+    /// module scope is.
+    pub fn prune(
+        &self,
+        dry_run: bool,
+        kill: bool,
+        keep: &[String],
+        opts: &StopOptions,
+    ) -> Result<Vec<PruneEntry>> {
+        if opts.method != crate::stop::Method::Auto {
+            return Err(method_forced());
+        }
+        let m = self.manager()?;
+        let Some(dir) = modules_dir(m)? else {
+            return Ok(Vec::new());
+        };
+        let owner = m
+            .unit_of_pid(std::process::id())?
+            .filter(|u| u.ends_with(".service"));
+        let mut mine = Vec::new();
+        for e in entries(&dir, true)? {
+            if let Some(owner) = &owner
+                && !m.part_of(e.name.as_str())?.contains(owner)
+            {
+                continue;
+            }
+            mine.push(e);
+        }
+        let id_of = |name: &str| module_id(name);
+        Ok(prune_entries(
+            mine,
+            dry_run,
+            kill,
+            keep,
+            |name| stop_with(m, &id_of(name)?, name, opts),
+            |name| {
+                let id = id_of(name)?;
+                m.stop_unit(&scope_unit(&id), opts.timeout)?;
+                m.stop_unit(&slice_unit(&id), opts.timeout)?;
+                Ok(Removed::Done)
+            },
+        ))
+    }
+
+    /// Stop module `name`'s scope: `KillUnit(all, opts.signal)` and a grace that ends on
+    /// `populated 0`, then `KillUnit(all, SIGKILL)` and a wait of at most `opts.timeout`, then
+    /// `StopUnit` of the scope and of its slice (systemd removes their cgroups). The report's
+    /// method is `systemd`. A scope that is not loaded is reported as already gone. A stop that
+    /// did not end is an `Err` that carries its report, as of
+    /// [`Root::stop`](crate::module::Root::stop).
+    pub fn stop(&self, name: &str, opts: &StopOptions) -> Result<StopReport> {
+        if opts.method != crate::stop::Method::Auto {
+            return Err(method_forced());
+        }
+        let id = module_id(name)?;
+        stop_with(self.manager()?, &id, name, opts)
+    }
 }
 
 /// After systemd started `unit` holding this process: this process's cgroup (from
@@ -140,17 +345,6 @@ pub(crate) fn placed_in(unit: &str, want: &str) -> Result<String> {
         )));
     }
     Ok(cgroup)
-}
-
-/// The module scopes under `module.slice`: the directory (when it exists) and one entry per
-/// `module-*.slice/subc-module-*.scope`.
-pub fn list(bus: Bus) -> Result<(Option<PathBuf>, Vec<ModuleEntry>)> {
-    let m = Manager::connect(bus)?;
-    let Some(dir) = modules_dir(&m)? else {
-        return Ok((None, Vec::new()));
-    };
-    let entries = entries(&dir, true)?;
-    Ok((Some(dir.path().to_path_buf()), entries))
 }
 
 fn entries(dir: &CgroupDir, count_procs: bool) -> Result<Vec<ModuleEntry>> {
@@ -189,109 +383,6 @@ fn entries(dir: &CgroupDir, count_procs: bool) -> Result<Vec<ModuleEntry>> {
     Ok(out)
 }
 
-/// The figures of every module scope, or of those named (by id or scope name).
-pub fn status(bus: Bus, names: &[String]) -> Result<Vec<ModuleStatus>> {
-    let (dir, chosen) = selected(bus, names)?;
-    Ok(match dir {
-        Some(dir) => chosen
-            .iter()
-            .map(|e| module_status_with(&dir, e, None))
-            .collect(),
-        None => Vec::new(),
-    })
-}
-
-/// `ps`: the processes of the module scopes, or of those named.
-pub fn processes(bus: Bus, names: &[String]) -> Result<Vec<ModuleProcesses>> {
-    let (dir, chosen) = selected(bus, names)?;
-    Ok(match dir {
-        Some(dir) => chosen.iter().map(|e| module_processes(&dir, e)).collect(),
-        None => Vec::new(),
-    })
-}
-
-/// The modules' directory (`None`: module.slice is not loaded) and every module scope, or those
-/// named, in that order; a name that is no module scope is an error.
-fn selected(bus: Bus, names: &[String]) -> Result<(Option<CgroupDir>, Vec<ModuleEntry>)> {
-    let ids = names
-        .iter()
-        .map(|n| module_id(n))
-        .collect::<Result<Vec<_>>>()?;
-    let m = Manager::connect(bus)?;
-    let dir = modules_dir(&m)?;
-    let all = match &dir {
-        Some(d) => entries(d, false)?,
-        None => Vec::new(),
-    };
-    if dir.is_none() {
-        if let Some(n) = names.first() {
-            return Err(no_module(n));
-        }
-        return Ok((None, Vec::new()));
-    }
-    if names.is_empty() {
-        return Ok((dir, all));
-    }
-    let mut out = Vec::new();
-    for (n, id) in names.iter().zip(&ids) {
-        match all
-            .iter()
-            .find(|e| e.module.as_deref() == Some(id.as_str()))
-        {
-            Some(e) => out.push(e.clone()),
-            None => return Err(no_module(n)),
-        }
-    }
-    Ok((dir, out))
-}
-
-/// `prune` of the module scopes: the same decisions as for a service root
-/// ([`crate::module::Root::prune`]): empty scopes are stopped, populated ones killed with `kill`
-/// (else skipped), `keep` ones left. Run from a service (the daemon's `ExecStartPre=`), only the
-/// scopes `PartOf=` that service are pruned, so that the modules of another service that uses
-/// the backend are not touched; run from anywhere else, every module scope is.
-pub fn prune(
-    bus: Bus,
-    dry_run: bool,
-    kill: bool,
-    keep: &[String],
-    opts: &StopOptions,
-) -> Result<Vec<PruneEntry>> {
-    if opts.method != crate::stop::Method::Auto {
-        return Err(method_forced());
-    }
-    let m = Manager::connect(bus)?;
-    let Some(dir) = modules_dir(&m)? else {
-        return Ok(Vec::new());
-    };
-    let owner = m
-        .unit_of_pid(std::process::id())?
-        .filter(|u| u.ends_with(".service"));
-    let mut mine = Vec::new();
-    for e in entries(&dir, true)? {
-        if let Some(owner) = &owner
-            && !m.part_of(e.name.as_str())?.contains(owner)
-        {
-            continue;
-        }
-        mine.push(e);
-    }
-    let id_of = |name: &str| module_id(name);
-    Ok(prune_entries(
-        mine,
-        dry_run,
-        kill,
-        keep,
-        |name| stop_with(&m, &id_of(name)?, name, opts),
-        |name| {
-            let id = id_of(name)?;
-            m.stop_unit(&scope_unit(&id), opts.timeout)?;
-            m.stop_unit(&slice_unit(&id), opts.timeout)?;
-            Ok(Removed::Done)
-        },
-    ))
-}
-
 fn method_forced() -> Error {
     Error::bad_input(
         "--method cannot be chosen with --backend systemd: the scope's cgroup is systemd's, and systemd kills it (KillUnit)",
@@ -305,19 +396,7 @@ fn no_module(n: &str) -> Error {
         .with_kind(crate::error::ErrorKind::NoSuchModule)
 }
 
-/// Stop module `name`'s scope: `KillUnit(all, opts.signal)` and a grace that ends on
-/// `populated 0`, then `KillUnit(all, SIGKILL)` and a wait of at most `opts.timeout`, then
-/// `StopUnit` of the scope and of its slice (systemd removes their cgroups). The report's
-/// method is `systemd`. A scope that is not loaded is reported as already gone. A stop that did
-/// not end is an `Err` that carries its report, as of `Root::stop`.
-pub fn stop(bus: Bus, name: &str, opts: &StopOptions) -> Result<StopReport> {
-    if opts.method != crate::stop::Method::Auto {
-        return Err(method_forced());
-    }
-    let id = module_id(name)?;
-    stop_with(&Manager::connect(bus)?, &id, name, opts)
-}
-
+/// [`Scopes::stop`] on the connection `m` (and each kill of [`Scopes::prune`]).
 fn stop_with(m: &Manager, id: &ModuleId, name: &str, opts: &StopOptions) -> Result<StopReport> {
     let unit = scope_unit(id);
     let slice = slice_unit(id);
@@ -385,121 +464,4 @@ fn stop_with(m: &Manager, id: &ModuleId, name: &str, opts: &StopOptions) -> Resu
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::layout::unit_escape;
-
-    #[test]
-    fn names_round_trip() {
-        for id in ["a", "web-1", "m_2", "A-b-C"] {
-            let id = ModuleId::new(id).unwrap();
-            let scope = scope_unit(&id);
-            assert_eq!(
-                module_of_scope(&scope).as_deref(),
-                Some(id.as_str()),
-                "{scope}"
-            );
-        }
-        let id = ModuleId::new("web-1").unwrap();
-        assert_eq!(scope_unit(&id), "subc-module-web\\x2d1.scope");
-        assert_eq!(slice_unit(&id), "module-web\\x2d1.slice");
-    }
-
-    #[test]
-    fn escape_matches_systemd_escape() {
-        // Values from `systemd-escape` (systemd 252).
-        assert_eq!(unit_escape("a-b"), "a\\x2db");
-        assert_eq!(unit_escape(".x"), "\\x2ex");
-        assert_eq!(unit_escape("a/b c"), "a-b\\x20c");
-        assert_eq!(unit_escape("ok_1:2.3"), "ok_1:2.3");
-    }
-
-    #[test]
-    fn other_names_are_not_modules() {
-        for name in [
-            "session-1.scope",
-            "subc-module-.scope",
-            "subc-module-a.service",
-            "subc-module-..scope",
-            "subc-module-\\x2fa.scope",
-            "subc-module-\\xZZ.scope",
-        ] {
-            assert_eq!(module_of_scope(name), None, "{name}");
-        }
-    }
-
-    #[test]
-    fn module_id_takes_an_id_or_a_scope_name() {
-        assert_eq!(module_id("a").unwrap().as_str(), "a");
-        assert_eq!(
-            module_id("subc-module-x\\x2dy.scope").unwrap().as_str(),
-            "x-y"
-        );
-        assert!(module_id("../x").is_err());
-    }
-
-    #[test]
-    fn scope_properties() {
-        let id = ModuleId::new("a").unwrap();
-        let limits = Limits {
-            memory_max: Some(Limit::Value(64 << 20)),
-            pids_max: Some(Limit::Max),
-            cpu_weight: Some(50),
-            oom_group: Some(false),
-            ..Limits::default()
-        };
-        let mut spec = ScopeSpec::module(&id, 42, &limits);
-        spec.part_of = Some("ck-subc.service".into());
-        let p = spec.properties();
-        let names: Vec<&str> = p.iter().map(|(n, _)| *n).collect();
-        assert_eq!(
-            names,
-            [
-                "Description",
-                "PIDs",
-                "CollectMode",
-                "Slice",
-                "PartOf",
-                "Before",
-                "TimeoutStopUSec",
-                "MemoryMax",
-                "TasksMax",
-                "CPUWeight",
-                "OOMPolicy"
-            ]
-        );
-        let get = |n: &str| &p.iter().find(|(k, _)| *k == n).unwrap().1;
-        assert_eq!(get("MemoryMax"), &Variant::from(64u64 << 20));
-        assert_eq!(get("TasksMax"), &Variant::from(u64::MAX));
-        assert_eq!(get("Slice"), &Variant::from("module-a.slice"));
-        assert_eq!(get("PIDs"), &Variant::from(vec![42u32]));
-        assert_eq!(get("OOMPolicy"), &Variant::from("continue"));
-    }
-
-    #[test]
-    fn the_new_knobs_have_the_d_bus_types_systemd_takes() {
-        let id = ModuleId::new("a").unwrap();
-        let limits = Limits {
-            memory_low: Some(Limit::Value(1 << 20)),
-            cpu_max: Some(crate::limits::parse_cpu_max("50000").unwrap()),
-            cpus: Some(crate::limits::parse_cpus("0-1").unwrap()),
-            io_weight: Some(200),
-            io_max: Some(crate::limits::parse_io_max("8:0:rbps=1K").unwrap()),
-            ..Limits::default()
-        };
-        let spec = ScopeSpec::module(&id, 42, &limits);
-        let p = spec.properties();
-        let sig = |n: &str| {
-            p.iter()
-                .find(|(k, _)| *k == n)
-                .map(|(_, v)| v.value_signature().to_string())
-                .unwrap_or_else(|| panic!("no {n}"))
-        };
-        assert_eq!(sig("MemoryLow"), "t");
-        assert_eq!(sig("CPUQuotaPerSecUSec"), "t");
-        assert_eq!(sig("CPUQuotaPeriodUSec"), "t");
-        assert_eq!(sig("AllowedCPUs"), "ay");
-        assert_eq!(sig("IOWeight"), "t");
-        assert_eq!(sig("IOReadBandwidthMax"), "a(st)");
-    }
-}
+mod tests;

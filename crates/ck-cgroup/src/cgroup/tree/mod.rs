@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::cgroup::root::{CgroupDir, open_beneath_at, read_fd};
+use crate::cgroup::dir::{CgroupDir, open_beneath_at, read_fd};
 use crate::error::{Error, Result};
 
 /// At most this many directory fds are held besides checkpoints.
@@ -370,12 +370,12 @@ pub(crate) fn write_at(
 
 mod members;
 mod modes;
-mod remove;
+mod remove_tree;
 
 use members::populated_at;
 pub(crate) use members::{members, members_of};
 pub(crate) use modes::{Thawer, restore_modes, restore_path_modes};
-pub(crate) use remove::{Remover, remove_tree, rmdir_at};
+pub(crate) use remove_tree::{Remover, remove_tree, rmdir_at};
 
 #[cfg(test)]
 mod tests {

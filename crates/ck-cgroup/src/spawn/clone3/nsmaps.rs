@@ -1,7 +1,7 @@
 //! The child-side steps of the namespaces a spawn makes: the identity maps of a new user
 //! namespace (built before the clone), their writes, and the entry into a cgroup namespace.
 //! Raw system calls on prepared data only: they run in a freshly forked child (and in the
-//! PID namespace's init, [`super::init`]). The parent-side API is [`crate::spawn::cgroupns`]
+//! PID namespace's init, [`super::pidns_init`]). The parent-side API is [`crate::spawn::cgroupns`]
 //! and [`crate::spawn::pidns`]; the marks below tag, in the child's report, an errno of these
 //! steps (errnos are below 4096).
 

@@ -46,16 +46,13 @@ pub fn cmd_prune(
         if_laid_out,
     } = a;
     // A service's first start: ExecStartPre= runs before `init` has laid the root out.
-    if let (true, Backend::Cgroupfs(fs)) = (if_laid_out, &backend) {
-        let root = fs.open_unchecked()?;
-        if !root.is_service_root()? {
-            note(format_args!(
-                "{} is not laid out yet (neither daemon/ nor subc-modules/): nothing to prune",
-                root.path().display()
-            ));
-            written(ctx.out.prune(&[], dry_run));
-            return Ok(ExitCode::SUCCESS);
-        }
+    if if_laid_out && let Some(root) = backend.not_laid_out()? {
+        note(format_args!(
+            "{} is not laid out yet (neither daemon/ nor subc-modules/): nothing to prune",
+            root.display()
+        ));
+        written(ctx.out.prune(&[], dry_run));
+        return Ok(ExitCode::SUCCESS);
     }
     let r = backend.prune(dry_run, kill, keep, &stop.options())?;
     written(ctx.out.prune(&r, dry_run));

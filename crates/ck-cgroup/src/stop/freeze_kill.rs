@@ -10,7 +10,7 @@ use rustix::process::{Pid, Signal};
 use super::Ran;
 use super::control::{Wrote, wait_empty_for, write_control};
 use super::signal::signal_members;
-use crate::cgroup::root::CgroupDir;
+use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::tree::members;
 use crate::cgroup::wait::{Waited, join, wait_events};
 use crate::error::{Error, Result};

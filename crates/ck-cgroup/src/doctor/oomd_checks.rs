@@ -13,8 +13,8 @@ use std::path::Path;
 
 use super::{Check, Outcome};
 use crate::backend::{Bus, OomdUnits};
+use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::oomd::{self, OomdPreference};
-use crate::cgroup::root::CgroupDir;
 use crate::cgroup::wait::join;
 use crate::layout::DAEMON_LEAF;
 use crate::module::Root;
@@ -58,7 +58,7 @@ pub fn gather(root: Option<&Path>, unit: Result<&str, String>, bus: Bus) -> Oomd
 
 #[cfg(feature = "systemd")]
 fn ask(bus: Bus, unit: &str) -> Result<OomdUnits, String> {
-    Ok(crate::backend::systemd::oomd::oomd_units(bus, unit))
+    Ok(crate::backend::systemd::oomd_units::oomd_units(bus, unit))
 }
 
 #[cfg(not(feature = "systemd"))]

@@ -176,4 +176,24 @@ impl Root {
     ) -> Result<LimitReport> {
         self.set_limits(id, limits, best_effort)
     }
+
+    /// `exec`: move this process into module `id`, made with `limits` when it is not there
+    /// ([`Root::create_with_limits`], then [`Root::enter`]); returns the limits skipped
+    /// (`best_effort`, a controller missing). Without limits, one write to `cgroup.procs` (and
+    /// a mkdir the first time); with limits, checked before anything is made. The systemd
+    /// backend's `Scopes::enter_with_limits` is the same operation on a scope.
+    pub fn enter_with_limits(
+        &self,
+        id: &ModuleId,
+        limits: &Limits,
+        best_effort: bool,
+    ) -> Result<Vec<Skipped>> {
+        let skipped = if limits.is_empty() {
+            Vec::new()
+        } else {
+            self.create_with_limits(id, limits, best_effort)?.skipped
+        };
+        self.enter(id)?;
+        Ok(skipped)
+    }
 }
