@@ -58,7 +58,7 @@ pub fn measure(root: &Root, sandbox: &Path, bin: &Path, pairs: usize) -> Res<Sta
 
     // One module made before, untimed; both place themselves in it.
     let placed = ModuleId::new("up-place")?;
-    root.create(&placed)?;
+    let _made = root.create(&placed)?;
     let dir = sandbox.join("subc-modules").join(placed.as_str());
     let dir = dir.to_str().ok_or("the sandbox's path is not UTF-8")?;
     let exec = Pair::measure(
