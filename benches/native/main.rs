@@ -18,7 +18,7 @@
 //! - `Root::spawn` of `/bin/true` into a module and its wait vs `std::process::Command` of
 //!   `/bin/true` and its wait, in this process.
 //! - [`scale`]: `--json status` vs the limit loop, both as processes, at 100 and 1,000 modules
-//!   (10,000 with `CK_BENCH_STATUS_10K=1`: making and removing them takes minutes here).
+//!   (10,000 with `CK_BENCH_STATUS_10K=1`: making and removing them adds about a minute here).
 //!
 //! Peak RSS is `wait4`'s `ru_maxrss` of each run (the largest over its runs): for `exec` the
 //! helper's own peak, kept across its `execve` of `/bin/true`.
