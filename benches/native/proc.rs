@@ -6,7 +6,7 @@ use std::io::Read;
 use std::process::Command;
 use std::time::Instant;
 
-use crate::common::{Res, median, ms_since};
+use crate::common::{Res, median, ms_since, wait4};
 
 /// A run: milliseconds from the spawn to the reaped exit, peak RSS in KiB.
 #[derive(Debug, Clone, Copy)]
@@ -29,24 +29,6 @@ pub fn run(cmd: &mut Command, what: &str) -> Res<Run> {
         return Err(format!("{what}: wait status {status:#x}").into());
     }
     Ok(Run { ms, kib })
-}
-
-/// wait4(pid): the raw wait status and ru_maxrss (KiB).
-fn wait4(pid: i32) -> Res<(i32, u64)> {
-    let mut status = 0;
-    // SAFETY: rusage is plain data; wait4 fills it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: valid pointers to locals.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-        if r == pid {
-            return Ok((status, ru.ru_maxrss as u64));
-        }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINTR) {
-            return Err(format!("wait4 {pid}: {e}").into());
-        }
-    }
 }
 
 /// The samples of a pair of rows (A and B), taken interleaved in one run.

@@ -3,7 +3,6 @@
 //! `native limit-loop ...`, which opens and reads exactly the files one `status --json` was seen
 //! opening (inotify `IN_OPEN`) and nothing else, each module's from `subc-modules/`'s fd.
 
-use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -12,8 +11,7 @@ use ck_cgroup::spawn::ModuleCommand;
 use ck_cgroup::{ModuleId, Root};
 
 use crate::common::{Res, dev_null, is_sleep};
-use crate::inotify::Inotify;
-use crate::limit::Seen;
+use crate::limit::{self, Seen};
 use crate::proc::{Pair, run};
 
 /// One module in this many gets a `sleep 600` (so that `status` reads a populated module's
@@ -72,35 +70,9 @@ fn status_cmd(bin: &Path, sandbox: &Path) -> Command {
 /// The files one `status --json` opens: in the root, in `subc-modules/`, in the populated module
 /// `m00000` and in the empty one `m00001`.
 fn see_status_files(bin: &Path, sandbox: &Path) -> Res<Seen> {
-    let ino = Inotify::new()?;
-    let mods = sandbox.join("subc-modules");
-    let w_root = ino.add(sandbox, libc::IN_OPEN)?;
-    let w_mods = ino.add(&mods, libc::IN_OPEN)?;
-    let w_pop = ino.add(&mods.join(name(0)), libc::IN_OPEN)?;
-    let w_empty = ino.add(&mods.join(name(1)), libc::IN_OPEN)?;
-    run(&mut status_cmd(bin, sandbox), "status --json")?;
-    let mut seen = Seen {
-        root: Vec::new(),
-        populated: Vec::new(),
-        empty: Vec::new(),
-    };
-    let mut root = BTreeSet::new();
-    for (wd, mask, file) in ino.drain()? {
-        if mask & libc::IN_ISDIR != 0 || file.is_empty() {
-            continue;
-        }
-        if wd == w_root {
-            root.insert(file);
-        } else if wd == w_mods {
-            root.insert(format!("subc-modules/{file}"));
-        } else if wd == w_pop && !seen.populated.contains(&file) {
-            seen.populated.push(file);
-        } else if wd == w_empty && !seen.empty.contains(&file) {
-            seen.empty.push(file);
-        }
-    }
-    seen.root = root.into_iter().collect();
-    Ok(seen)
+    limit::see_status_files(sandbox, &name(0), &name(1), || {
+        run(&mut status_cmd(bin, sandbox), "status --json").map(|_| ())
+    })
 }
 
 /// Every size in `sizes` (ascending), with its number of pairs.
