@@ -59,6 +59,7 @@ pub fn median(v: &[f64]) -> f64 {
     }
 }
 
+#[allow(dead_code)] // the native bench quotes medians only
 pub fn min(v: &[f64]) -> f64 {
     v.iter().copied().fold(f64::INFINITY, f64::min)
 }
@@ -125,4 +126,23 @@ pub fn print_cgroup_and_binary(mount: &Path, bin: &Path) -> Res<()> {
 #[allow(dead_code)] // the status, run and vm benches use it
 pub fn ms_since(t0: std::time::Instant) -> f64 {
     t0.elapsed().as_secs_f64() * 1e3
+}
+
+/// wait4(pid): the raw wait status and ru_maxrss (KiB).
+#[allow(dead_code)] // the vm and native benches use it
+pub fn wait4(pid: i32) -> Res<(i32, u64)> {
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: valid pointers to locals.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if r == pid {
+            return Ok((status, ru.ru_maxrss as u64));
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(format!("wait4 {pid}: {e}").into());
+        }
+    }
 }

@@ -11,6 +11,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use ck_cgroup::ModuleId;
 use ck_cgroup::spawn::ModuleCommand;
 
+pub use crate::common::wait4;
 use crate::common::{Res, dev_null, ms_since};
 use crate::config::Ctx;
 
@@ -82,24 +83,6 @@ pub fn run_proc(cmd: &mut Command, what: &str) -> Res<Proc> {
         return Err(format!("{what}: wait status {status:#x} {}", err.trim()).into());
     }
     Ok(Proc { ms, out })
-}
-
-/// wait4(pid): the raw wait status and ru_maxrss (KiB).
-pub fn wait4(pid: i32) -> Res<(i32, u64)> {
-    let mut status = 0;
-    // SAFETY: rusage is plain data; wait4 fills it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: valid pointers to locals.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-        if r == pid {
-            return Ok((status, ru.ru_maxrss as u64));
-        }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINTR) {
-            return Err(format!("wait4 {pid}: {e}").into());
-        }
-    }
 }
 
 /// The peak RSS (KiB) of `ck-cgroup --root <root> ARGS`, or of `prog ARGS`, through the static

@@ -20,12 +20,21 @@ pub const HEADROOM: u64 = 16 << 20;
 /// `Some(exit 1)` (the line written) when a limit leaves less than [`HEADROOM`].
 pub fn check() -> Option<ExitCode> {
     use rustix::process::{Resource, getrlimit};
+    // Two getrlimit(2) calls on every start; /proc/self/statm is read only under a limit (the
+    // common case, no limit, opens nothing).
+    let (as_limit, data_limit) = (
+        getrlimit(Resource::As).current,
+        getrlimit(Resource::Data).current,
+    );
+    if as_limit.is_none() && data_limit.is_none() {
+        return None;
+    }
     let (size, data) = mapped()?;
-    for (res, used, flag, what) in [
-        (Resource::As, size, "-v", "address space"),
-        (Resource::Data, data, "-d", "data segment"),
+    for (limit, used, flag, what) in [
+        (as_limit, size, "-v", "address space"),
+        (data_limit, data, "-d", "data segment"),
     ] {
-        let Some(limit) = getrlimit(res).current else {
+        let Some(limit) = limit else {
             continue;
         };
         let need = used.saturating_add(HEADROOM);

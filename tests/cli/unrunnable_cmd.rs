@@ -50,3 +50,14 @@ fn exec_and_run_of_a_command_that_cannot_run_leave_no_module() {
         .unwrap();
     assert_eq!(o.status.code(), Some(127), "{}", stderr(&o));
 }
+
+/// `run` finds a bare CMD in PATH once, before the module is made, and hands the spawn the path
+/// it found: CMD's `argv[0]` stays the name it was given (as `execvp` leaves it), for `exec` too.
+#[test]
+fn run_and_exec_of_a_bare_cmd_keep_its_name_as_argv0() {
+    let w = World::new();
+    for verb in ["run", "exec"] {
+        let out = ok(w.run(&[verb, "m", "--", "cat", "/proc/self/cmdline"]));
+        assert_eq!(out, "cat\0/proc/self/cmdline\0", "{verb}");
+    }
+}

@@ -2,6 +2,7 @@
 //! files one `status --json` was seen opening; in the bench's process, and as a process of its
 //! own (`vm limit-loop ...`, so that it pays a process start as `status` does).
 
+use std::collections::BTreeSet;
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -9,6 +10,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{Dir, FileType, Mode, OFlags};
 
 use crate::common::Res;
+use crate::inotify::Inotify;
 
 /// The files one `status --json` opened, seen through inotify `IN_OPEN`: in the root, in
 /// `subc-modules/`, in a populated module and in an empty one.
@@ -16,6 +18,45 @@ pub struct Seen {
     pub root: Vec<String>,
     pub populated: Vec<String>,
     pub empty: Vec<String>,
+}
+
+/// The files one `status --json` (run by `run_status`) opens, seen through inotify `IN_OPEN`: in
+/// `root`, in its `subc-modules/`, in the populated module `populated` and in the empty `empty`.
+pub fn see_status_files(
+    root: &Path,
+    populated: &str,
+    empty: &str,
+    run_status: impl FnOnce() -> Res<()>,
+) -> Res<Seen> {
+    let ino = Inotify::new()?;
+    let mods = root.join("subc-modules");
+    let w_root = ino.add(root, libc::IN_OPEN)?;
+    let w_mods = ino.add(&mods, libc::IN_OPEN)?;
+    let w_pop = ino.add(&mods.join(populated), libc::IN_OPEN)?;
+    let w_empty = ino.add(&mods.join(empty), libc::IN_OPEN)?;
+    run_status()?;
+    let mut seen = Seen {
+        root: Vec::new(),
+        populated: Vec::new(),
+        empty: Vec::new(),
+    };
+    let mut in_root = BTreeSet::new();
+    for (wd, mask, name) in ino.drain()? {
+        if mask & libc::IN_ISDIR != 0 || name.is_empty() {
+            continue;
+        }
+        if wd == w_root {
+            in_root.insert(name);
+        } else if wd == w_mods {
+            in_root.insert(format!("subc-modules/{name}"));
+        } else if wd == w_pop && !seen.populated.contains(&name) {
+            seen.populated.push(name);
+        } else if wd == w_empty && !seen.empty.contains(&name) {
+            seen.empty.push(name);
+        }
+    }
+    seen.root = in_root.into_iter().collect();
+    Ok(seen)
 }
 
 /// What one pass of the limit loop did.

@@ -6,7 +6,6 @@
 pub mod limit;
 mod report;
 
-use std::collections::BTreeSet;
 use std::fs;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -16,41 +15,14 @@ use ck_cgroup::spawn::ModuleCommand;
 use crate::common::{Res, dev_null, ms_since, reap_all};
 use crate::config::{Ctx, TIMEOUT};
 use crate::helpers::{ck, id, peak_rss, run_proc};
-use crate::inotify::Inotify;
 use crate::watch::section_watch;
 use limit::{Seen, limit};
 use report::print_scale;
 
 fn see_status_files(ctx: &Ctx, populated: &str, empty: &str) -> Res<Seen> {
-    let ino = Inotify::new()?;
-    let mods = ctx.rpath.join("subc-modules");
-    let w_root = ino.add(&ctx.rpath, libc::IN_OPEN)?;
-    let w_mods = ino.add(&mods, libc::IN_OPEN)?;
-    let w_pop = ino.add(&mods.join(populated), libc::IN_OPEN)?;
-    let w_empty = ino.add(&mods.join(empty), libc::IN_OPEN)?;
-    run_proc(&mut ck(ctx, &["--json", "status"]), "status --json")?;
-    let mut seen = Seen {
-        root: Vec::new(),
-        populated: Vec::new(),
-        empty: Vec::new(),
-    };
-    let mut root = BTreeSet::new();
-    for (wd, mask, name) in ino.drain()? {
-        if mask & libc::IN_ISDIR != 0 || name.is_empty() {
-            continue;
-        }
-        if wd == w_root {
-            root.insert(name);
-        } else if wd == w_mods {
-            root.insert(format!("subc-modules/{name}"));
-        } else if wd == w_pop && !seen.populated.contains(&name) {
-            seen.populated.push(name);
-        } else if wd == w_empty && !seen.empty.contains(&name) {
-            seen.empty.push(name);
-        }
-    }
-    seen.root = root.into_iter().collect();
-    Ok(seen)
+    limit::see_status_files(&ctx.rpath, populated, empty, || {
+        run_proc(&mut ck(ctx, &["--json", "status"]), "status --json").map(|_| ())
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

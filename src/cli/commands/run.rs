@@ -37,17 +37,20 @@ pub fn cmd_run(
     let id = ModuleId::new(id)?;
     let opts = stop.options_or_grace(RUN_GRACE);
     let l = module_limits(ctx, &id, flags)?;
-    // CMD is found before the module is made: one that cannot run leaves nothing.
-    if let Some(Err(e)) = cmd.first().map(|p| program::resolve(p)) {
-        return Ok(not_runnable(e));
-    }
+    // CMD is found before the module is made (one that cannot run leaves nothing), once: the
+    // spawn is given the path found, with a `/`, and looks nothing up again.
+    let found = match cmd.first().map(|p| program::resolve(p)) {
+        Some(Ok(path)) => path,
+        Some(Err(e)) => return Ok(not_runnable(e)),
+        None => return Ok(ExitCode::from(2)),
+    };
     let root = fs.open()?;
     let existed = root.find(id.as_str())?.is_some();
     create_with_limits(&root, &id, &l, flags.best_effort)?;
-    resident(ctx, root, &id, existed, &opts, ns, cmd)
+    resident(ctx, root, &id, existed, &opts, ns, (&found, cmd))
 }
 
-/// CMD started in module `id` and waited for, the signals relayed, the module stopped and
+/// CMD (`argv[0]` as given, executed at `found`) started in module `id` and waited for, the signals relayed, the module stopped and
 /// removed; the exit code CMD's.
 fn resident(
     ctx: &Ctx,
@@ -56,7 +59,7 @@ fn resident(
     existed: bool,
     opts: &StopOptions,
     ns: Namespaces,
-    cmd: &[String],
+    (found, cmd): (&std::path::Path, &[String]),
 ) -> Result<ExitCode, Fail> {
     let Some((prog, args)) = cmd.split_first() else {
         return Ok(ExitCode::from(2));
@@ -75,8 +78,9 @@ fn resident(
         Signal::USR2,
     ])
     .map_err(|e| Error::failed(format!("failed to set up signal relay: {e}")))?;
-    let mut command = ModuleCommand::new(prog);
+    let mut command = ModuleCommand::new(found);
     command
+        .arg0(prog)
         .args(args)
         .parent_death_signal(Signal::KILL)
         .pid_namespace(ns.pid)

@@ -13,7 +13,7 @@
 //! mark; oomd never killed there: 0); any other error (`EOPNOTSUPP`, `EACCES`, …) leaves the
 //! figure unknown (`None`), never 0.
 
-use std::os::unix::io::OwnedFd;
+use std::os::unix::io::{AsFd, BorrowedFd, OwnedFd};
 
 use rustix::fs::{self as rfs, OFlags, XattrFlags};
 use rustix::io::Errno;
@@ -148,12 +148,32 @@ fn errno_name(e: Errno) -> String {
     )
 }
 
-fn open(dir: &CgroupDir, rel: &str) -> std::result::Result<OwnedFd, Errno> {
+/// The directory whose attributes are read or written: `dir` itself when `rel` is empty (a
+/// module's directory `status` opened once), else `rel` opened beneath it.
+enum At<'a> {
+    Dir(BorrowedFd<'a>),
+    Opened(OwnedFd),
+}
+
+impl AsFd for At<'_> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            At::Dir(fd) => *fd,
+            At::Opened(fd) => fd.as_fd(),
+        }
+    }
+}
+
+fn open<'a>(dir: &'a CgroupDir, rel: &str) -> std::result::Result<At<'a>, Errno> {
+    if rel.is_empty() {
+        return Ok(At::Dir(dir.fd()));
+    }
     dir.open_beneath(rel, OFlags::RDONLY | OFlags::DIRECTORY)
+        .map(At::Opened)
 }
 
 /// One attribute of an open directory: `Ok(None)` when it is absent (`ENODATA`).
-fn get(fd: &OwnedFd, name: &str) -> std::result::Result<Option<Vec<u8>>, Errno> {
+fn get(fd: &At<'_>, name: &str) -> std::result::Result<Option<Vec<u8>>, Errno> {
     let mut buf = vec![0u8; 64];
     match rfs::fgetxattr(fd, name, &mut buf[..]) {
         Ok(n) => {
@@ -286,7 +306,7 @@ impl KillCounters {
 
 /// A counter attribute of an open directory: absent (`ENODATA`) is 0, decimal text is its value,
 /// anything else (another errno, text that is no number) is `None`.
-fn counter(fd: Option<&OwnedFd>, name: &str) -> Option<u64> {
+fn counter(fd: Option<&At<'_>>, name: &str) -> Option<u64> {
     let fd = fd?;
     if cfg!(ck_mutation = "absent-is-zero") {
         return Some(

@@ -253,6 +253,13 @@ impl Root {
 
     /// The modules; `procs` is counted only when `count_procs` (status counts them itself).
     pub(crate) fn entries(&self, count_procs: bool) -> Result<Vec<ModuleEntry>> {
+        self.entries_with(count_procs, true)
+    }
+
+    /// [`entries`](Self::entries), with `cgroup.events` read only when `events` (`status` reads
+    /// it from each module's directory, which it opens once for all of the module's files;
+    /// without, `populated` and `frozen` are `None`).
+    pub(crate) fn entries_with(&self, count_procs: bool, events: bool) -> Result<Vec<ModuleEntry>> {
         let mut out = Vec::new();
         for layout in [Layout::Ck, Layout::Daemon] {
             for name in self.dir.subdirs(layout.dir())? {
@@ -261,7 +268,7 @@ impl Root {
                 };
                 let m = ModuleRef { layout, name };
                 let rel = m.rel();
-                let events = self.events(&rel).ok();
+                let events = if events { self.events(&rel).ok() } else { None };
                 out.push(ModuleEntry {
                     module: m.module_name(),
                     populated: events.as_ref().and_then(|e| e.populated),

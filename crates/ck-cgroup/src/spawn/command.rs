@@ -32,6 +32,8 @@ pub(super) enum EnvOp {
 #[derive(Debug)]
 pub struct ModuleCommand {
     pub(super) program: OsString,
+    /// `argv[0]` when it is not `program` (see [`arg0`](Self::arg0)).
+    pub(super) arg0: Option<OsString>,
     pub(super) args: Vec<OsString>,
     pub(super) env_ops: Vec<EnvOp>,
     pub(super) cwd: Option<PathBuf>,
@@ -61,6 +63,7 @@ impl ModuleCommand {
     pub fn new(program: impl AsRef<OsStr>) -> Self {
         Self {
             program: program.as_ref().to_owned(),
+            arg0: None,
             args: Vec::new(),
             env_ops: Vec::new(),
             cwd: None,
@@ -75,6 +78,18 @@ impl ModuleCommand {
             pgid: None,
             fds: BTreeMap::new(),
         }
+    }
+
+    /// `argv[0]` other than the program: a caller that has found the program itself (a path
+    /// with a `/`, so that the spawn looks nothing up again) keeps the name it was given.
+    pub fn arg0(&mut self, a: impl AsRef<OsStr>) -> &mut Self {
+        self.arg0 = Some(a.as_ref().to_owned());
+        self
+    }
+
+    /// `argv[0]`: the one given to [`arg0`](Self::arg0), else the program.
+    pub(super) fn argv0(&self) -> &OsStr {
+        self.arg0.as_deref().unwrap_or(&self.program)
     }
 
     /// Append one argument.

@@ -42,7 +42,7 @@ pub fn pdeathsig_before_exec(cmd: &mut Command, sig: Signal) {
 /// `cmd` as a [`std::process::Command`] running `program`: arguments, environment and stdio.
 fn std_command(cmd: &ModuleCommand, program: &CStr) -> io::Result<Command> {
     let mut std_cmd = Command::new(OsStr::from_bytes(program.to_bytes()));
-    std_cmd.arg0(&cmd.program);
+    std_cmd.arg0(cmd.argv0());
     std_cmd.args(&cmd.args);
     for op in &cmd.env_ops {
         match op {

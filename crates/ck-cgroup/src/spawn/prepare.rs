@@ -84,7 +84,7 @@ pub(super) struct Prepared {
 impl Prepared {
     pub(super) fn new(cmd: &ModuleCommand) -> io::Result<Self> {
         let mut argv = Vec::with_capacity(cmd.args.len() + 1);
-        argv.push(cstring(cmd.program.as_bytes())?);
+        argv.push(cstring(cmd.argv0().as_bytes())?);
         for a in &cmd.args {
             argv.push(cstring(a.as_bytes())?);
         }

@@ -234,7 +234,7 @@ impl Root {
             Layout::Systemd => None,
         };
         Ok(self
-            .selected(names)?
+            .selected_with(names, false)?
             .iter()
             .map(|m| module_status_with(self.dir(), m, on(m)))
             .collect())
@@ -244,7 +244,13 @@ impl Root {
     /// that order; a name that is no module is an error of kind
     /// [`ErrorKind::NoSuchModule`](crate::error::ErrorKind::NoSuchModule).
     pub(crate) fn selected(&self, names: &[String]) -> Result<Vec<ModuleEntry>> {
-        let all = self.entries(false)?;
+        self.selected_with(names, true)
+    }
+
+    /// [`selected`](Self::selected), with each module's `cgroup.events` read by the listing
+    /// only when `events` (`status` reads it from the module's own directory).
+    fn selected_with(&self, names: &[String], events: bool) -> Result<Vec<ModuleEntry>> {
+        let all = self.entries_with(false, events)?;
         if names.is_empty() {
             return Ok(all);
         }
@@ -289,6 +295,18 @@ pub(crate) fn module_status_with(
             _ => read(dir, rel, file),
         }
     };
+    // A listing that did not read `cgroup.events` (`Root::status`'s): read here, from the
+    // module's directory.
+    let (populated, frozen) = match (m.populated, m.frozen) {
+        (None, None) => {
+            let e = read(dir, rel, "cgroup.events").map(|t| parse::events(&t));
+            (
+                e.as_ref().and_then(|e| e.populated),
+                e.as_ref().and_then(|e| e.frozen),
+            )
+        }
+        known => known,
+    };
     let pids = members(dir, rel).ok();
     let (ooms, killed) = oomd::oomd_counters(dir, rel);
 
@@ -320,8 +338,8 @@ pub(crate) fn module_status_with(
         module: m.module.clone(),
         layout: m.layout,
         path: m.path.clone(),
-        populated: Figure::new(m.populated, "cgroup.events populated"),
-        frozen: Figure::new(m.frozen, "cgroup.events frozen"),
+        populated: Figure::new(populated, "cgroup.events populated"),
+        frozen: Figure::new(frozen, "cgroup.events frozen"),
         procs: Figure::new(
             pids.as_ref().map(Vec::len),
             "cgroup.procs (sub-cgroups included)",
