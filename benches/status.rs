@@ -43,11 +43,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ck_cgroup::discover::cgroup2_mount;
-use ck_cgroup::spawn::ModuleCommand;
-use ck_cgroup::{ModuleId, Root, Sandbox};
+use ck_cgroup::{Root, Sandbox};
 use common::{
-    Res, binary, dev_null, is_sleep, median, min, ms_since, print_cgroup_and_binary, print_machine,
-    reap_all, report_cleanup,
+    Res, binary, median, min, ms_since, print_cgroup_and_binary, print_machine, reap_all,
+    report_cleanup,
 };
 use rustix::fs::{Dir, FileType, Mode, OFlags};
 
@@ -248,33 +247,10 @@ fn print_header(mount: &Path, bin: &Path) -> Res<()> {
     Ok(())
 }
 
-/// Make the modules, spawn a `sleep 600` into every `EVERY`th, wait until each is `sleep`.
+/// Make the modules, spawn a `sleep 600` into every `EVERY`th, wait until each is `sleep`
+/// ([`common::populate`]), and check that the sandbox holds them all.
 fn populate(root: &Root, sandbox: &Path) -> Res<usize> {
-    let mut pids = Vec::new();
-    for i in 0..MODULES {
-        let id = ModuleId::new(&format!("m{i:04}"))?;
-        let _created = root.create(&id)?;
-        if i % EVERY == 0 {
-            let mut cmd = ModuleCommand::new("/bin/sleep");
-            cmd.arg("600")
-                .stdin(dev_null()?)
-                .stdout(dev_null()?)
-                .stderr(dev_null()?);
-            let child = root.spawn(&id, &cmd)?;
-            pids.push(child.id());
-            // Reaped with everything else by reap_all() after the sandbox is destroyed.
-            drop(child);
-        }
-    }
-    let deadline = Instant::now() + TIMEOUT;
-    while !pids.iter().all(|p| is_sleep(*p)) {
-        if Instant::now() >= deadline {
-            return Err(
-                format!("the spawned processes are not all `sleep` after {TIMEOUT:?}").into(),
-            );
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let spawned = common::populate(root, 0..MODULES, |i| format!("m{i:04}"), EVERY, TIMEOUT)?;
     let listed = fs::read_dir(sandbox.join("subc-modules"))?
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
@@ -282,7 +258,7 @@ fn populate(root: &Root, sandbox: &Path) -> Res<usize> {
     if listed != MODULES {
         return Err(format!("{listed} modules in the sandbox, want {MODULES}").into());
     }
-    Ok(pids.len())
+    Ok(spawned)
 }
 
 /// One measurement of one kind: milliseconds per row, and what the run saw.

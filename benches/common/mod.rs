@@ -43,6 +43,42 @@ pub fn is_sleep(pid: u32) -> bool {
     fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == "sleep")
 }
 
+/// Make the modules `names(i)` for `i` in `range` (those that exist are kept), spawn a `sleep
+/// 600` into every `every`th (by `i`), and wait at most `timeout` until each is `sleep`. Returns
+/// how many were spawned; they are reaped with everything else once the sandbox is destroyed.
+#[allow(dead_code)] // the kill, run and vm benches do not use it
+pub fn populate(
+    root: &ck_cgroup::Root,
+    range: std::ops::Range<usize>,
+    names: impl Fn(usize) -> String,
+    every: usize,
+    timeout: std::time::Duration,
+) -> Res<usize> {
+    let mut pids = Vec::new();
+    for i in range {
+        let id = ck_cgroup::ModuleId::new(&names(i))?;
+        let _made = root.create(&id)?;
+        if i % every == 0 {
+            let mut cmd = ck_cgroup::spawn::ModuleCommand::new("/bin/sleep");
+            cmd.arg("600")
+                .stdin(dev_null()?)
+                .stdout(dev_null()?)
+                .stderr(dev_null()?);
+            pids.push(root.spawn(&id, &cmd)?.id());
+        }
+    }
+    let deadline = std::time::Instant::now() + timeout;
+    while !pids.iter().all(|p| is_sleep(*p)) {
+        if std::time::Instant::now() >= deadline {
+            return Err(
+                format!("the spawned processes are not all `sleep` after {timeout:?}").into(),
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    Ok(pids.len())
+}
+
 /// Reap every exited child (the bench is a subreaper, so orphans of its trees are its children).
 pub fn reap_all() {
     while let Ok(Some(_)) = rustix::process::wait(WaitOptions::NOHANG) {}

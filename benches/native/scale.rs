@@ -5,12 +5,11 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use ck_cgroup::spawn::ModuleCommand;
-use ck_cgroup::{ModuleId, Root};
+use ck_cgroup::Root;
 
-use crate::common::{Res, dev_null, is_sleep};
+use crate::common::{self, Res};
 use crate::limit::{self, Seen};
 use crate::proc::{Pair, run};
 
@@ -30,28 +29,7 @@ fn name(i: usize) -> String {
 
 /// Make modules `from..to`, a `sleep 600` in every `EVERY`th; wait until each is `sleep`.
 fn populate(root: &Root, from: usize, to: usize) -> Res<()> {
-    let mut pids = Vec::new();
-    for i in from..to {
-        let id = ModuleId::new(&name(i))?;
-        let _made = root.create(&id)?;
-        if i % EVERY == 0 {
-            let mut cmd = ModuleCommand::new("/bin/sleep");
-            cmd.arg("600")
-                .stdin(dev_null()?)
-                .stdout(dev_null()?)
-                .stderr(dev_null()?);
-            // Reaped with everything else after the sandbox is destroyed.
-            pids.push(root.spawn(&id, &cmd)?.id());
-        }
-    }
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !pids.iter().all(|p| is_sleep(*p)) {
-        if Instant::now() >= deadline {
-            return Err("the spawned processes are not all `sleep` after 60 s".into());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    Ok(())
+    common::populate(root, from..to, name, EVERY, Duration::from_secs(60)).map(drop)
 }
 
 fn status_cmd(bin: &Path, sandbox: &Path) -> Command {

@@ -295,18 +295,11 @@ pub(crate) fn module_status_with(
             _ => read(dir, rel, file),
         }
     };
-    // A listing that did not read `cgroup.events` (`Root::status`'s): read here, from the
-    // module's directory.
-    let (populated, frozen) = match (m.populated, m.frozen) {
-        (None, None) => {
-            let e = read(dir, rel, "cgroup.events").map(|t| parse::events(&t));
-            (
-                e.as_ref().and_then(|e| e.populated),
-                e.as_ref().and_then(|e| e.frozen),
-            )
-        }
-        known => known,
-    };
+    // `cgroup.events` read here, from the module's directory, whatever the listing read (a
+    // listing that read none, `Root::status`'s, has `None` for both, as has one that could not).
+    let events = read(dir, rel, "cgroup.events").map(|t| parse::events(&t));
+    let populated = events.as_ref().and_then(|e| e.populated);
+    let frozen = events.as_ref().and_then(|e| e.frozen);
     let pids = members(dir, rel).ok();
     let (ooms, killed) = oomd::oomd_counters(dir, rel);
 
