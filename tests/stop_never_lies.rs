@@ -341,8 +341,10 @@ fn kill_of_a_module_whose_process_leaves_it_on_term_fails_naming_the_process() {
             .spawn()
             .unwrap();
         w.track(exec.id());
-        eventually("the module's process", || {
-            procs_of(&w.root().join("subc-modules/lv")) >= 1
+        // Its loop's sleep in the module too: the shell has set its trap (placed alone, it
+        // may still be `ck-cgroup exec` before its execve, which TERM kills outright).
+        eventually("the module's shell and its sleep", || {
+            procs_of(&w.root().join("subc-modules/lv")) >= 2
         });
         let o = w.run(&[
             "--json",
