@@ -26,7 +26,10 @@ PKG_CONFIG ?= pkg-config
 INSTALL ?= install
 SED ?= sed
 
-RELEASE_BIN := target/release/ck-cgroup
+# The helper that ships: a static-pie built by scripts/build-helper, in target/HOST/release/
+# (HOST: rustc's host triple; CK_STATIC=0 builds it dynamically linked, same path). Without
+# rustc only a packager's CK_CGROUP_BIN can be installed; the fallback is never built.
+RELEASE_BIN := $(or $(shell scripts/build-helper --path 2>/dev/null),target/release/ck-cgroup)
 # The helper `make install` installs; nothing is built when it exists.
 CK_CGROUP_BIN ?= $(RELEASE_BIN)
 
@@ -127,11 +130,11 @@ install_units = $(call render,units/ck-subc.service.in,$(1),"$(2)/ck-subc.servic
 all: build
 
 build:
-	$(CARGO) build --release --locked
+	CARGO=$(CARGO) scripts/build-helper > /dev/null
 
 # Built only when missing: install itself never runs cargo for an existing helper.
 $(RELEASE_BIN):
-	$(CARGO) build --release --locked
+	CARGO=$(CARGO) scripts/build-helper > /dev/null
 
 test:
 	scripts/test
