@@ -41,6 +41,20 @@ fn a_root_inside_another_roots_modules_or_daemon_leaf_is_refused_and_nothing_is_
             assert_eq!(w.tree(), before, "{inner} {args:?} changed the tree");
         }
     }
+    // A symlink to a module's cgroup does not hide the names: the path checked is that of the
+    // directory opened.
+    let link = w.tmp("a-link-to-a-module");
+    std::os::unix::fs::symlink(w.root().join("subc-modules/x"), &link).unwrap();
+    for args in [&["list"][..], &["exec", "y", "--", "true"]] {
+        let o = bare().arg("--root").arg(&link).args(args).output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "a symlink {args:?}: {err}");
+        assert!(
+            err.contains(&format!("inside the service root {}'s", w.root().display())),
+            "a symlink {args:?}: {err}"
+        );
+        assert_eq!(w.tree(), before, "a symlink {args:?} changed the tree");
+    }
     std::fs::remove_dir(w.root().join("daemon/subc-modules/m-x")).unwrap();
     std::fs::remove_dir(w.root().join("daemon/subc-modules")).unwrap();
     ok(w.run(&["remove", "x"]));

@@ -52,15 +52,42 @@ pub struct Root {
     dir: CgroupDir,
 }
 
+/// The canonical path of the directory `dir` opened as `path`: the kernel's own, the
+/// `readlink(2)` of `/proc/self/fd/N` (one system call, of what was opened, where
+/// `canonicalize(3)` takes one `readlink` per component of `path`, again); without `/proc`, or
+/// for a directory removed since, `path` made canonical.
+fn canonical(dir: &CgroupDir, path: &Path) -> Option<std::path::PathBuf> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStringExt;
+    let link = format!("/proc/self/fd/{}", dir.fd().as_raw_fd());
+    match rustix::fs::readlink(link.as_str(), Vec::new()) {
+        Ok(target) => {
+            let target =
+                std::path::PathBuf::from(std::ffi::OsString::from_vec(target.into_bytes()));
+            if target.is_absolute()
+                && !target
+                    .as_os_str()
+                    .as_encoded_bytes()
+                    .ends_with(b" (deleted)")
+            {
+                return Some(target);
+            }
+            std::fs::canonicalize(path).ok()
+        }
+        Err(_) => std::fs::canonicalize(path).ok(),
+    }
+}
+
 /// Refuse `path` when it lies inside another root's `subc-modules/` or `daemon/`: one of its
 /// components below the cgroup2 mount (not the first, a child of the hierarchy's root) is named
-/// `subc-modules` or `daemon`. The path is made canonical first (a symlink cannot hide the
-/// names); the mount is read from `/proc/self/mountinfo` only when a name matches.
-fn refuse_nested(path: &Path) -> Result<()> {
+/// `subc-modules` or `daemon`. The path is made canonical first, from the directory opened
+/// (a symlink cannot hide the names: [`canonical`]); the mount is read from
+/// `/proc/self/mountinfo` only when a name matches.
+fn refuse_nested(dir: &CgroupDir, path: &Path) -> Result<()> {
     if cfg!(ck_mutation = "root-in-root") {
         return Ok(());
     }
-    let Ok(abs) = std::fs::canonicalize(path) else {
+    let Some(abs) = canonical(dir, path) else {
         return Ok(());
     };
     let named = |c: &std::ffi::OsStr| c == MODULES_DIR || c == DAEMON_LEAF;
@@ -109,7 +136,7 @@ impl Root {
     /// would be a root inside a root.
     pub fn open(path: &Path) -> Result<Root> {
         let dir = CgroupDir::open(path)?;
-        refuse_nested(path)?;
+        refuse_nested(&dir, path)?;
         Root::from_dir(dir)
     }
 
