@@ -141,3 +141,39 @@ fn install_without_a_built_helper_fails_without_cargo() {
     assert!(stderr.contains("is not an executable"), "{stderr}");
     assert_eq!(file_list(dest.path()), Vec::<String>::new());
 }
+
+/// `make` then `sudo make install`: root's PATH often lacks the user's Rust toolchain, and the
+/// helper's path (target/HOST/release/, HOST from rustc) must not need it. Without rustc on PATH
+/// the one helper built is installed, and make runs no cargo.
+#[test]
+fn sudo_make_install_after_make_finds_the_built_helper_without_rustc_on_path() {
+    let target = tempfile::tempdir().unwrap();
+    let built = target.path().join("x86_64-unknown-linux-gnu/release");
+    std::fs::create_dir_all(&built).unwrap();
+    std::fs::copy(BIN, built.join("ck-cgroup")).unwrap();
+    let dest = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new("make");
+    cmd.args([
+        "-s",
+        "--no-print-directory",
+        "-C",
+        SRC,
+        "install",
+        "CARGO=false",
+    ])
+    .arg(format!("DESTDIR={}", dest.path().display()))
+    .env("PATH", "/usr/bin:/bin")
+    .env("CARGO_TARGET_DIR", target.path())
+    .env_remove("RUSTC");
+    for v in MAKE_VARS {
+        cmd.env_remove(v);
+    }
+    check("make install without rustc on PATH", cmd.output().unwrap());
+    let installed = dest.path().join("usr/local/bin/ck-cgroup");
+    assert_eq!(
+        std::fs::read(&installed).unwrap(),
+        std::fs::read(BIN).unwrap(),
+        "{} is not the helper built",
+        installed.display()
+    );
+}
