@@ -518,6 +518,13 @@ fn unique_name() -> String {
     )
 }
 
+/// How long a sandbox's teardown waits for its tree to be empty, and for every process it listed
+/// to have exited, after SIGKILL. A killed process needs the CPU to run its exit; on a loaded
+/// 2-core host (a guest lane, a build and a mutation group at once) a mutation run's sandbox
+/// was once reported not emptied within the 10 s this was. Only a teardown that fails waits
+/// it out; its error says which it was: still populated, or processes that left the tree.
+const TEARDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Kill everything in `dir` (= `parent/name`) by the one tree stop ([`crate::stop::stop_tree`]:
 /// `cgroup.kill` or what it falls through to, then a wait on `populated 0`), and remove it
 /// deepest first. Under a mutation control that switches the stop off, what a test's sandbox
@@ -525,16 +532,26 @@ fn unique_name() -> String {
 /// plain helper (built without any control), whose teardown takes it all.
 fn empty_and_remove(parent: &CgroupDir, name: &str, dir: &CgroupDir) -> Result<()> {
     let opts = StopOptions {
-        timeout: Duration::from_secs(10),
+        timeout: TEARDOWN_TIMEOUT,
         ..StopOptions::default()
     };
     let stopped = stop_tree(dir, "", &opts)?;
     if !stopped.empty {
-        return Err(Error::failed(format!(
-            "sandbox {} is still populated 10 s after SIGKILL ({})",
-            dir.path().display(),
-            stopped.method.map_or("no kill method ran", |m| m.name())
-        )));
+        // Either the tree is still populated, or it is empty but a process it held still runs
+        // elsewhere (it moved itself out): which one, and which processes.
+        return Err(Error::failed(if stopped.outside.is_empty() {
+            format!(
+                "sandbox {} is still populated {} s after SIGKILL ({})",
+                dir.path().display(),
+                TEARDOWN_TIMEOUT.as_secs(),
+                stopped.method.map_or("no kill method ran", |m| m.name())
+            )
+        } else {
+            format!(
+                "sandbox teardown: {}",
+                crate::stop::left_outside(dir, &stopped.outside, stopped.waited_ms)
+            )
+        }));
     }
     for sub in dir.subdirs("")? {
         crate::cgroup::tree::remove_tree(dir, &sub)?;

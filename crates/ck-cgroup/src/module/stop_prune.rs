@@ -215,30 +215,6 @@ fn restored_into(report: &mut StopReport, more: Vec<String>) {
     }
 }
 
-/// Why a stop did not end although `rel` reads `populated 0`: processes it listed in the tree
-/// still run, outside it (each named with the cgroup `/proc/<pid>/cgroup` gives).
-pub(crate) fn left_outside(dir: &CgroupDir, pids: &[u32], waited_ms: f64) -> String {
-    let each: Vec<String> = pids
-        .iter()
-        .map(|pid| {
-            let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
-                .ok()
-                .and_then(|t| parse::proc_cgroup_v2(&t));
-            match cg {
-                Some(c) => format!("{pid} (now in {c})"),
-                None => format!("{pid}"),
-            }
-        })
-        .collect();
-    format!(
-        "{} is empty, but process{} it held still run{} outside it after {waited_ms} ms: {}",
-        dir.display_path("").display(),
-        if pids.len() == 1 { "" } else { "es" },
-        if pids.len() == 1 { "s" } else { "" },
-        each.join(", ")
-    )
-}
-
 /// `SIGTERM` for [`Signal::TERM`].
 pub fn signal_name(sig: Signal) -> String {
     let n = sig.as_raw();
@@ -433,7 +409,7 @@ impl Root {
                 report.error = Some(if report.tree.outside.is_empty() {
                     still_populated(mdir, "", report.tree.waited_ms)
                 } else {
-                    left_outside(mdir, &report.tree.outside, report.tree.waited_ms)
+                    crate::stop::left_outside(mdir, &report.tree.outside, report.tree.waited_ms)
                 });
                 return Err(Error::stop_failed(report, None));
             }

@@ -42,6 +42,7 @@ mod signal;
 mod witness;
 
 pub(crate) use signal::signal_members;
+pub(crate) use witness::left_outside;
 
 /// The kill method asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
