@@ -522,7 +522,8 @@ fn unique_name() -> String {
 /// to have exited, after SIGKILL. A killed process needs the CPU to run its exit; on a loaded
 /// 2-core host (a guest lane, a build and a mutation group at once) a mutation run's sandbox
 /// was once reported not emptied within the 10 s this was. Only a teardown that fails waits
-/// it out; its error says which it was: still populated, or processes that left the tree.
+/// it out; its error says which it was (`crate::stop::not_ended`): still populated, with each
+/// process's state, or processes that left the tree.
 const TEARDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Kill everything in `dir` (= `parent/name`) by the one tree stop ([`crate::stop::stop_tree`]:
@@ -537,21 +538,14 @@ fn empty_and_remove(parent: &CgroupDir, name: &str, dir: &CgroupDir) -> Result<(
     };
     let stopped = stop_tree(dir, "", &opts)?;
     if !stopped.empty {
-        // Either the tree is still populated, or it is empty but a process it held still runs
-        // elsewhere (it moved itself out): which one, and which processes.
-        return Err(Error::failed(if stopped.outside.is_empty() {
-            format!(
-                "sandbox {} is still populated {} s after SIGKILL ({})",
-                dir.path().display(),
-                TEARDOWN_TIMEOUT.as_secs(),
-                stopped.method.map_or("no kill method ran", |m| m.name())
-            )
-        } else {
-            format!(
-                "sandbox teardown: {}",
-                crate::stop::left_outside(dir, &stopped.outside, stopped.waited_ms)
-            )
-        }));
+        // Still populated (each process's state named), or empty with processes it listed
+        // still running outside it.
+        return Err(Error::failed(format!(
+            "sandbox teardown ({}, {} s after SIGKILL): {}",
+            stopped.method.map_or("no kill method ran", |m| m.name()),
+            TEARDOWN_TIMEOUT.as_secs(),
+            crate::stop::not_ended(dir, "", &stopped)
+        )));
     }
     for sub in dir.subdirs("")? {
         crate::cgroup::tree::remove_tree(dir, &sub)?;

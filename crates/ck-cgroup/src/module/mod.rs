@@ -34,7 +34,7 @@ pub use freezer::FreezeReport;
 pub use report::*;
 pub use stop_prune::signal_name;
 #[cfg(feature = "systemd")]
-pub(crate) use stop_prune::{Removed, prune_entries, still_populated};
+pub(crate) use stop_prune::{Removed, prune_entries};
 
 use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::oomd::{self, OomdMark, OomdPreference};
@@ -59,23 +59,15 @@ pub struct Root {
 fn canonical(dir: &CgroupDir, path: &Path) -> Option<std::path::PathBuf> {
     use std::os::fd::AsRawFd;
     use std::os::unix::ffi::OsStringExt;
-    let link = format!("/proc/self/fd/{}", dir.fd().as_raw_fd());
-    match rustix::fs::readlink(link.as_str(), Vec::new()) {
-        Ok(target) => {
-            let target =
-                std::path::PathBuf::from(std::ffi::OsString::from_vec(target.into_bytes()));
-            if target.is_absolute()
-                && !target
-                    .as_os_str()
-                    .as_encoded_bytes()
-                    .ends_with(b" (deleted)")
-            {
-                return Some(target);
-            }
-            std::fs::canonicalize(path).ok()
-        }
-        Err(_) => std::fs::canonicalize(path).ok(),
+    if cfg!(ck_mutation = "nested-by-given-path") {
+        return Some(path.to_path_buf());
     }
+    let link = format!("/proc/self/fd/{}", dir.fd().as_raw_fd());
+    rustix::fs::readlink(link.as_str(), Vec::new())
+        .ok()
+        .map(|t| std::path::PathBuf::from(std::ffi::OsString::from_vec(t.into_bytes())))
+        .filter(|t| t.is_absolute() && !t.as_os_str().as_encoded_bytes().ends_with(b" (deleted)"))
+        .or_else(|| std::fs::canonicalize(path).ok())
 }
 
 /// Refuse `path` when it lies inside another root's `subc-modules/` or `daemon/`: one of its

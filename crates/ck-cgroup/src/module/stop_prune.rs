@@ -94,80 +94,6 @@ pub(super) fn stop_entry(e: &mut PruneEntry, stop: &impl Fn(&str) -> Result<Stop
     }
 }
 
-/// Why a stop did not end: `rel` still holds processes after `waited_ms`. Each process's state
-/// is read (`/proc/<pid>/stat`) before any is named: uninterruptible sleep is blamed only for
-/// processes found in it.
-pub(crate) fn still_populated(dir: &CgroupDir, rel: &str, waited_ms: f64) -> String {
-    let path = dir.display_path(rel);
-    match members(dir, rel) {
-        Ok(p) => {
-            let states: Vec<Option<char>> = p
-                .iter()
-                .map(|pid| {
-                    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                        .ok()
-                        .and_then(|t| parse::proc_stat(&t))
-                        .map(|s| s.state)
-                })
-                .collect();
-            format!(
-                "{} still holds {} after {waited_ms} ms",
-                path.display(),
-                describe_left(&states)
-            )
-        }
-        Err(e) => format!(
-            "{} still holds processes after {waited_ms} ms (which could not be read: {e})",
-            path.display()
-        ),
-    }
-}
-
-/// `3 processes: 2 in state D (uninterruptible sleep: ...), 1 in state R (running)`, from the
-/// states read (`None`: gone or unreadable by the time it was read).
-pub(crate) fn describe_left(states: &[Option<char>]) -> String {
-    let n = states.len();
-    if n == 0 {
-        return "no process any more (it emptied as the timeout passed: run the command again)"
-            .into();
-    }
-    let mut counts: Vec<(Option<char>, usize)> = Vec::new();
-    for s in states {
-        match counts.iter_mut().find(|(c, _)| c == s) {
-            Some((_, k)) => *k += 1,
-            None => counts.push((*s, 1)),
-        }
-    }
-    let parts: Vec<String> = counts
-        .iter()
-        .map(|(s, k)| match s {
-            Some(c) => format!("{k} in state {c} ({})", state_name(*c)),
-            None => format!("{k} gone or unreadable when read"),
-        })
-        .collect();
-    format!(
-        "{n} process{}: {}",
-        if n == 1 { "" } else { "es" },
-        parts.join(", ")
-    )
-}
-
-pub(super) fn state_name(c: char) -> &'static str {
-    match c {
-        'D' => "uninterruptible sleep: it dies only when its I/O ends",
-        'R' => "running",
-        'S' => "sleeping",
-        'T' => "stopped",
-        't' => "stopped by a tracer",
-        'Z' => "zombie: exited, not yet reaped",
-        'X' | 'x' => "dead",
-        'I' => "idle",
-        'P' => "parked",
-        'W' => "waking",
-        _ => "as /proc/<pid>/stat says",
-    }
-}
-
 /// No new sub-cgroup while the module is stopped: `0` to its `cgroup.max.descendants`, which
 /// every `mkdir` below it checks (`EAGAIN`), so that neither its own processes nor a neighbour
 /// of the same uid can make sub-directories faster than the removal takes them away (issue 23:
@@ -406,11 +332,7 @@ impl Root {
                 if report.tree.outside.is_empty() && self.vanished(&m, mdir) {
                     return Ok(gone_meanwhile(report));
                 }
-                report.error = Some(if report.tree.outside.is_empty() {
-                    still_populated(mdir, "", report.tree.waited_ms)
-                } else {
-                    crate::stop::left_outside(mdir, &report.tree.outside, report.tree.waited_ms)
-                });
+                report.error = Some(crate::stop::not_ended(mdir, "", &report.tree));
                 return Err(Error::stop_failed(report, None));
             }
             // Before the rmdir takes them with the directory.
@@ -493,31 +415,5 @@ impl Root {
                 Removal::Populated(..) => Ok(Removed::Populated),
             },
         ))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::describe_left;
-
-    #[test]
-    pub(super) fn what_is_left_is_described_by_the_states_read_and_d_only_when_read() {
-        let s = describe_left(&[Some('S'), Some('R'), Some('S')]);
-        assert_eq!(
-            s,
-            "3 processes: 2 in state S (sleeping), 1 in state R (running)"
-        );
-        assert!(!s.contains('D'));
-        let d = describe_left(&[Some('D'), None]);
-        assert!(
-            d.starts_with("2 processes: 1 in state D (uninterruptible sleep"),
-            "{d}"
-        );
-        assert!(d.contains("1 gone or unreadable when read"), "{d}");
-        assert_eq!(
-            describe_left(&[Some('t')]),
-            "1 process: 1 in state t (stopped by a tracer)"
-        );
-        assert!(describe_left(&[]).starts_with("no process any more"));
     }
 }

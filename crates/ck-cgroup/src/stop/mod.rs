@@ -39,10 +39,11 @@ mod cgroup_kill;
 mod control;
 mod freeze_kill;
 mod signal;
+mod why;
 mod witness;
 
 pub(crate) use signal::signal_members;
-pub(crate) use witness::left_outside;
+pub(crate) use why::not_ended;
 
 /// The kill method asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]

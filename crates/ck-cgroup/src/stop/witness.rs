@@ -14,7 +14,6 @@
 use std::os::unix::io::OwnedFd;
 use std::time::Instant;
 
-use crate::cgroup::dir::CgroupDir;
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::io::Errno;
 use rustix::process::{Pid, PidfdFlags, pidfd_open};
@@ -106,28 +105,4 @@ fn exited(fd: &OwnedFd) -> bool {
     };
     let mut fds = [PollFd::new(fd, PollFlags::IN)];
     matches!(poll(&mut fds, Some(&zero)), Ok(n) if n > 0)
-}
-
-/// Why a stop did not end although `rel` reads `populated 0`: processes it listed in the tree
-/// still run, outside it (each named with the cgroup `/proc/<pid>/cgroup` gives).
-pub(crate) fn left_outside(dir: &CgroupDir, pids: &[u32], waited_ms: f64) -> String {
-    let each: Vec<String> = pids
-        .iter()
-        .map(|pid| {
-            let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
-                .ok()
-                .and_then(|t| crate::cgroup::parse::proc_cgroup_v2(&t));
-            match cg {
-                Some(c) => format!("{pid} (now in {c})"),
-                None => format!("{pid}"),
-            }
-        })
-        .collect();
-    format!(
-        "{} is empty, but process{} it held still run{} outside it after {waited_ms} ms: {}",
-        dir.display_path("").display(),
-        if pids.len() == 1 { "" } else { "es" },
-        if pids.len() == 1 { "s" } else { "" },
-        each.join(", ")
-    )
 }

@@ -35,7 +35,7 @@ use crate::error::{Error, Result};
 use crate::id::{DirName, ModuleId};
 use crate::layout::Layout;
 use crate::limits::{Limits, Skipped};
-use crate::module::{ModuleEntry, PruneEntry, Removed, StopReport, prune_entries, still_populated};
+use crate::module::{ModuleEntry, PruneEntry, Removed, StopReport, prune_entries};
 use crate::stop::{KillMethod, StopOptions, stop_tree_by};
 pub mod manager;
 pub mod oomd_units;
@@ -446,7 +446,9 @@ fn stop_with(m: &Manager, id: &ModuleId, name: &str, opts: &StopOptions) -> Resu
         },
     )?;
     if !report.tree.empty {
-        report.error = Some(still_populated(&dir, &rel, report.tree.waited_ms));
+        // Still populated, or empty with a process it listed alive outside (a module's
+        // process that moved itself out): the same line as the cgroupfs stop's.
+        report.error = Some(crate::stop::not_ended(&dir, &rel, &report.tree));
         return Err(Error::stop_failed(report, None));
     }
     // systemd stops an empty scope by itself; StopUnit makes it happen now and waits for it.
