@@ -65,6 +65,7 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
     if !cfg!(ck_mutation = "input-checked-late") {
         cli::validate::ids(&cli.command)?;
     }
+    cli::validate::json(&cli.command, cli.json)?;
     let loaded = if cfg!(ck_mutation = "input-checked-late") {
         None
     } else {
@@ -145,7 +146,7 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
             sort,
             interval,
             iterations,
-        } => cmd_top(&ctx, fs()?, sort, interval, iterations),
+        } => cmd_top(fs()?, sort, interval, iterations),
         other @ (Command::Exec { .. }
         | Command::Run { .. }
         | Command::Sandbox { .. }

@@ -9,6 +9,7 @@ mod common;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::commands::{self, Cmd};
 use common::{World, ok, scaled, stderr};
 
 /// `c`'s output; a command that has not ended in 60 s is killed and the test fails naming it (a
@@ -32,33 +33,17 @@ fn bounded(mut c: Command, what: &str) -> Output {
     child.wait_with_output().unwrap()
 }
 
-/// Every command, with valid arguments for a root that is laid out and has no module `p`.
-fn every_command(w: &World) -> Vec<Vec<String>> {
+/// Every command the CLI defines (`generate promises`), with valid arguments for a root that is
+/// laid out and has no module `p`.
+fn every_command(w: &World) -> Vec<(Cmd, Vec<String>)> {
     let tmp = w.tmp("out").display().to_string();
-    [
-        vec!["init"],
-        vec!["create", "p"],
-        vec!["set", "p", "--cpu-weight", "5"],
-        vec!["place", "p", "999999999"],
-        vec!["remove", "p"],
-        vec!["apply"],
-        vec!["kill", "p"],
-        vec!["prune", "--keep", "p"],
-        vec!["list"],
-        vec!["status", "p"],
-        vec!["doctor"],
-        vec!["freeze", "p"],
-        vec!["thaw", "p"],
-        vec!["watch", "p"],
-        vec!["top", "-n", "1"],
-        vec!["exec", "p", "--", "true"],
-        vec!["run", "p", "--", "true"],
-        vec!["sandbox", "--prune", "--parent", &tmp],
-        vec!["generate", "bash"],
-    ]
-    .into_iter()
-    .map(|a| a.into_iter().map(String::from).collect())
-    .collect()
+    commands::every()
+        .into_iter()
+        .map(|c| {
+            let args = commands::valid_args(&c.name, &tmp);
+            (c, args)
+        })
+        .collect()
 }
 
 /// `args` on `w`'s root with `--policy policy`, as the last global flag.
@@ -119,7 +104,8 @@ fn a_bad_policy_is_named_before_any_module_is_looked_at_by_every_command() {
         (unknown.display().to_string(), "memory_maxx"),
     ];
     let before = w.tree();
-    for args in every_command(&w) {
+    for (c, args) in every_command(&w) {
+        println!("a bad policy: {} refuses it", c.name);
         for (policy, says) in &cases {
             let o = run_with_policy(&w, policy, &args);
             refused(&o, says, &format!("{args:?} --policy {policy}"));
@@ -138,23 +124,36 @@ fn bad_ids_and_names_are_exit_2_before_any_module_is_looked_at() {
     ok(w.run(&["init"]));
     let long = "a".repeat(65);
     // A module to make or change takes an id; one to act on or show, an id or a directory name.
-    let id_commands: [&[&str]; 5] = [
-        &["create", "ID"],
-        &["set", "ID", "--cpu-weight", "5"],
-        &["place", "ID", "999999999"],
-        &["exec", "ID", "--", "true"],
-        &["run", "ID", "--", "true"],
-    ];
-    let name_commands: [&[&str]; 8] = [
-        &["kill", "ID"],
-        &["remove", "ID"],
-        &["freeze", "ID"],
-        &["thaw", "ID"],
-        &["status", "ID"],
-        &["watch", "ID"],
-        &["watch", "ok", "ID"],
-        &["prune", "--keep", "ID"],
-    ];
+    // Each command the CLI defines with the module it takes (`p` in its valid arguments), and a
+    // second one after a good one where it takes several.
+    let tmp = w.tmp("out").display().to_string();
+    let mut cases: Vec<(String, Vec<String>, String)> = Vec::new();
+    for c in commands::every() {
+        let args = commands::valid_args(&c.name, &tmp);
+        let says = match c.modules.as_str() {
+            "ids" => "invalid module id",
+            "names" => "invalid module name",
+            "none" => {
+                println!("bad ids: {} takes no module", c.name);
+                continue;
+            }
+            other => panic!("{}: modules {other}", c.name),
+        };
+        assert!(
+            args.iter().any(|a| a == "p"),
+            "{}: takes {} but its valid arguments name no module p: {args:?}",
+            c.name,
+            c.modules
+        );
+        println!("bad ids: {} refuses them ({says})", c.name);
+        cases.push((c.name.clone(), args.clone(), says.to_string()));
+        if matches!(c.name.as_str(), "status" | "ps" | "watch") {
+            let mut two = args.clone();
+            let at = args.iter().position(|a| a == "p").unwrap_or(args.len());
+            two.insert(at, "ok".to_string());
+            cases.push((c.name.clone(), two, says.to_string()));
+        }
+    }
     let bad_names = [
         ("", "it is empty"),
         ("..", "not a directory name"),
@@ -166,94 +165,110 @@ fn bad_ids_and_names_are_exit_2_before_any_module_is_looked_at() {
         (long.as_str(), "longer than 64"),
     ];
     let before = w.tree();
-    let fill = |args: &[&str], name: &str| -> Vec<String> {
-        args.iter()
-            .map(|a| if *a == "ID" { name } else { a }.to_string())
-            .collect()
-    };
-    for args in id_commands {
-        for (name, _) in &bad_names {
-            let args = fill(args, name);
+    for (name, args, says) in &cases {
+        for (bad, why) in &bad_names {
+            let args = commands::with_module(args, bad);
             let mut c = w.ck();
             c.args(&args);
             let o = bounded(c, &format!("{args:?}"));
-            refused(
-                &o,
-                &format!("invalid module id {name:?}"),
-                &format!("{args:?}"),
-            );
-        }
-    }
-    for args in name_commands {
-        for (name, says) in &bad_names {
-            let args = fill(args, name);
-            let mut c = w.ck();
-            c.args(&args);
-            let o = bounded(c, &format!("{args:?}"));
-            refused(
-                &o,
-                &format!("invalid module name {name:?}"),
-                &format!("{args:?}"),
-            );
-            refused(&o, says, &format!("{args:?}"));
+            refused(&o, &format!("{says} {bad:?}"), &format!("{name}: {args:?}"));
+            if *says == "invalid module name" {
+                refused(&o, why, &format!("{name}: {args:?}"));
+            }
         }
     }
     assert_eq!(w.tree(), before, "a refused command changed the tree");
 }
 
 #[test]
+fn json_where_a_command_has_none_is_refused_before_the_root_is_looked_at() {
+    let w = World::new();
+    let tmp = w.tmp("out").display().to_string();
+    let nowhere = w.tmp("no-such-root").display().to_string();
+    let mut refused_by = Vec::new();
+    for c in commands::every() {
+        if c.json != "refused" {
+            continue;
+        }
+        let mut args = vec!["--root".to_string(), nowhere.clone(), "--json".to_string()];
+        args.extend(commands::valid_args(&c.name, &tmp));
+        let mut cmd = common::bare();
+        cmd.args(&args);
+        let o = bounded(cmd, &format!("{args:?}"));
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let e: serde_json::Value = serde_json::from_str(stderr(&o).trim())
+            .unwrap_or_else(|_| panic!("{args:?}: one JSON error: {}", stderr(&o)));
+        assert_eq!(e["error"]["kind"], "bad_input", "{args:?}: {e}");
+        assert_eq!(
+            e["error"]["message"],
+            format!("{} has no --json", c.name),
+            "{args:?}: {e}"
+        );
+        println!("--json: {} refuses it before the root", c.name);
+        refused_by.push(c.name);
+    }
+    assert!(refused_by.contains(&"top".to_string()), "{refused_by:?}");
+}
+
+/// `args` on `w`'s root with stdout as `redirect` (`>&-`, `>/dev/null`), ended after 10 s.
+fn with_stdout(w: &World, args: &[String], redirect: &str) -> Output {
+    let root = w.root().display().to_string();
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(format!(
+            "r=$1; shift; exec timeout -s KILL 10 \"$0\" --root \"$r\" \"$@\" {redirect}"
+        ))
+        .arg(common::bin())
+        .arg(&root)
+        .args(args)
+        .env("CK_CGROUP_POLICY", "/dev/null");
+    bounded(c, &format!("{args:?} {redirect}"))
+}
+
+#[test]
 fn a_closed_stdout_fails_the_commands_whose_output_is_their_result() {
     let w = World::new();
     ok(w.run(&["init"]));
-    let root = w.root().display().to_string();
-    for cmd in [
-        "list",
-        "status",
-        "doctor",
-        "watch",
-        "top -n 1",
-        "generate bash",
-    ] {
-        let o = Command::new("sh")
-            .arg("-c")
-            .arg(format!("exec \"$0\" --root {root} {cmd} >&-"))
-            .arg(common::bin())
-            .env("CK_CGROUP_POLICY", "/dev/null")
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(1), "{cmd} >&-: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains("stdout is closed"),
-            "{cmd}: {}",
-            stderr(&o)
-        );
-        // Discarded on purpose is not closed (`watch` would run on).
-        if cmd == "watch" {
-            continue;
+    let tmp = w.tmp("out").display().to_string();
+    for c in commands::every() {
+        let args = commands::valid_args(&c.name, &tmp);
+        let o = with_stdout(&w, &args, ">&-");
+        let closed = stderr(&o).contains("stdout is closed");
+        if c.stdout == "result" {
+            println!("closed stdout: {} fails (its output is its result)", c.name);
+            assert_eq!(o.status.code(), Some(1), "{args:?} >&-: {}", stderr(&o));
+            assert!(closed, "{args:?} >&-: {}", stderr(&o));
+            // Discarded on purpose is not closed.
+            let o = with_stdout(&w, &args, ">/dev/null");
+            assert!(
+                !stderr(&o).contains("stdout is closed"),
+                "{args:?} >/dev/null: {}",
+                stderr(&o)
+            );
+        } else {
+            println!(
+                "closed stdout: {} keeps its own code ({})",
+                c.name, c.stdout
+            );
+            assert!(!closed, "{args:?} >&-: {}", stderr(&o));
         }
-        let o = Command::new("sh")
-            .arg("-c")
-            .arg(format!("exec \"$0\" --root {root} {cmd} >/dev/null"))
-            .arg(common::bin())
-            .env("CK_CGROUP_POLICY", "/dev/null")
-            .output()
-            .unwrap();
-        // doctor's code is the host's readiness; not a closed stdout's 1 by its words.
-        assert!(
-            !stderr(&o).contains("stdout is closed"),
-            "{cmd} >/dev/null: {}",
-            stderr(&o)
-        );
     }
     // A command whose output is not its result keeps its own code.
-    let o = Command::new("sh")
-        .arg("-c")
-        .arg(format!("exec \"$0\" --root {root} kill gone >&-"))
-        .arg(common::bin())
-        .env("CK_CGROUP_POLICY", "/dev/null")
-        .output()
-        .unwrap();
+    let o = with_stdout(&w, &["kill".to_string(), "gone".to_string()], ">&-");
     assert_eq!(o.status.code(), Some(0), "kill >&-: {}", stderr(&o));
+    // Where the result goes elsewhere, a closed stdout is not its failure.
+    let prom = w.tmp("ck.prom").display().to_string();
+    let args: Vec<String> = ["status", "--format", "prometheus", "--output", &prom]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let o = with_stdout(&w, &args, ">&-");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "status --output >&-: {}",
+        stderr(&o)
+    );
 }
 
 #[test]

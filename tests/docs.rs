@@ -2,6 +2,8 @@
 //! library example that `cargo build --examples` compiles, and its list of error kinds is the
 //! library's `ErrorKind`, in order.
 
+mod common;
+
 use std::path::Path;
 
 fn read(rel: &str) -> String {
@@ -250,4 +252,68 @@ fn top_man_page() -> String {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     std::fs::read_to_string(dir.path().join("ck-cgroup.1")).unwrap()
+}
+
+/// docs/commands.md's "What each command promises" is the code's: one row per command that
+/// `generate promises` lists, each cell its property in words, in `--help`'s order.
+#[test]
+fn commands_md_promises_table_is_the_codes() {
+    let word = |what: &str, v: &str| -> String {
+        match (what, v) {
+            ("stdout", "result") => "result",
+            ("stdout", "report") => "report",
+            ("stdout", "cmd") => "CMD's",
+            ("json", "stdout") => "stdout",
+            ("json", "stderr") => "last line on stderr",
+            ("json", "refused") => "refused",
+            ("json", "ignored") => "ignored",
+            ("modules", "none") | ("missing", "not_given") | ("cmd", "no") => "-",
+            ("modules", "ids") => "module ids",
+            ("modules", "names") => "ids or names",
+            ("missing", "no_module") => "`no module ID`, exit 1",
+            ("missing", "already_gone") => "already gone, exit 0",
+            ("missing", "made") => "made",
+            ("missing", "awaited") => "awaited",
+            ("missing", "ignored") => "nothing to keep",
+            ("policy", "default") => "given, else the default",
+            ("policy", "when_given") => "given",
+            ("cmd", "required") => "required",
+            ("cmd", "optional") => "optional",
+            ("root", "service") => "service",
+            ("root", "lays_out") => "lays it out",
+            ("root", "checks") => "checks it",
+            ("root", "none") => "none",
+            _ => panic!("no words for {what} {v}: add them here and in docs/commands.md"),
+        }
+        .to_string()
+    };
+    let mut want = String::new();
+    for c in common::commands::every() {
+        let stdout = match &c.stdout_unless {
+            Some(arg) => format!("{} (not with `{arg}`)", word("stdout", &c.stdout)),
+            None => word("stdout", &c.stdout),
+        };
+        want += &format!(
+            "| `{}` | {stdout} | {} | {} | {} | {} | {} | {} | {} |\n",
+            c.name,
+            word("json", &c.json),
+            word("modules", &c.modules),
+            word("missing", &c.missing),
+            word("policy", &c.policy),
+            word("cmd", &c.cmd),
+            if c.backend { "yes" } else { "-" },
+            word("root", &c.root),
+        );
+    }
+    let doc = read("docs/commands.md");
+    let table = doc
+        .split_once("<!-- promises: begin (tests/docs.rs) -->\n")
+        .and_then(|(_, r)| r.split_once("<!-- promises: end -->"))
+        .map(|(t, _)| t)
+        .expect("docs/commands.md has its promises: begin and end markers");
+    let rows: String = table.lines().skip(2).map(|l| format!("{l}\n")).collect();
+    assert!(
+        rows == want,
+        "docs/commands.md's promises table is not the code's; the rows should be:\n{want}"
+    );
 }

@@ -8,7 +8,8 @@ use ck_cgroup::backend::Bus;
 pub use ck_cgroup::backend::{Backend, Cgroupfs, ENV_BACKEND};
 use ck_cgroup::{Error, Sandbox};
 
-use super::args::{self, BackendArgs, Cli, Command, ManagerArg};
+use super::args::{self, BackendArgs, Cli, ManagerArg};
+use super::promises::RootUse;
 
 /// `--backend` and `--manager` (or the variable, through clap) of a command that has them.
 pub fn from_args(a: &BackendArgs, root: Option<PathBuf>) -> Backend {
@@ -35,26 +36,21 @@ fn bus(manager: Option<ManagerArg>) -> Bus {
 /// The root a command works on: `--root` (or `CK_CGROUP_ROOT`), else with `--unit` (or
 /// `CK_CGROUP_UNIT`) the unit's cgroup from systemd (`--user`: the caller's manager), else `None`
 /// (discovered when opened). systemd is asked only when a unit is named and the command uses a
-/// root: not `sandbox`, `generate`, nor a command on the systemd backend. For `doctor` a unit
+/// root ([`RootUse`]): not `sandbox`, `generate`, nor a command on the systemd backend. For `doctor` a unit
 /// whose cgroup cannot be had leaves the root to discovery: doctor reports systemd itself.
 pub fn root(cli: &Cli) -> Result<Option<PathBuf>, Error> {
     let Some(unit) = cli.unit.as_deref() else {
         return Ok(cli.root.clone());
     };
-    let on_systemd = |b: &BackendArgs| b.backend == args::BackendArg::Systemd;
-    let doctor = match &cli.command {
-        Command::Sandbox { .. } | Command::Generate { .. } => return Ok(cli.root.clone()),
-        Command::Exec { backend, .. }
-        | Command::Kill { backend, .. }
-        | Command::Prune { backend, .. }
-        | Command::List { backend }
-        | Command::Status { backend, .. }
-            if on_systemd(backend) =>
-        {
-            return Ok(cli.root.clone());
-        }
-        Command::Doctor { .. } => true,
-        _ => false,
+    let on_systemd = cli
+        .command
+        .backend_args()
+        .is_some_and(|b| b.backend == args::BackendArg::Systemd);
+    let doctor = match cli.command.kind().root() {
+        RootUse::None => return Ok(cli.root.clone()),
+        _ if on_systemd => return Ok(cli.root.clone()),
+        RootUse::Checks => true,
+        RootUse::Service | RootUse::LaysOut => false,
     };
     if cli.root.is_some() {
         return Ok(cli.root.clone());

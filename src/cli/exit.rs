@@ -8,8 +8,8 @@
 //! Nothing here panics on a stdout or stderr that cannot be written (closed, full, a closed
 //! pipe): a line on stderr that cannot be written is lost ([`note`]), and a result that cannot
 //! be written to stdout changes the exit code only for the commands whose output is the result
-//! (`list`, `status`, `doctor`, `watch`, `generate`); for the others the code stays the
-//! operation's ([`written`]).
+//! (`cli::promises::Stdout::Result`); for the others the code stays the operation's
+//! ([`written`]).
 
 use std::ffi::OsString;
 use std::io::{self, Write};

@@ -13,6 +13,7 @@ use clap_complete::Shell;
 use clap_mangen::Man;
 
 use super::args::{Cli, GenerateKind};
+use super::promises::{Cmd, Kind, Stdout, prose_list, result_commands};
 
 /// Write man pages into `out_dir`, or a completion script to stdout.
 pub fn generate(kind: GenerateKind, out_dir: Option<&Path>) -> io::Result<()> {
@@ -26,6 +27,12 @@ pub fn generate(kind: GenerateKind, out_dir: Option<&Path>) -> io::Result<()> {
         GenerateKind::Bash => Shell::Bash,
         GenerateKind::Zsh => Shell::Zsh,
         GenerateKind::Fish => Shell::Fish,
+        GenerateKind::Promises => {
+            let lines = super::promises::json_lines(&cmd).map_err(io::Error::other)?;
+            let mut out = io::stdout().lock();
+            out.write_all(lines.as_bytes())?;
+            return out.flush();
+        }
     };
     // Into memory first: clap_complete panics when its writer fails (a full stdout).
     let mut buf = Vec::new();
@@ -178,65 +185,41 @@ fn tagged(items: &[(&str, &str)]) -> String {
         .join("\n")
 }
 
-/// EXIT STATUS: the common codes, then what `command` (empty: the top-level page) adds.
+/// EXIT STATUS: the common codes, then what `command` (empty: the top-level page) adds
+/// ([`Kind::exit_notes`], [`Kind::stdout`]).
 fn exit_status(command: &str) -> String {
-    let codes: Vec<(&str, &str)> = super::args::exit_codes()
+    let kind = Kind::from_name(command);
+    let runs_cmd = kind.is_none_or(|k| k.cmd() != Cmd::No);
+    let codes: Vec<(String, String)> = super::args::exit_codes()
         .into_iter()
-        .filter(|(code, _)| !code.starts_with("126") || CMD_COMMANDS.contains(&command))
+        .filter(|(code, _)| !code.starts_with("126") || runs_cmd)
+        .collect();
+    let codes: Vec<(&str, &str)> = codes
+        .iter()
+        .map(|(c, m)| (c.as_str(), m.as_str()))
         .collect();
     let mut paras = vec![tagged(&codes)];
-    let specific: &[&str] = match command {
-        "" => &[
-            "exec, run, sandbox and init -- CMD exit with 126 when CMD cannot be executed \
-             and 127 when it is not found (looked up as execvp(3) does, before anything is \
-             made); after a successful exec the exit status is CMD's. run and sandbox exit with \
-             CMD's status (128+N when CMD died of signal N); run exits 1 when the rest of the \
-             tree could not be stopped. doctor exits 0 when the host is ready and 1 when it is \
-             not.",
-        ],
-        "init" => &[
-            "With CMD: 126 or 127 when CMD cannot run (nothing is made); after the exec the \
-             status is CMD's.",
-        ],
-        "exec" => &[
-            "126, 127: the module was placed, but CMD could not be executed, or was not found \
-             (looked up before the module is made: nothing is made). After a successful exec \
-             the exit status is CMD's.",
-        ],
-        "run" => &[
-            "CMD's exit status, or the helper dies of CMD's signal; 1 when the rest of the tree \
-             could not be stopped.",
-        ],
-        "sandbox" => &[
-            "CMD's exit status (128+N when CMD died of signal N). With --prune: 0 when every \
-             leftover was removed, 1 when one could not be (the others still are), 2 with a \
-             CMD, --keep or --backend systemd.",
-        ],
-        "doctor" => &["0 when the host is ready, 1 when it is not."],
-        "top" => &[
-            "0 after q or the last of --iterations; after Ctrl-C, SIGTERM or SIGHUP it restores \
-             the terminal and ends by that signal (130, 143, 129 in a shell).",
-        ],
-        _ => &[],
-    };
-    for s in specific {
-        paras.push(roff(s));
+    match kind {
+        None => paras.push(roff(&format!(
+            "{} exit with 126 when CMD cannot be executed and 127 when it is not found (looked \
+             up as execvp(3) does, before anything is made); after a successful exec the exit \
+             status is CMD's. run and sandbox exit with CMD's status (128+N when CMD died of \
+             signal N); run exits 1 when the rest of the tree could not be stopped. doctor exits \
+             0 when the host is ready and 1 when it is not.",
+            super::args::cmd_commands_prose().replace('`', "")
+        ))),
+        Some(k) => paras.extend(k.exit_notes().iter().map(|n| roff(n))),
     }
-    if matches!(
-        command,
-        "" | "list" | "status" | "ps" | "top" | "doctor" | "watch" | "generate"
-    ) {
-        paras.push(roff(
-            "A stdout or stderr that cannot be written changes no exit code, except for list, \
-             status, ps, top, doctor, watch and generate, whose output is their result: they exit 1 \
-             when stdout cannot take it (0 when the reader closed the pipe).",
-        ));
+    if kind.is_none_or(|k| matches!(k.stdout(), Stdout::Result { .. })) {
+        let names = prose_list(result_commands()).replace('`', "");
+        paras.push(roff(&format!(
+            "A stdout or stderr that cannot be written changes no exit code, except for {names}, \
+             whose output is their result: they exit 1 when stdout cannot take it (0 when the \
+             reader closed the pipe)."
+        )));
     }
     section("EXIT STATUS", &paras)
 }
-
-/// The commands that execute a CMD (126 and 127 are theirs); `""` is the top-level page.
-const CMD_COMMANDS: [&str; 5] = ["", "exec", "run", "sandbox", "init"];
 
 /// ENVIRONMENT: what the helper reads (the mutation controls' build-time switch is not one).
 fn environment() -> String {

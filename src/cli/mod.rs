@@ -12,6 +12,7 @@ pub mod oomd_lines;
 pub mod output;
 pub mod program;
 pub mod prometheus;
+pub mod promises;
 pub mod ps_tree;
 pub mod room;
 pub mod status;

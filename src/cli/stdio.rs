@@ -1,6 +1,6 @@
-//! A closed stdout (`list >&-`), for the commands whose output is their result (`list`,
-//! `status`, `top`, `doctor`, `watch`, `generate`): their failure, exit 1, as a stdout that
-//! cannot take the result is, instead of exit 0 with nothing written.
+//! A closed stdout (`list >&-`), for the commands whose output is their result
+//! ([`Command::result_on_stdout`]): their failure, exit 1, as a stdout that cannot take the
+//! result is, instead of exit 0 with nothing written.
 //!
 //! The Rust runtime opens a closed descriptor 0, 1 or 2 on `/dev/null` before `main` (so no file
 //! the helper opens later takes its number), read-write; so a stdout that is the null device
@@ -10,7 +10,7 @@
 use std::io;
 use std::os::fd::AsFd;
 
-use super::args::{Command, GenerateKind};
+use super::args::Command;
 
 /// Whether stdout was closed when the helper started (see the module's text).
 fn stdout_was_closed() -> bool {
@@ -30,13 +30,8 @@ fn stdout_was_closed() -> bool {
 
 /// A closed stdout, for a command whose output is its result (its failure, exit 1).
 pub fn result_cannot_be_written(command: &Command) -> Option<io::Error> {
-    let to_stdout = match command {
-        Command::List { .. } | Command::Doctor { .. } | Command::Top { .. } => true,
-        Command::Watch { .. } => true,
-        Command::Status { output, .. } => output.is_none(),
-        Command::Generate { kind, .. } => !matches!(kind, GenerateKind::Man),
-        _ => false,
-    };
+    // Mutation: no command's result is checked for a closed stdout.
+    let to_stdout = command.result_on_stdout() && !cfg!(ck_mutation = "stdout-unchecked");
     (to_stdout && stdout_was_closed()).then(|| {
         io::Error::other("stdout is closed: the result has nowhere to go (>/dev/null discards it)")
     })

@@ -2,55 +2,48 @@
 //! module names it was given, and the policy file. Bad input is exit 2 and one line naming it,
 //! whatever else is wrong later (a missing module, a root not laid out).
 //!
-//! - a module to make or change (`create`, `set`, `place`, `exec`, `run`) is a module id
-//!   ([`ModuleId::new`]);
-//! - a module to act on or show (`kill`, `remove`, `freeze`, `thaw`, `status`, `watch`,
-//!   `prune --keep`) is an id or a directory name as `list` shows it
-//!   ([`ck_cgroup::id::module_name`]: never `..`, `a/b`, `cgroup.procs`);
+//! - a module to make or change ([`Modules::Ids`]) is a module id ([`ModuleId::new`]);
+//! - a module to act on or show ([`Modules::Names`]) is an id or a directory name as `list`
+//!   shows it ([`ck_cgroup::id::module_name`]: never `..`, `a/b`, `cgroup.procs`);
 //! - the policy: `--policy` (or `CK_CGROUP_POLICY`) is read and parsed by every command that is
-//!   given one, and the default file by those that use it (`create`, `exec`, `run`, `apply`,
-//!   `watch`); the parsed policy is kept for the command ([`Ctx::policy`]).
+//!   given one, and the default file by those that use it ([`promises::Policy::Default`]); the
+//!   parsed policy is kept for the command (`Ctx::policy`).
 
 use ck_cgroup::policy::Policy;
 use ck_cgroup::{Error, ModuleId};
 
 use super::args::Command;
+use super::promises::{self, Modules};
 
-/// The ids and names of `command`, checked in the order given.
+/// The ids and names of `command`, checked in the order given ([`Kind::modules`]).
 pub fn ids(command: &Command) -> Result<(), Error> {
-    let (ids, names): (Vec<&String>, Vec<&String>) = match command {
-        Command::Create { id, .. }
-        | Command::Set { id, .. }
-        | Command::Place { id, .. }
-        | Command::Exec { id, .. }
-        | Command::Run { id, .. } => (vec![id], vec![]),
-        Command::Kill { id, .. }
-        | Command::Remove { id }
-        | Command::Freeze { id, .. }
-        | Command::Thaw { id, .. } => (vec![], vec![id]),
-        Command::Status { ids, .. } | Command::Watch { ids, .. } => (vec![], ids.iter().collect()),
-        Command::Prune { keep, .. } => (vec![], keep.iter().collect()),
-        _ => (vec![], vec![]),
-    };
-    for id in ids {
-        ModuleId::new(id)?;
+    let given = command.modules();
+    match command.kind().modules() {
+        Modules::Ids => given
+            .into_iter()
+            .try_for_each(|id| ModuleId::new(id).map(drop)),
+        Modules::Names => given
+            .into_iter()
+            .try_for_each(|name| ck_cgroup::id::module_name(name).map(drop)),
+        Modules::None => Ok(()),
     }
-    for name in names {
-        ck_cgroup::id::module_name(name)?;
+}
+
+/// `--json` for a command that has no JSON result ([`promises::Json::Refused`]).
+pub fn json(command: &Command, json: bool) -> Result<(), Error> {
+    match command.kind().json() {
+        promises::Json::Refused { hint } if json => Err(Error::bad_input(format!(
+            "{} has no --json",
+            command.kind().name()
+        ))
+        .with_hint(hint)),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// Whether `command` reads the policy (then the default file too, when no path is given).
 pub fn uses_policy(command: &Command) -> bool {
-    matches!(
-        command,
-        Command::Create { .. }
-            | Command::Exec { .. }
-            | Command::Run { .. }
-            | Command::Apply { .. }
-            | Command::Watch { .. }
-    )
+    command.kind().policy() == promises::Policy::Default
 }
 
 /// The policy, read now when `explicit` is given or `command` uses it; `None` otherwise (a

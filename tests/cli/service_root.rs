@@ -4,6 +4,7 @@
 
 use std::process::Command;
 
+use crate::common::commands;
 use crate::common::*;
 
 /// The one line of a refusal of `root`, checked.
@@ -41,27 +42,39 @@ fn not_a_service_root_is_refused_by_every_module_command() {
     std::fs::create_dir(&shell).unwrap();
     let before = w.tree();
     let me = std::process::id().to_string();
-    let cases: Vec<Vec<&str>> = vec![
-        vec!["kill", "aft"],
-        vec!["--json", "kill", "aft"],
-        vec!["remove", "aft"],
-        vec!["list"],
-        vec!["--json", "list"],
-        vec!["status"],
-        vec!["status", "aft"],
-        vec!["prune"],
-        vec!["prune", "--kill"],
-        vec!["prune", "--dry-run"],
-        vec!["watch"],
-        vec!["place", "aft", &me],
-        vec!["set", "aft", "--cpu-weight", "5"],
-        vec!["apply", "--policy", "/dev/null"],
-        vec!["create", "aft"],
-        vec!["exec", "aft", "--", "true"],
-        vec!["run", "aft", "--", "true"],
-        vec!["freeze", "aft"],
-        vec!["thaw", "aft"],
-    ];
+    // Every command the CLI defines that works on a service root, with valid arguments (place:
+    // a running process); --json and the variants that read the root another way too.
+    let tmp = w.tmp("out").display().to_string();
+    let mut cases: Vec<Vec<String>> = Vec::new();
+    for c in commands::every() {
+        if c.root != "service" {
+            println!("not a service root: {} works on any ({})", c.name, c.root);
+            continue;
+        }
+        println!("not a service root: {} refuses it", c.name);
+        let mut args = commands::with_module(&commands::valid_args(&c.name, &tmp), "aft");
+        if c.name == "place" {
+            args[2] = me.clone();
+        }
+        if c.json != "refused" {
+            let mut json = vec!["--json".to_string()];
+            json.extend(args.iter().cloned());
+            cases.push(json);
+        }
+        cases.push(args);
+    }
+    assert!(cases.len() >= 30, "{cases:?}");
+    for extra in [
+        &["status"][..],
+        &["prune"],
+        &["prune", "--kill"],
+        &["prune", "--dry-run"],
+        &["watch"],
+        &["ps"],
+        &["apply", "--policy", "/dev/null"],
+    ] {
+        cases.push(extra.iter().map(|a| a.to_string()).collect());
+    }
     for args in &cases {
         let o = bare()
             .arg("--root")

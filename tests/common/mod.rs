@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use ck_cgroup::Sandbox;
 
+pub mod commands;
 pub mod kids;
 pub mod nobody;
 pub mod started;

@@ -7,25 +7,31 @@ use ck_cgroup::cgroup::parse::Limit;
 use ck_cgroup::telemetry::pressure::PressureTrigger;
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::cli::promises;
 pub use crate::cli::status::{Col, SortKey};
 
 /// `--help`'s epilogue. Its first lines, `  CODE  meaning`, are the one list of exit codes: the
 /// man pages' EXIT STATUS is made from them ([`exit_codes`]) and tests/docs.rs holds README.md's
-/// table to them.
-pub const EXIT_CODES: &str = "\
+/// table to them. The commands each paragraph names are the ones [`promises`] gives.
+pub fn exit_codes_help() -> String {
+    let cmd = cmd_commands_prose();
+    let result = promises::prose_list(promises::result_commands());
+    format!(
+        "\
 Exit codes:
   0  done (for `kill`: the module's tree is gone and its directory removed, or it was already gone)
   1  the operation failed (the message names the file and the errno)
   2  bad input, usage, or an unsupported root or kernel; nothing was changed
-  126, 127  `exec`, `run`, `sandbox`, `init -- CMD`: CMD cannot be executed, or is not found
+  126, 127  {cmd}: CMD cannot be executed, or is not found
 CMD is looked up as execvp(3) would, before anything is made; after a successful exec the exit
 status is CMD's. `run` and `sandbox` exit with CMD's status (128+N when CMD died of
 signal N).
 
 A stdout or stderr that cannot be written (closed, full) changes no exit code, except that
-`list`, `status`, `ps`, `top`, `doctor`, `watch` and `generate`, whose output is their result, exit
-1 when stdout cannot take it (0 on a closed pipe). `top` exits 0 on `q` or after -n N refreshes;
-Ctrl-C, SIGTERM and SIGHUP end it by that signal once the terminal is restored.
+{result}, whose output is their result,
+exit 1 when stdout cannot take it (0 on a closed pipe).
+`top` exits 0 on `q` or after -n N refreshes; Ctrl-C, SIGTERM and SIGHUP end it by that signal
+once the terminal is restored.
 
 With --json, `run` and `sandbox` leave stdout to CMD: their JSON result is one line on stderr,
 written after CMD and its module (or sandbox) are gone, so it is stderr's last line.
@@ -33,24 +39,45 @@ written after CMD and its module (or sandbox) are gone, so it is stderr's last l
 Root: --root, else CK_CGROUP_ROOT, else --unit (or CK_CGROUP_UNIT: the unit's ControlGroup
 from systemd over D-Bus, the system manager or with --user the caller's), else discovered from
 /proc/self/cgroup and the cgroup2 mount in /proc/self/mountinfo (the parent of a `daemon` or
-`.control` leaf, the part above `subc-modules/` for a module). Every command but `init`,
-`sandbox` and `doctor` refuses a root that is not a service root (it has neither daemon/ nor
-subc-modules/, e.g. an operator's login shell's cgroup) with exit 2 and one line; `init` lays
-a root out. See ck-cgroup(1) and docs/design.md.";
+`.control` leaf, the part above `subc-modules/` for a module). Every command but
+{not_service} refuses a root that is not a service root (it has neither daemon/ nor subc-modules/, e.g. an
+operator's login shell's cgroup) with exit 2 and one line; `init` lays a root out. See
+ck-cgroup(1) and docs/design.md.",
+        not_service = promises::prose_list(
+            promises::Kind::ALL
+                .into_iter()
+                .filter(|k| k.root() != promises::RootUse::Service)
+        ),
+    )
+}
 
-/// The exit codes of [`EXIT_CODES`]: each code (`0`, `126, 127`) and its meaning.
-pub fn exit_codes() -> Vec<(&'static str, &'static str)> {
-    EXIT_CODES
+/// The commands that execute a CMD, as prose names them: `init -- CMD` where CMD is optional.
+pub fn cmd_commands_prose() -> String {
+    // `init`'s CMD is optional: named with it, and last.
+    let (init, rest): (Vec<_>, Vec<_>) =
+        promises::cmd_commands().partition(|k| *k == promises::Kind::Init);
+    let names: Vec<String> = rest
+        .iter()
+        .map(|k| format!("`{}`", k.name()))
+        .chain(init.iter().map(|k| format!("`{} -- CMD`", k.name())))
+        .collect();
+    names.join(", ")
+}
+
+/// The exit codes of [`exit_codes_help`]: each code (`0`, `126, 127`) and its meaning.
+pub fn exit_codes() -> Vec<(String, String)> {
+    exit_codes_help()
         .lines()
         .skip(1)
         .map_while(|l| l.strip_prefix("  "))
         .filter_map(|l| l.split_once("  "))
+        .map(|(c, m)| (c.to_string(), m.to_string()))
         .collect()
 }
 
 /// Module cgroups for the ck-subc supervisor: place, list, kill and remove whole process trees.
 #[derive(Debug, Parser)]
-#[command(name = "ck-cgroup", version, about, after_long_help = EXIT_CODES, after_help = "Exit codes: 0 done, 1 failed, 2 bad input or unsupported (see --help).")]
+#[command(name = "ck-cgroup", version, about, after_long_help = exit_codes_help(), after_help = "Exit codes: 0 done, 1 failed, 2 bad input or unsupported (see --help).")]
 pub struct Cli {
     /// The service's cgroup directory (a cgroup2 directory below the hierarchy's root). The
     /// command line comes before the environment: --unit beats CK_CGROUP_ROOT, --root beats
@@ -511,6 +538,9 @@ pub enum GenerateKind {
     Zsh,
     /// fish completion, on stdout.
     Fish,
+    /// What each command promises (its result on stdout, the modules it takes, the policy it
+    /// reads, CMD, --backend, its root), as JSON Lines on stdout: what the tests iterate.
+    Promises,
 }
 
 pub use super::duration::parse_duration;

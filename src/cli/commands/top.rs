@@ -22,7 +22,6 @@ use ck_cgroup::{Error, Root};
 use rustix::process::Signal;
 use rustix::termios::{self, LocalModes, OptionalActions, SpecialCodeIndex, Termios};
 
-use super::Ctx;
 use crate::cli::args::SortKey;
 use crate::cli::backend::Cgroupfs;
 use crate::cli::exit::Fail;
@@ -30,19 +29,14 @@ use crate::cli::status::{self, Col};
 
 /// `top`: refreshes until `q`, a signal, or `iterations`. `q` (and the last of `-n N`) is exit 0;
 /// Ctrl-C, SIGTERM and SIGHUP end it by that signal once the terminal is restored, as an
-/// interrupted command ends (a shell loop around it stops too).
+/// interrupted command ends (a shell loop around it stops too). `--json` was refused before
+/// (`cli::promises::Json::Refused`).
 pub fn cmd_top(
-    ctx: &Ctx,
     fs: Cgroupfs,
     sort: SortKey,
     interval: Duration,
     iterations: Option<u64>,
 ) -> Result<ExitCode, Fail> {
-    if ctx.json {
-        return Err(Error::bad_input("top has no --json")
-            .with_hint("`ck-cgroup --json status` gives every figure once, `ck-cgroup watch` the events as they come")
-            .into());
-    }
     let root = fs.open()?;
     let relay = SignalRelay::new(&[
         Signal::INT,
