@@ -102,3 +102,33 @@ fn every_failure_has_its_fix() {
         );
     }
 }
+
+/// The owner rule on a real tree: doctor reads daemon/'s owner and says whose marks
+/// systemd-oomd honours. Root's daemon/ is honoured everywhere; a daemon/ handed to another uid
+/// (a user service's, or one with `User=`) is not on the swap path, which doctor names with the
+/// fix, though no swap monitor is seen from here.
+#[test]
+fn doctor_names_whose_oomd_marks_count_by_the_owner_of_daemon() {
+    let w = World::new();
+    ok(w.run(&["init"]));
+    let marks = |w: &World| -> Check {
+        let o = w.run(&["--json", "doctor"]);
+        let r: Report = serde_json::from_slice(&o.stdout).unwrap();
+        r.checks
+            .into_iter()
+            .find(|c| c.name == "systemd-oomd marks")
+            .unwrap_or_else(|| panic!("no marks check: {}", stdout(&o)))
+    };
+    let c = marks(&w);
+    assert_eq!(c.outcome, "ok", "{}", c.detail);
+    assert!(c.detail.contains("daemon/ is root-owned"), "{}", c.detail);
+    std::os::unix::fs::chown(w.root().join("daemon"), Some(1000), None).unwrap();
+    let c = marks(&w);
+    assert_ne!(c.outcome, "ok", "{}", c.detail);
+    assert!(
+        c.detail.contains("daemon/ is owned by uid 1000, not root"),
+        "{}",
+        c.detail
+    );
+    assert!(c.fix.unwrap_or_default().contains("root-owned"));
+}

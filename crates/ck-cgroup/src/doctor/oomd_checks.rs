@@ -22,6 +22,8 @@ use crate::module::Root;
 /// At most this many cgroups deep below the root, and this many candidates, are walked.
 const MAX_DEPTH: usize = 8;
 const MAX_CANDIDATES: usize = 512;
+/// At most this many directories, the service's and those above it, have their owner read.
+const MAX_OWNERS: usize = 16;
 
 /// One cgroup systemd-oomd would take for a candidate below the service.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +43,37 @@ pub struct OomdFacts {
     pub service_oom_group: Option<bool>,
     /// The candidates below the service; `None` when the root could not be opened.
     pub candidates: Option<Vec<Candidate>>,
+    /// The owner (uid) of `daemon/`, whose marks systemd-oomd honours only by the owner rule
+    /// ([`mark_honoured`]); `None` where it could not be read.
+    pub daemon_owner: Option<u32>,
+    /// The owner of the service's cgroup and of each directory above it, the service's first:
+    /// the cgroups of [`OomdUnits::chain`], in its order (a unit's slice is its parent
+    /// directory). `None` where one could not be read.
+    pub owners: Vec<Option<u32>>,
+}
+
+/// A path of systemd-oomd's, on which it kills a candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OomdPath {
+    /// `ManagedOOMSwap=kill`: swap use above `SwapUsedLimit=`.
+    Swap,
+    /// `ManagedOOMMemoryPressure=kill`: memory pressure above the unit's limit.
+    Pressure,
+}
+
+/// Whether systemd-oomd honours the preference marks (`user.oomd_omit`, `user.oomd_avoid`) of
+/// a cgroup owned by `owner`, on `path`, for a unit whose cgroup is owned by `monitored`
+/// (systemd's `oomd_fetch_cgroup_oom_preference`, PRs 18401 and 23764): a root-owned cgroup's
+/// always; on the pressure path also one owned by the monitored cgroup's owner; on the swap path
+/// the comparison is with the root cgroup's owner, root, so never another's.
+pub fn mark_honoured(owner: u32, path: OomdPath, monitored: Option<u32>) -> bool {
+    // Mutation: every mark is taken for honoured, whoever owns it.
+    cfg!(ck_mutation = "oomd-marks-any-owner")
+        || owner == 0
+        || match path {
+            OomdPath::Swap => false,
+            OomdPath::Pressure => monitored == Some(owner),
+        }
 }
 
 /// Read the facts: `unit` is the service's unit (as systemd named it), `None` when systemd
@@ -53,7 +86,29 @@ pub fn gather(root: Option<&Path>, unit: Result<&str, String>, bus: Bus) -> Oomd
         units,
         service_oom_group: dir.and_then(|d| oom_group(d, "")),
         candidates: dir.map(candidates),
+        daemon_owner: dir.and_then(|d| owner_beneath(d, DAEMON_LEAF)),
+        owners: root.map(owners).unwrap_or_default(),
     }
+}
+
+/// The owner of `rel` beneath the root (`fstat(2)` of the directory opened beneath it).
+fn owner_beneath(dir: &CgroupDir, rel: &str) -> Option<u32> {
+    let fd = dir
+        .open_beneath(
+            rel,
+            rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::PATH,
+        )
+        .ok()?;
+    rustix::fs::fstat(fd).ok().map(|st| st.st_uid)
+}
+
+/// The owner of `root` and of each directory above it up to the cgroup2 mount's root
+/// (`stat(2)`: metadata only, nothing above the root is opened for reading or writing).
+fn owners(root: &Path) -> Vec<Option<u32>> {
+    root.ancestors()
+        .take(MAX_OWNERS)
+        .map(|p| rustix::fs::stat(p).ok().map(|st| st.st_uid))
+        .collect()
 }
 
 #[cfg(feature = "systemd")]
@@ -155,7 +210,103 @@ pub fn judge(f: &OomdFacts) -> Vec<Check> {
     let mut out = vec![running(&active), monitors(&monitored)];
     out.push(walk_check(f.service_oom_group, problem));
     out.push(candidates_check(f.candidates.as_deref(), problem));
+    if let Some(c) = marks_check(f, problem) {
+        out.push(c);
+    }
     out
+}
+
+/// Whether systemd-oomd honours daemon/'s mark on each path it would act on ([`mark_honoured`]):
+/// `None` where daemon/ is no candidate with a mark (the candidates check says why).
+fn marks_check(f: &OomdFacts, problem: Outcome) -> Option<Check> {
+    let name = "systemd-oomd marks";
+    let marked = f.candidates.as_deref()?.iter().any(|k| {
+        k.path == DAEMON_LEAF
+            && matches!(
+                k.preference,
+                Ok(OomdPreference::Omit | OomdPreference::Avoid)
+            )
+    });
+    if !marked {
+        return None;
+    }
+    let fix = "make daemon/ root-owned (as root: chown root: SERVICE/daemon, the directory alone; its \
+               mark then counts on every path), or keep the daemon's swap small so that the swap \
+               path never ranks it first (memory.swap.max on daemon/, MemorySwapMax= on the service)";
+    let Some(owner) = f.daemon_owner else {
+        return Some(check(
+            name,
+            Outcome::Warn,
+            "daemon/'s owner could not be read: whether systemd-oomd honours its mark is unknown"
+                .into(),
+            None,
+        ));
+    };
+    if mark_honoured(owner, OomdPath::Swap, None) {
+        return Some(check(
+            name,
+            Outcome::Ok,
+            "daemon/ is root-owned: systemd-oomd honours its mark on the swap and the pressure path"
+                .into(),
+            None,
+        ));
+    }
+    let chain = f.units.as_ref().ok().and_then(|u| u.chain.as_ref().ok());
+    let mut ignored = Vec::new();
+    let mut honoured = Vec::new();
+    let mut swap_seen = false;
+    for (i, m) in chain.into_iter().flatten().enumerate() {
+        let monitored = f.owners.get(i).copied().flatten();
+        if m.swap.as_deref() == Some("kill") {
+            swap_seen = true;
+            // Never honoured here: only a root-owned daemon/ was, above.
+            ignored.push(format!(
+                "the swap path ({}): only root-owned cgroups' marks count there",
+                m.unit
+            ));
+        }
+        if m.pressure.as_deref() == Some("kill") {
+            let line = format!(
+                "the pressure path ({}, owned by {})",
+                m.unit,
+                monitored.map_or("an unknown uid".into(), |u| format!("uid {u}"))
+            );
+            if mark_honoured(owner, OomdPath::Pressure, monitored) {
+                honoured.push(line);
+            } else {
+                ignored.push(format!(
+                    "{line}: only root's marks and its owner's count there"
+                ));
+            }
+        }
+    }
+    let whose = format!("daemon/ is owned by uid {owner}, not root");
+    if !ignored.is_empty() {
+        let mut detail = format!(
+            "{whose}: systemd-oomd ignores its mark on {}",
+            ignored.join("; ")
+        );
+        if !honoured.is_empty() {
+            detail += &format!("; it honours it on {}", honoured.join(", "));
+        }
+        return Some(check(name, problem, detail, Some(fix)));
+    }
+    let mut detail = if honoured.is_empty() {
+        format!("{whose}; no unit seen here makes systemd-oomd act on the service")
+    } else {
+        format!(
+            "{whose}; systemd-oomd honours its mark on {}",
+            honoured.join(", ")
+        )
+    };
+    if !swap_seen {
+        // A user manager's chain ends at its own -.slice: the system's (ManagedOOMSwap=kill on
+        // Fedora and Ubuntu) is not seen from it.
+        detail += "; a ManagedOOMSwap=kill above what was asked (the system's -.slice, for a \
+                   user manager's service) would ignore it";
+        return Some(check(name, Outcome::Warn, detail, Some(fix)));
+    }
+    Some(check(name, Outcome::Ok, detail, None))
 }
 
 fn running(active: &Result<Result<Option<String>, String>, String>) -> Check {

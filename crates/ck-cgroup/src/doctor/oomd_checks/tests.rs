@@ -38,6 +38,8 @@ fn fedora() -> OomdFacts {
             candidate("subc-modules/a", OomdPreference::None),
             candidate("subc-modules/b", OomdPreference::Avoid),
         ]),
+        daemon_owner: Some(0),
+        owners: vec![Some(0), Some(0), Some(0)],
     }
 }
 
@@ -151,6 +153,8 @@ fn without_a_system_bus_it_says_unknown_and_judges_the_candidates_strictly() {
         units: Err("systemd is not on the bus".into()),
         service_oom_group: Some(false),
         candidates: Some(vec![candidate("daemon", OomdPreference::None)]),
+        daemon_owner: Some(0),
+        owners: vec![],
     };
     let checks = judge(&f);
     for name in ["systemd-oomd", "systemd-oomd monitors"] {
@@ -209,4 +213,95 @@ fn a_daemon_leaf_with_sub_cgroups_is_no_candidate() {
     let c = by_name(&judge(&f), "systemd-oomd candidates").clone();
     assert_eq!(c.outcome, Outcome::Ok);
     assert!(c.detail.contains("daemon/ is no candidate"), "{}", c.detail);
+}
+
+/// The owner rule itself (systemd PRs 18401 and 23764): root's marks always; on the pressure
+/// path the monitored cgroup's owner's too; on the swap path no one else's.
+#[test]
+fn the_owner_rule_over_its_cases() {
+    use OomdPath::{Pressure, Swap};
+    for (owner, path, monitored, want) in [
+        (0, Swap, Some(0), true),
+        (0, Swap, Some(1000), true),
+        (0, Pressure, Some(1000), true),
+        (0, Pressure, None, true),
+        (1000, Swap, Some(1000), false),
+        (1000, Swap, Some(0), false),
+        (1000, Pressure, Some(1000), true),
+        (1000, Pressure, Some(0), false),
+        (1000, Pressure, Some(1001), false),
+        (1000, Pressure, None, false),
+    ] {
+        assert_eq!(
+            mark_honoured(owner, path, monitored),
+            want,
+            "owner {owner}, {path:?}, monitored by {monitored:?}"
+        );
+    }
+}
+
+/// The incident's host: a user service (daemon/ owned by the user) under a user manager whose
+/// user@.service has ManagedOOMMemoryPressure=kill, with the system's -.slice on the swap path.
+fn user_service(swap_in_chain: bool) -> OomdFacts {
+    let mut f = fedora();
+    f.units = Ok(OomdUnits {
+        active: Ok(Some("active".into())),
+        chain: Ok(vec![
+            unit("ck-subc.service", "auto", "auto"),
+            unit("app.slice", "auto", "auto"),
+            unit(
+                "-.slice",
+                if swap_in_chain { "kill" } else { "auto" },
+                "kill",
+            ),
+        ]),
+    });
+    f.daemon_owner = Some(1000);
+    f.owners = vec![Some(1000), Some(1000), Some(1000)];
+    f
+}
+
+#[test]
+fn a_users_daemon_mark_is_ignored_on_the_swap_path_and_doctor_says_so_with_the_fix() {
+    let c = by_name(&judge(&user_service(true)), "systemd-oomd marks").clone();
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    assert!(
+        c.detail.contains("daemon/ is owned by uid 1000, not root")
+            && c.detail
+                .contains("ignores its mark on the swap path (-.slice)")
+            && c.detail
+                .contains("honours it on the pressure path (-.slice, owned by uid 1000)"),
+        "{}",
+        c.detail
+    );
+    assert!(c.fix.unwrap().contains("root-owned"));
+    // Seen from the user manager, the system's swap path is not in the chain: still a warning.
+    let c = by_name(&judge(&user_service(false)), "systemd-oomd marks").clone();
+    assert_eq!(c.outcome, Outcome::Warn, "{c:?}");
+    assert!(c.detail.contains("would ignore it"), "{}", c.detail);
+}
+
+#[test]
+fn a_user_services_mark_under_a_root_monitored_unit_is_ignored_on_the_pressure_path() {
+    let mut f = user_service(false);
+    f.owners = vec![Some(1000), Some(0), Some(0)];
+    let c = by_name(&judge(&f), "systemd-oomd marks").clone();
+    assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
+    assert!(
+        c.detail
+            .contains("the pressure path (-.slice, owned by uid 0): only root's marks"),
+        "{}",
+        c.detail
+    );
+}
+
+#[test]
+fn a_root_owned_daemon_leaf_is_honoured_everywhere() {
+    let mut f = user_service(true);
+    f.daemon_owner = Some(0);
+    let c = by_name(&judge(&f), "systemd-oomd marks").clone();
+    assert_eq!(c.outcome, Outcome::Ok, "{c:?}");
+    // Without a mark there is nothing to honour: no such check.
+    f.candidates = Some(vec![candidate("daemon", OomdPreference::None)]);
+    assert!(judge(&f).iter().all(|c| c.name != "systemd-oomd marks"));
 }
