@@ -237,6 +237,18 @@ pub fn table_of(
             shown.push((c, v));
         }
     }
+    // Rows that share a module id (the daemon's launches and slots of one module) are told
+    // apart by their directory: NAME after MODULE, where the columns were not chosen.
+    if fold
+        && !cols.contains(&Col::Name)
+        && let Some(at) = shown.iter().position(|(c, _)| *c == Col::Id)
+    {
+        let ids = &shown[at].1;
+        let repeated = ids.iter().enumerate().any(|(i, id)| ids[..i].contains(id));
+        if repeated {
+            shown.insert(at + 1, (Col::Name, cells(Col::Name)));
+        }
+    }
     let mut t: Vec<Vec<String>> = vec![shown.iter().map(|(c, _)| c.header().to_string()).collect()];
     for i in 0..rows.len() {
         t.push(shown.iter().map(|(_, v)| v[i].clone()).collect());

@@ -40,3 +40,118 @@ fn daemon_layout_is_listed_decoded_and_killed_by_its_name() {
     ok(w.run(&["remove", "not.encoded"]));
     assert!(!odd.exists(), "directory left");
 }
+
+/// A module's process in one of the daemon's directories `m-<escaped id>_<launch>`, kept alive
+/// (`sleep 600`); its pid.
+fn daemon_module(w: &World, dir: &str) -> std::process::Child {
+    let path = w.root().join("daemon/subc-modules").join(dir);
+    std::fs::create_dir_all(&path).unwrap();
+    let s = Command::new("sleep").arg("600").spawn().unwrap();
+    w.track(s.id());
+    std::fs::write(path.join("cgroup.procs"), s.id().to_string()).unwrap();
+    s
+}
+
+/// The operator's 3 a.m. path: `kill web` where the daemon placed web itself
+/// (`daemon/subc-modules/m-web_5f2` holding a process) said `web: already gone`, exit 0, and the
+/// process ran on; `status web` and `ps web` said "no module web". A module id now finds the
+/// daemon's directories of that id.
+#[test]
+fn kill_status_and_ps_by_module_id_find_the_daemons_own_directory() {
+    let w = World::new();
+    ok(w.run(&["init"]));
+    let mut web = daemon_module(&w, "m-web_5f2");
+    let status: serde_json::Value =
+        serde_json::from_str(&ok(w.run(&["--json", "status", "web"]))).expect("status --json");
+    let names: Vec<&str> = status["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["name"].as_str())
+        .collect();
+    assert_eq!(names, ["m-web_5f2"], "{status}");
+    let ps = ok(w.run(&["ps", "web"]));
+    assert!(ps.contains(&web.id().to_string()), "{ps}");
+    let out = ok(w.run(&["kill", "--timeout", "3s", "web"]));
+    assert!(!out.contains("already gone"), "{out}");
+    web.wait().unwrap();
+    assert!(
+        !w.root().join("daemon/subc-modules/m-web_5f2").exists(),
+        "directory left"
+    );
+    // Now it is gone: the same command says so, exit 0.
+    assert!(ok(w.run(&["kill", "web"])).contains("already gone"));
+}
+
+/// An id that names several of the daemon's directories (two launches and a swap slot) is shown
+/// whole by `status` and `ps`, and refused by the commands that act on one module (exit 2,
+/// naming each directory, nothing stopped): never "already gone" with a process left.
+#[test]
+fn an_id_with_several_daemon_directories_is_shown_whole_and_refused_by_a_stop() {
+    let w = World::new();
+    ok(w.run(&["init"]));
+    let dirs = ["m-web_5f1", "m-web_5f2", "m-web_5fswap_5f2"];
+    let mut kids: Vec<_> = dirs.iter().map(|d| daemon_module(&w, d)).collect();
+    let before = w.tree();
+    for args in [
+        &["kill", "web"][..],
+        &["remove", "web"],
+        &["freeze", "web"],
+        &["thaw", "web"],
+    ] {
+        let o = w.run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("web names 3 directories of the daemon's")
+                && dirs.iter().all(|d| e.contains(d)),
+            "{args:?}: {e}"
+        );
+        assert!(!stdout(&o).contains("already gone"), "{args:?}");
+    }
+    assert_eq!(w.tree(), before, "a refused command changed the tree");
+    for k in &kids {
+        assert!(alive(k.id()), "a refused stop killed {}", k.id());
+    }
+    let status: serde_json::Value =
+        serde_json::from_str(&ok(w.run(&["--json", "status", "web"]))).unwrap();
+    let mut names: Vec<&str> = status["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["name"].as_str())
+        .collect();
+    names.sort();
+    assert_eq!(names, dirs, "{status}");
+    let ps = ok(w.run(&["ps", "web"]));
+    for k in &kids {
+        assert!(ps.contains(&k.id().to_string()), "{ps}");
+    }
+    // Each by its own name.
+    for d in dirs {
+        ok(w.run(&["kill", "--timeout", "3s", d]));
+    }
+    for k in &mut kids {
+        k.wait().unwrap();
+    }
+}
+
+/// The default `status` table tells rows of one module id apart: NAME beside MODULE.
+#[test]
+fn the_default_status_table_names_the_directories_of_a_repeated_id() {
+    let w = World::new();
+    ok(w.run(&["init"]));
+    let _a = daemon_module(&w, "m-web_5f1");
+    let _b = daemon_module(&w, "m-web_5f2");
+    let t = ok(w.run(&["status"]));
+    let head = t.lines().next().unwrap_or_default();
+    assert!(head.starts_with("MODULE") && head.contains("NAME"), "{t}");
+    assert!(t.contains("m-web_5f1") && t.contains("m-web_5f2"), "{t}");
+    // One row a module id: no NAME.
+    ok(w.run(&["kill", "m-web_5f1"]));
+    let t = ok(w.run(&["status"]));
+    assert!(
+        !t.lines().next().unwrap_or_default().contains("NAME"),
+        "{t}"
+    );
+}

@@ -45,7 +45,7 @@ pub fn cmd_run(
         None => return Ok(ExitCode::from(2)),
     };
     let root = fs.open()?;
-    let existed = root.find(id.as_str())?.is_some();
+    let existed = root.has_module(&id)?;
     create_with_limits(&root, &id, &l, flags.best_effort)?;
     resident(ctx, root, &id, existed, &opts, ns, (&found, cmd))
 }

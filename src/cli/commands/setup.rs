@@ -59,7 +59,7 @@ pub fn cmd_create(ctx: &Ctx, fs: Cgroupfs, id: &str, flags: &LimitArgs) -> Resul
     let id = ModuleId::new(id)?;
     let want = module_limits(ctx, &id, flags)?;
     let root = fs.open()?;
-    let existed = root.find(id.as_str())?.is_some();
+    let existed = root.has_module(&id)?;
     let l = root.create_with_limits(&id, &want, flags.best_effort)?;
     written(ctx.out.create(&id, root.path(), !existed, &l));
     Ok(ExitCode::SUCCESS)
@@ -69,7 +69,7 @@ pub fn cmd_create(ctx: &Ctx, fs: Cgroupfs, id: &str, flags: &LimitArgs) -> Resul
 pub fn cmd_set(ctx: &Ctx, fs: Cgroupfs, id: &str, flags: &LimitArgs) -> Result<ExitCode, Fail> {
     let id = ModuleId::new(id)?;
     let root = fs.open()?;
-    if root.find(id.as_str())?.is_none() {
+    if !root.has_module(&id)? {
         return Err(
             Error::failed(format!("no module {id} under {}", root.path().display()))
                 .with_hint(format!(

@@ -98,21 +98,72 @@ pub(super) fn exited_meanwhile(pid: u32) -> Error {
 }
 
 impl Root {
-    /// Find an existing module by id or by directory name as `list` shows it: ours
-    /// (`subc-modules/<name>`) first, then the daemon's (`daemon/subc-modules/<name>`). A name
-    /// that can never be a module (`cgroup.procs`, [`crate::id::module_name`]) is bad input.
+    /// Find an existing module by id or by directory name as `list` shows it ([`find_all`]),
+    /// for a command that acts on one: where a module id names several of the daemon's
+    /// directories (its launches, its swap slot), none is picked: that is bad input naming
+    /// each, so that a stop never reports a module gone while another of its directories holds
+    /// a process.
+    ///
+    /// [`find_all`]: Root::find_all
     pub fn find(&self, name: &str) -> Result<Option<ModuleRef>> {
-        let name = crate::id::module_name(name)?;
+        let mut all = self.find_all(name)?;
+        match all.len() {
+            0 | 1 => Ok(all.pop()),
+            _ => Err(Error::bad_input(format!(
+                "{name} names {} directories of the daemon's: {}",
+                all.len(),
+                all.iter().map(|m| m.rel()).collect::<Vec<_>>().join(", ")
+            ))
+            .with_hint(format!(
+                "name one as `ck-cgroup list` shows it (e.g. `{}`); each is stopped, shown or \
+                 removed by its own name",
+                all[0].name
+            ))),
+        }
+    }
+
+    /// Whether our module `subc-modules/<id>` exists: the one `create`, `exec`, `run` and
+    /// `set` make or change (the daemon's own directories of that id are not it).
+    pub fn has_module(&self, id: &ModuleId) -> Result<bool> {
+        self.dir.is_dir(&ModuleRef::ck(id).rel())
+    }
+
+    /// Every existing module `name` names: the directory of that name, ours
+    /// (`subc-modules/<name>`) first, then the daemon's (`daemon/subc-modules/<name>`); else, for
+    /// a module id, each of the daemon's directories whose name decodes to it
+    /// (`m-<escaped id>_<launch>`, `m-<escaped id>_swap_<launch>`), in name order. A name that can
+    /// never be a module (`cgroup.procs`, [`crate::id::module_name`]) is bad input.
+    pub fn find_all(&self, name: &str) -> Result<Vec<ModuleRef>> {
+        let dname = crate::id::module_name(name)?;
         for layout in [Layout::Ck, Layout::Daemon] {
             let m = ModuleRef {
                 layout,
-                name: name.clone(),
+                name: dname.clone(),
             };
             if self.dir.is_dir(&m.rel())? {
-                return Ok(Some(m));
+                return Ok(vec![m]);
             }
         }
-        Ok(None)
+        // Mutation: an id finds no directory of the daemon's but one of its own name.
+        if cfg!(ck_mutation = "id-blind-to-daemon-layout")
+            || ModuleId::new(name).is_err()
+            || !self.dir.is_dir(Layout::Daemon.dir())?
+        {
+            return Ok(Vec::new());
+        }
+        let mut found: Vec<ModuleRef> = self
+            .dir
+            .subdirs(Layout::Daemon.dir())?
+            .into_iter()
+            .filter_map(|n| DirName::new(&n).ok())
+            .map(|name| ModuleRef {
+                layout: Layout::Daemon,
+                name,
+            })
+            .filter(|m| m.module_name().as_deref() == Some(name))
+            .collect();
+        found.sort_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
+        Ok(found)
     }
 
     /// Move existing processes into the module (made if needed). Every pid is checked before

@@ -237,6 +237,9 @@ impl Root {
         let Some(m) = self.find(dname.as_str())? else {
             return Ok(report);
         };
+        // The directory found (a module id may have named a daemon's `m-<id>_<n>`): the re-check
+        // below looks for it by that name, not for another directory of the id.
+        let dname = m.name.clone();
         let rel = m.rel();
         let path = self.dir.display_path(&rel);
         restored.extend(crate::cgroup::tree::restore_modes(&self.dir, &rel));

@@ -240,8 +240,8 @@ impl Root {
             .collect())
     }
 
-    /// Every module, or those named (by id or directory name, as [`Root::find`] takes them), in
-    /// that order; a name that is no module is an error of kind
+    /// Every module, or those named (by id or directory name, as [`Root::find_all`] takes them:
+    /// every directory of the daemon's an id names), in that order; a name that is no module is an error of kind
     /// [`ErrorKind::NoSuchModule`](crate::error::ErrorKind::NoSuchModule).
     pub(crate) fn selected(&self, names: &[String]) -> Result<Vec<ModuleEntry>> {
         self.selected_with(names, true)
@@ -256,14 +256,17 @@ impl Root {
         }
         let mut out = Vec::new();
         for n in names {
-            let Some(m) = self.find(n)? else {
+            let found = self.find_all(n)?;
+            if found.is_empty() {
                 return Err(procs::no_such_module(n, self.path()));
-            };
-            if let Some(e) = all
-                .iter()
-                .find(|e| e.name == m.name && e.layout == m.layout)
-            {
-                out.push(e.clone());
+            }
+            for m in found {
+                if let Some(e) = all
+                    .iter()
+                    .find(|e| e.name == m.name && e.layout == m.layout)
+                {
+                    out.push(e.clone());
+                }
             }
         }
         Ok(out)
