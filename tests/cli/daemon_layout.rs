@@ -141,8 +141,8 @@ fn an_id_with_several_daemon_directories_is_shown_whole_and_refused_by_a_stop() 
 fn the_default_status_table_names_the_directories_of_a_repeated_id() {
     let w = World::new();
     ok(w.run(&["init"]));
-    let _a = daemon_module(&w, "m-web_5f1");
-    let _b = daemon_module(&w, "m-web_5f2");
+    let mut a = daemon_module(&w, "m-web_5f1");
+    let mut b = daemon_module(&w, "m-web_5f2");
     let t = ok(w.run(&["status"]));
     let head = t.lines().next().unwrap_or_default();
     assert!(head.starts_with("MODULE") && head.contains("NAME"), "{t}");
