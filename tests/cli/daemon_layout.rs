@@ -149,9 +149,12 @@ fn the_default_status_table_names_the_directories_of_a_repeated_id() {
     assert!(t.contains("m-web_5f1") && t.contains("m-web_5f2"), "{t}");
     // One row a module id: no NAME.
     ok(w.run(&["kill", "m-web_5f1"]));
+    a.wait().unwrap();
     let t = ok(w.run(&["status"]));
     assert!(
         !t.lines().next().unwrap_or_default().contains("NAME"),
         "{t}"
     );
+    ok(w.run(&["kill", "m-web_5f2"]));
+    b.wait().unwrap();
 }
