@@ -2,6 +2,7 @@
 //! whose stdout is CMD's (`run`, `sandbox`): their result goes to stderr, as one JSON line after
 //! CMD and its module are gone ([`Output::result_line`]).
 
+use ck_cgroup::id::shown;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -281,9 +282,9 @@ impl Output {
     pub fn remove(&self, r: &RemoveReport) -> io::Result<()> {
         self.emit(r, || {
             if r.already_gone {
-                format!("{}: already gone\n", r.module)
+                format!("{}: already gone\n", shown(&r.module))
             } else {
-                format!("{}: removed\n", r.module)
+                format!("{}: removed\n", shown(&r.module))
             }
         })
     }
@@ -319,7 +320,9 @@ impl Output {
             for m in modules {
                 rows.push([
                     m.name.to_string(),
-                    m.module.clone().unwrap_or_else(|| "-".into()),
+                    m.module
+                        .as_deref()
+                        .map_or("-".into(), |id| shown(id).into_owned()),
                     m.layout.name().into(),
                     yes_no(m.populated),
                     yes_no(m.frozen),
@@ -500,7 +503,7 @@ fn limit_lines(l: &ck_cgroup::limits::LimitReport) -> String {
 /// The human form of a stop: each phase on its own clause, fallbacks on their own lines.
 fn stop_text(r: &StopReport) -> String {
     if r.already_gone {
-        return format!("{}: already gone\n", r.module);
+        return format!("{}: already gone\n", shown(&r.module));
     }
     let t = &r.tree;
     let mut parts = Vec::new();
@@ -529,7 +532,7 @@ fn stop_text(r: &StopReport) -> String {
         "directory {}",
         if r.removed { "removed" } else { "kept" }
     ));
-    let mut s = format!("{}: {}\n", r.module, parts.join("; "));
+    let mut s = format!("{}: {}\n", shown(&r.module), parts.join("; "));
     if let Some(line) = super::oomd_lines::kills_line(&r.module, &r.kills) {
         s += &format!("{line}\n");
     }

@@ -1,6 +1,7 @@
 //! The renderer of `ps`: each module's processes as a tree (a child under its parent when the
 //! parent is in the module), or with `--sort` a flat list, the biggest first.
 
+use ck_cgroup::id::shown;
 use ck_cgroup::telemetry::procs::{ModuleProcesses, Process};
 
 use super::args::PsSort;
@@ -92,9 +93,9 @@ pub fn text(mods: &[ModuleProcesses], sorted: bool, width: Option<usize>) -> Str
         let n = m.processes.len();
         s += &format!(
             "{} ({}, {}): {n} {}\n",
-            m.name,
-            m.module.as_deref().unwrap_or("-"),
-            m.path,
+            shown(&m.name),
+            shown(m.module.as_deref().unwrap_or("-")),
+            m.path.split('/').map(shown).collect::<Vec<_>>().join("/"),
             if n == 1 { "process" } else { "processes" }
         );
         if n == 0 {
@@ -115,9 +116,11 @@ pub fn text(mods: &[ModuleProcesses], sorted: bool, width: Option<usize>) -> Str
             "COMMAND".into(),
         ]];
         for (p, d) in m.processes.iter().zip(depth) {
+            // What the process chose (its argv, its comm) is shown escaped: a control byte
+            // would move the terminal's cursor or forge a row.
             let cmd = match &p.command {
-                Some(c) => c.join(" "),
-                None => format!("[{}]", p.name),
+                Some(c) => c.iter().map(|a| shown(a)).collect::<Vec<_>>().join(" "),
+                None => format!("[{}]", shown(&p.name)),
             };
             let indent = if d == 0 {
                 String::new()
@@ -134,7 +137,7 @@ pub fn text(mods: &[ModuleProcesses], sorted: bool, width: Option<usize>) -> Str
                 if p.cgroup.is_empty() {
                     ".".into()
                 } else {
-                    p.cgroup.clone()
+                    p.cgroup.split('/').map(shown).collect::<Vec<_>>().join("/")
                 },
                 format!("{indent}{cmd}{orphan}"),
             ]);

@@ -2,6 +2,7 @@
 //! Prometheus text exposition format is in `prometheus`.
 
 use ck_cgroup::cgroup::parse::Limit;
+use ck_cgroup::id::shown;
 use ck_cgroup::telemetry::{Figure, ModuleStatus, PROC_RSS_SOURCE};
 
 use clap::ValueEnum;
@@ -122,9 +123,12 @@ impl Col {
             }
         };
         match self {
-            Col::Name => m.name.clone(),
-            Col::Module => m.module.clone().unwrap_or_else(|| "-".into()),
-            Col::Id => m.module.clone().unwrap_or_else(|| m.name.clone()),
+            Col::Name => shown(&m.name).into_owned(),
+            Col::Module => m
+                .module
+                .as_deref()
+                .map_or("-".into(), |id| shown(id).into_owned()),
+            Col::Id => shown(m.module.as_deref().unwrap_or(&m.name)).into_owned(),
             Col::Pop => match m.populated.value {
                 Some(true) => "yes".into(),
                 Some(false) => "no".into(),

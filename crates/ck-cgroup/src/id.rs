@@ -90,7 +90,9 @@ impl AsRef<str> for ModuleId {
 
 /// A single path component naming an existing module directory: not empty, not `.` or `..`, no
 /// `/`, no NUL, at most 255 bytes. Used to act on directories found on disk (the daemon's own
-/// placement) by the name as found.
+/// placement) by the name as found. A name found on disk that is not UTF-8 is held faithfully:
+/// a NUL and its bytes in hex (the only NUL a name may hold; `cgroup::name_bytes`), shown
+/// escaped (`\xff\xfe`) by its `Display`.
 ///
 /// Deserialized through [`DirName::new`]: a string that is not a valid name is an error.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
@@ -126,18 +128,24 @@ impl DirName {
         if s.contains('/') {
             return Err(bad("it is not a single path component"));
         }
-        if s.contains('\0') {
+        let encoded = crate::cgroup::name_bytes::decode(s);
+        if s.contains('\0') && encoded.is_none() {
             return Err(bad("it contains NUL"));
         }
-        if s.len() > 255 {
+        if encoded.map_or(s.len(), |b| b.len()) > 255 {
             return Err(bad("it is longer than 255 bytes"));
         }
         Ok(DirName(s.to_string()))
     }
 
-    /// The name as a string.
+    /// The name as a string (a name that is not UTF-8 in its encoded form; see the type).
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// Whether the name on disk is not UTF-8 (held encoded; see the type).
+    pub fn is_raw_bytes(&self) -> bool {
+        self.0.starts_with('\0')
     }
 }
 
@@ -149,8 +157,29 @@ impl From<ModuleId> for DirName {
 
 impl fmt::Display for DirName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&crate::cgroup::name_bytes::display(&self.0))
     }
+}
+
+/// A module's name or id as people see it on a terminal: a name that is not UTF-8 (held
+/// encoded, see [`DirName`]) as `\xNN` escapes, and in any name the bytes a terminal would act
+/// on (C0 controls, DEL, C1 controls) as `\xNN` / `\u{NN}` escapes, a backslash then as `\\`;
+/// a plain name as it is.
+pub fn shown(s: &str) -> std::borrow::Cow<'_, str> {
+    let decoded = crate::cgroup::name_bytes::display(s);
+    let bad = |c: char| c.is_control();
+    if !decoded.chars().any(bad) {
+        return decoded;
+    }
+    let mut out = String::with_capacity(decoded.len() + 8);
+    for c in decoded.chars() {
+        match c {
+            c if (c as u32) < 0x80 && bad(c) => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if bad(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// The controllers whose interface files (`<controller>.<file>`) every cgroup directory may

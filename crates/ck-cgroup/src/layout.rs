@@ -84,13 +84,14 @@ impl ModuleRef {
 
     /// Its path relative to the root.
     pub fn rel(&self) -> String {
-        format!("{}/{}", self.layout.dir(), self.name)
+        format!("{}/{}", self.layout.dir(), self.name.as_str())
     }
 
     /// The module name: the id for ours, the decoded id for the daemon's (where it decodes).
     pub fn module_name(&self) -> Option<String> {
         match self.layout {
-            Layout::Ck => Some(self.name.to_string()),
+            Layout::Ck if self.name.is_raw_bytes() => None,
+            Layout::Ck => Some(self.name.as_str().to_string()),
             Layout::Daemon => decode_daemon_name(self.name.as_str()).map(|d| d.module),
             Layout::Systemd => module_of_scope(self.name.as_str()),
         }

@@ -7,14 +7,13 @@
 //!
 //! Kernel reference: <https://docs.kernel.org/admin-guide/cgroup-v2.html>.
 
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::io::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{self as rfs, AtFlags, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
+use super::name_bytes::{self, bytes_of};
 use crate::error::{Error, Result};
 
 /// `CGROUP2_SUPER_MAGIC` from `linux/magic.h` (rustix has no constant for it).
@@ -78,10 +77,13 @@ impl CgroupDir {
         self.fd.as_fd()
     }
 
-    /// The absolute path of `rel` (for messages).
+    /// The absolute path of `rel` (for messages: a name that is not UTF-8 escaped, `\xff`).
     pub fn display_path(&self, rel: &str) -> PathBuf {
         if rel.is_empty() {
             self.path.clone()
+        } else if rel.contains('\0') {
+            let shown: Vec<_> = rel.split('/').map(name_bytes::display).collect();
+            self.path.join(shown.join("/"))
         } else {
             self.path.join(rel)
         }
@@ -137,7 +139,7 @@ impl CgroupDir {
         let (parent, name) = split_parent(rel);
         let res = self
             .open_beneath(parent, OFlags::RDONLY | OFlags::DIRECTORY)
-            .and_then(|p| rfs::mkdirat(&p, name, Mode::from_raw_mode(0o755)));
+            .and_then(|p| rfs::mkdirat(&p, &*bytes_of(name), Mode::from_raw_mode(0o755)));
         match res {
             Ok(()) => Ok(true),
             Err(Errno::EXIST) => match self.open_beneath(rel, OFlags::RDONLY | OFlags::DIRECTORY) {
@@ -152,7 +154,7 @@ impl CgroupDir {
     pub fn rmdir_raw(&self, rel: &str) -> std::result::Result<(), Errno> {
         let (parent, name) = split_parent(rel);
         let p = self.open_beneath(parent, OFlags::RDONLY | OFlags::DIRECTORY)?;
-        rfs::unlinkat(&p, name, AtFlags::REMOVEDIR)
+        rfs::unlinkat(&p, &*bytes_of(name), AtFlags::REMOVEDIR)
     }
 
     /// Whether `rel` exists as a directory beneath this one (an `O_PATH` open: a directory whose
@@ -189,7 +191,7 @@ impl CgroupDir {
             if name == b"." || name == b".." {
                 continue;
             }
-            out.push(OsStr::from_bytes(name).to_string_lossy().into_owned());
+            out.push(name_bytes::text_of(name));
         }
         out.sort();
         Ok(out)
@@ -209,7 +211,7 @@ pub(crate) fn open_beneath_at(
     let flags = flags | OFlags::CLOEXEC | OFlags::NOFOLLOW;
     match rfs::openat2(
         base,
-        rel,
+        &*bytes_of(rel),
         flags,
         Mode::empty(),
         ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
@@ -240,13 +242,13 @@ fn open_walk(
         let at = cur.as_ref().map_or(base, |f| f.as_fd());
         cur = Some(rfs::openat(
             at,
-            *d,
+            &*bytes_of(d),
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::empty(),
         )?);
     }
     let at = cur.as_ref().map_or(base, |f| f.as_fd());
-    rfs::openat(at, *last, flags, Mode::empty())
+    rfs::openat(at, &*bytes_of(last), flags, Mode::empty())
 }
 
 fn split_parent(rel: &str) -> (&str, &str) {

@@ -12,6 +12,7 @@
 
 pub mod dir;
 pub mod mount;
+pub(crate) mod name_bytes;
 pub mod oomd;
 pub mod parse;
 pub(crate) mod tree;

@@ -114,8 +114,11 @@ pub(crate) fn wait_events_or_gone(
         .open_beneath(parent_rel, OFlags::RDONLY | OFlags::DIRECTORY)
         .map_err(|e| Error::io("open", dir.display_path(parent_rel), e))?;
     let gone = || {
-        let Ok(there) = rustix::fs::statat(&parent, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
-        else {
+        let Ok(there) = rustix::fs::statat(
+            &parent,
+            &*crate::cgroup::name_bytes::bytes_of(name),
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        ) else {
             return true;
         };
         rustix::fs::fstat(cgroup.fd()).map_or(true, |st| {

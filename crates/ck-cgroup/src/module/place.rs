@@ -135,13 +135,18 @@ impl Root {
     /// never be a module (`cgroup.procs`, [`crate::id::module_name`]) is bad input.
     pub fn find_all(&self, name: &str) -> Result<Vec<ModuleRef>> {
         let dname = crate::id::module_name(name)?;
-        for layout in [Layout::Ck, Layout::Daemon] {
-            let m = ModuleRef {
-                layout,
-                name: dname.clone(),
-            };
-            if self.dir.is_dir(&m.rel())? {
-                return Ok(vec![m]);
+        // The name as given, then (where it is one) the name that is not UTF-8 which `list`
+        // shows escaped as it (`\xff\xfe`).
+        let raw = crate::cgroup::name_bytes::from_escaped(name).and_then(|t| DirName::new(&t).ok());
+        for dname in std::iter::once(dname).chain(raw) {
+            for layout in [Layout::Ck, Layout::Daemon] {
+                let m = ModuleRef {
+                    layout,
+                    name: dname.clone(),
+                };
+                if self.dir.is_dir(&m.rel())? {
+                    return Ok(vec![m]);
+                }
             }
         }
         // Mutation: an id finds no directory of the daemon's but one of its own name.

@@ -17,7 +17,11 @@ pub(super) enum Gone {
 
 /// The entry `name` in the directory `parent` is the directory `dir` (same device and inode).
 pub(super) fn same_dir(parent: &OwnedFd, name: &str, dir: &CgroupDir) -> bool {
-    let Ok(there) = rustix::fs::statat(parent, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) else {
+    let Ok(there) = rustix::fs::statat(
+        parent,
+        &*crate::cgroup::name_bytes::bytes_of(name),
+        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+    ) else {
         return false;
     };
     rustix::fs::fstat(dir.fd())

@@ -330,7 +330,7 @@ pub(crate) fn module_status_with(
         )
     };
     ModuleStatus {
-        name: m.name.to_string(),
+        name: m.name.as_str().to_string(),
         module: m.module.clone(),
         layout: m.layout,
         path: m.path.clone(),

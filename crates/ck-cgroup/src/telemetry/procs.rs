@@ -127,7 +127,7 @@ pub(crate) fn module_processes(dir: &CgroupDir, m: &ModuleEntry) -> ModuleProces
         };
     }
     ModuleProcesses {
-        name: m.name.to_string(),
+        name: m.name.as_str().to_string(),
         module: m.module.clone(),
         layout: m.layout,
         path: m.path.clone(),

@@ -136,12 +136,9 @@ pub(crate) fn child_dirs(fd: BorrowedFd<'_>) -> std::result::Result<Vec<String>,
         if name == b"." || name == b".." {
             continue;
         }
-        // cgroupfs names are what mkdir(2) took; a name that is not UTF-8 cannot be ours to
-        // spell, but it is still walked by its bytes' lossless form where possible.
-        match std::str::from_utf8(name) {
-            Ok(n) => out.push(n.to_string()),
-            Err(_) => return Err(Errno::ILSEQ),
-        }
+        // cgroupfs names are what mkdir(2) took: one that is not UTF-8 is walked by its bytes
+        // (cgroup::name_bytes), never by a lossy spelling that names another directory.
+        out.push(crate::cgroup::name_bytes::text_of(name));
     }
     Ok(out)
 }

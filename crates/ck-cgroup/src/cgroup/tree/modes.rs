@@ -49,7 +49,12 @@ pub(crate) fn restore_mode_at(at: BorrowedFd<'_>, name: &str, shown: &str) -> Op
     if cfg!(ck_mutation = "no-mode-restore") {
         return None;
     }
-    let st = rustix::fs::statat(at, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+    let st = rustix::fs::statat(
+        at,
+        &*crate::cgroup::name_bytes::bytes_of(name),
+        AtFlags::SYMLINK_NOFOLLOW,
+    )
+    .ok()?;
     if st.st_uid != rustix::process::geteuid().as_raw() {
         return None;
     }

@@ -12,7 +12,11 @@ pub(crate) fn rmdir_at(
     deadline: Instant,
 ) -> std::result::Result<(), Errno> {
     loop {
-        match rustix::fs::unlinkat(at, name, AtFlags::REMOVEDIR) {
+        match rustix::fs::unlinkat(
+            at,
+            &*crate::cgroup::name_bytes::bytes_of(name),
+            AtFlags::REMOVEDIR,
+        ) {
             Ok(()) | Err(Errno::NOENT) => return Ok(()),
             Err(Errno::BUSY)
                 if Instant::now() < deadline && populated_at(at, name) != Some(true) =>

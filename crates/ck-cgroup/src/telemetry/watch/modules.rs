@@ -413,7 +413,7 @@ impl<'a> Watcher<'a> {
             .collect();
         let present: Vec<Key> = list
             .iter()
-            .map(|m| (m.layout, m.name.to_string()))
+            .map(|m| (m.layout, m.name.as_str().to_string()))
             .collect();
         let gone: Vec<Key> = self
             .modules
@@ -425,7 +425,7 @@ impl<'a> Watcher<'a> {
             self.gone(&k, true, out);
         }
         for m in &list {
-            let k = (m.layout, m.name.to_string());
+            let k = (m.layout, m.name.as_str().to_string());
             let dir = self.root.dir().open_dir(&m.path).ok();
             if let Some(st) = self.modules.get(&k) {
                 let ino = dir.as_ref().and_then(|d| inode(d.fd()));

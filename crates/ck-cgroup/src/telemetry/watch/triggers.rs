@@ -157,7 +157,7 @@ impl Watcher<'_> {
             let Some(&limit) = per.or(self.opts.report_above.as_ref()) else {
                 continue;
             };
-            let k = (m.layout, m.name.to_string());
+            let k = (m.layout, m.name.as_str().to_string());
             let Some(st) = self.modules.get_mut(&k) else {
                 continue;
             };
