@@ -132,3 +132,42 @@ fn doctor_names_whose_oomd_marks_count_by_the_owner_of_daemon() {
     );
     assert!(c.fix.unwrap_or_default().contains("root-owned"));
 }
+
+/// A mark systemd-oomd would not honour is no mark: `user.oomd_omit` = "1\n" (its
+/// `parse_boolean` trims nothing) leaves daemon/ a candidate, and doctor says so, where it used
+/// to say systemd-oomd never picks it.
+#[test]
+fn doctor_reads_daemons_mark_as_systemd_oomd_parses_it() {
+    let w = World::new();
+    ok(w.run(&["init"]));
+    let daemon = w.root().join("daemon");
+    let candidates = |w: &World| -> Check {
+        let o = w.run(&["--json", "doctor"]);
+        let r: Report = serde_json::from_slice(&o.stdout).unwrap();
+        r.checks
+            .into_iter()
+            .find(|c| c.name == "systemd-oomd candidates")
+            .unwrap_or_else(|| panic!("no candidates check: {}", stdout(&o)))
+    };
+    let c = candidates(&w);
+    assert!(
+        c.detail.contains("daemon/ has user.oomd_omit"),
+        "{}",
+        c.detail
+    );
+    rustix::fs::setxattr(
+        &daemon,
+        "user.oomd_omit",
+        b"1\n",
+        rustix::fs::XattrFlags::empty(),
+    )
+    .unwrap();
+    let c = candidates(&w);
+    assert_ne!(c.outcome, "ok", "{}", c.detail);
+    assert!(
+        c.detail
+            .contains("daemon/ is a candidate with preference none"),
+        "{}",
+        c.detail
+    );
+}

@@ -185,14 +185,21 @@ fn get(fd: &At<'_>, name: &str) -> std::result::Result<Option<Vec<u8>>, Errno> {
     }
 }
 
-/// Whether a boolean attribute says true (systemd's `parse_boolean`: 1, yes, y, true, t, on).
+/// The value of an attribute as systemd reads it: a C string, so up to its first NUL
+/// (`getxattr_malloc` NUL-terminates what it read).
+fn c_string(v: &[u8]) -> &[u8] {
+    v.iter().position(|&b| b == 0).map_or(v, |n| &v[..n])
+}
+
+/// Whether a boolean attribute says true, exactly as systemd-oomd's `cg_get_xattr_bool` does:
+/// `parse_boolean` of the C string, case-insensitive, nothing trimmed (`1`, `yes`, `y`, `true`,
+/// `t`, `on`). So `"1\n"` or `" 1"` is no mark: systemd-oomd does not honour it, and neither
+/// does doctor.
 fn truthy(v: &[u8]) -> bool {
-    let t = String::from_utf8_lossy(v);
-    let t = t.trim_matches(|c: char| c == '\0' || c.is_whitespace());
-    matches!(
-        t.to_ascii_lowercase().as_str(),
-        "1" | "yes" | "y" | "true" | "t" | "on"
-    )
+    let t = c_string(v);
+    ["1", "yes", "y", "true", "t", "on"]
+        .iter()
+        .any(|w| t.eq_ignore_ascii_case(w.as_bytes()))
 }
 
 /// Set `pref` on the directory `rel` beneath `dir`: its attribute to "1" and the other one
@@ -323,11 +330,17 @@ fn counter(fd: Option<&At<'_>>, name: &str) -> Option<u64> {
     }
 }
 
+/// A counter attribute's number, as systemd's core reads `user.oomd_ooms` (`safe_atou64` of the
+/// C string): leading whitespace and a `+` allowed, then decimal digits to the end; anything
+/// else is no number (`None`, never a guess).
 fn number(v: &[u8]) -> Option<u64> {
-    String::from_utf8_lossy(v)
-        .trim_matches(|c: char| c == '\0' || c.is_whitespace())
-        .parse()
-        .ok()
+    let t = std::str::from_utf8(c_string(v)).ok()?;
+    let t = t.trim_start_matches([' ', '\t', '\n', '\r']);
+    let digits = t.strip_prefix('+').unwrap_or(t);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 /// systemd-oomd's counters of the directory `rel` (`oomd_ooms`, `oomd_kill`).
@@ -379,8 +392,17 @@ mod tests {
     #[test]
     fn booleans_and_counters_are_read_as_systemd_writes_them() {
         assert!(truthy(b"1") && truthy(b"true\0") && !truthy(b"0") && !truthy(b""));
+        assert!(truthy(b"YES") && truthy(b"On") && truthy(b"1\0junk"));
+        // What systemd-oomd's parse_boolean refuses is no mark here either.
+        for v in [&b"1\n"[..], b" 1", b"1 ", b"\x001", b"2", b"yes please"] {
+            assert!(!truthy(v), "{v:?}");
+        }
         assert_eq!(number(b"3"), Some(3));
         assert_eq!(number(b"12\0"), Some(12));
+        assert_eq!(number(b" +5"), Some(5));
         assert_eq!(number(b"x"), None);
+        for v in [&b"\0\x005"[..], b"5 ", b"-5", b"5x", b"", b"0x5"] {
+            assert_eq!(number(v), None, "{v:?}");
+        }
     }
 }
