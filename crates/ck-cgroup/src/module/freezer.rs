@@ -79,7 +79,10 @@ impl Root {
         let file = join(&rel, "cgroup.freeze");
         match self.dir.write_raw(&file, if frozen { "1" } else { "0" }) {
             Ok(()) => {}
-            Err(Errno::NOENT) | Err(Errno::NODEV) if self.dir.is_dir(&rel)? => {
+            // Absent only where the cgroup's own files are there (as a kill decides it).
+            Err(Errno::NOENT) | Err(Errno::NODEV)
+                if self.dir.exists(&join(&rel, "cgroup.procs")) =>
+            {
                 return Err(Error::bad_input(format!(
                     "cannot {verb} {name}: {} is absent (kernel before 5.2)",
                     self.dir.display_path(&file).display()

@@ -33,7 +33,18 @@ pub(super) fn write_control(
         match dir.write_raw(&path, data) {
             Ok(()) => return Wrote::Ok,
             Err(Errno::NOENT) | Err(Errno::NODEV) => {
-                return if dir.is_dir(rel).unwrap_or(false) {
+                // Gone or absent, decided from the kernel's own files: a directory removed while
+                // its handle is open still opens as `.`, but holds no file, not even
+                // `cgroup.procs`, which every cgroup has; a kernel without `file` has the rest.
+                // (Asked of the directory, a kill that lost the race to another kill read as
+                // a kernel before 5.14, exit 2.)
+                let procs = join(rel, "cgroup.procs");
+                let present = if cfg!(ck_mutation = "gone-read-as-absent") {
+                    dir.is_dir(rel).unwrap_or(false)
+                } else {
+                    dir.exists(&procs)
+                };
+                return if present {
                     Wrote::Unsupported(absent.to_string())
                 } else {
                     Wrote::Gone
@@ -70,4 +81,36 @@ pub(super) fn wait_empty_for(
         .saturating_duration_since(Instant::now())
         .min(slice);
     wait_events(dir, rel, left, |e| e.populated == Some(false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kill that writes to a module another kill removed meanwhile: the module is gone, not a
+    /// kernel without the file. On a real cgroup, made and removed here.
+    #[test]
+    fn a_module_removed_under_its_handle_is_gone_not_unsupported() {
+        // The suite's parent (scripts/test), else the mount's root: explicit, never ambient.
+        let parent = match std::env::var_os("CK_CGROUP_TEST_PARENT") {
+            Some(p) => std::path::PathBuf::from(p),
+            None => crate::discover::cgroup2_mount().expect("a cgroup2 mount"),
+        };
+        let path = parent.join(format!("ck-gone-test-{}", std::process::id()));
+        std::fs::create_dir(&path).expect("a cgroup to remove under its handle");
+        let dir = CgroupDir::open(&path);
+        let _ = std::fs::remove_dir(&path);
+        let dir = dir.expect("opened before its removal");
+        for (file, absent) in [
+            ("cgroup.kill", "kill absent"),
+            ("cgroup.freeze", "freeze absent"),
+        ] {
+            match write_control(&dir, "", file, "1", absent) {
+                Wrote::Gone => {}
+                Wrote::Unsupported(r) => panic!("{file}: read as unsupported: {r}"),
+                Wrote::Ok => panic!("{file}: written to a removed cgroup"),
+                Wrote::Failed(e) => panic!("{file}: {e}"),
+            }
+        }
+    }
 }
