@@ -16,6 +16,17 @@ pub fn cgroup2_mount() -> Result<PathBuf> {
         .ok_or_else(no_cgroup2)
 }
 
+/// Whether a cgroup v1 hierarchy holds `controller` (a hybrid host: then no cgroup2 directory
+/// can enable it), from the super options of the v1 mounts in `/proc/self/mountinfo`. `false`
+/// where that cannot be read.
+pub fn controller_on_v1(controller: &str) -> bool {
+    std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|t| {
+        parse::cgroup1_controllers(&t)
+            .iter()
+            .any(|c| c == controller)
+    })
+}
+
 pub(crate) fn no_cgroup2() -> Error {
     Error::bad_input("no cgroup2 filesystem is mounted (a cgroup-v1-only host)").with_hint(
         "boot with systemd.unified_cgroup_hierarchy=1, or mount cgroup2 (mount -t cgroup2 none /sys/fs/cgroup/unified)",

@@ -349,11 +349,24 @@ pub(crate) fn sort_writes(
             root.display()
         );
         if !best_effort {
-            return Err(Error::bad_input(format!("{file} needs {reason}"))
-                .with_hint(format!(
-                    "delegate it to the service (add {controller} to Delegate= in the unit) and run `ck-cgroup init`; or pass --best-effort to apply the other limits"
-                ))
-                .with_kind(crate::error::ErrorKind::ControllerMissing));
+            let fix = if crate::cgroup::mount::controller_on_v1(controller) {
+                format!(
+                    "this host's cgroup v1 holds the {controller} controller (a hybrid host), so no \
+                     cgroup2 directory can have it: boot with systemd.unified_cgroup_hierarchy=1, \
+                     or pass --best-effort to apply the other limits"
+                )
+            } else {
+                format!(
+                    "delegate it to the service (add {controller} to Delegate= in the unit) and run \
+                     `ck-cgroup init`; or pass --best-effort to apply the other limits"
+                )
+            };
+            return Err(Error::bad_input(format!(
+                "{file} needs the {controller} controller, which is not enabled for the modules in {}",
+                root.display()
+            ))
+            .with_hint(fix)
+            .with_kind(crate::error::ErrorKind::ControllerMissing));
         }
         skipped.push(Skipped {
             file: file.into(),

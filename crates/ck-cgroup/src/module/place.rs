@@ -382,8 +382,7 @@ impl Root {
                 path.display()
             ))
             .with_hint(format!(
-                "thaw it with `echo 0 > {}/cgroup.freeze`, or stop it with `ck-cgroup kill {id}`",
-                path.display()
+                "thaw it with `ck-cgroup thaw {id}`, or stop it with `ck-cgroup kill {id}`"
             ))
             .with_kind(crate::error::ErrorKind::ModuleFrozen));
         }
