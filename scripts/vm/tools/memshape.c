@@ -11,11 +11,14 @@
  *             maps on their own, all freed when the work stops: memory follows work
  *   cache     fills MIB in its first busy phase and holds it, reading it in later ones
  *
- * Prints `memshape: cycle N busy|idle` at each phase, unbuffered; exits 0 after CYCLES cycles. */
+ * Prints `memshape: cycle N busy|idle` at each phase, unbuffered, and `memshape: done` after
+ * CYCLES cycles; then holds what it has, asleep, until it is killed (so that what the last trough
+ * kept can still be read). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now(void) {
     struct timespec ts;
@@ -114,5 +117,6 @@ int main(int argc, char **argv) {
         sleep_ms(idle);
     }
     printf("memshape: done\n");
-    return 0;
+    for (;;)
+        pause();
 }
