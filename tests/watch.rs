@@ -481,3 +481,25 @@ fn watch_pressure_reports_a_module_without_the_pressure_file() {
     assert!(e.error.unwrap_or_default().contains("POLLERR"));
     assert!(alive(watch.child.id()), "watch goes on");
 }
+
+/// Whose fault: after an operator's `kill`, `watch`'s `emptied` said `killed_by: []`, as for a
+/// module that exited on its own. Our own stop now marks the module (`user.ck_cgroup_stops`)
+/// before it signals, as systemd-oomd does before its kill: `killed_by` names `ck-cgroup`, and
+/// `kill --json`'s `kills.ck_stops` counts it; a module that exits on its own names no one.
+#[test]
+fn watch_names_ck_cgroup_for_a_module_its_own_kill_stopped() {
+    let w = World::new();
+    let watch = Watch::start(&w, &[]);
+    let mut s = w.exec_sleep("stopped");
+    let e = watch.wait_for("stopped", "populated");
+    assert_eq!(e.module, "stopped");
+    let r = json(&w.run(&["--json", "kill", "--grace", "0s", "stopped"]));
+    assert_eq!(r["kills"]["ck_stops"], 1, "{r}");
+    s.wait().unwrap();
+    let e = watch.wait_for("stopped", "emptied");
+    assert_eq!(e.killed_by, Some(vec!["ck-cgroup".to_string()]), "{e:?}");
+    // A module whose process ends on its own: no one.
+    ok(w.run(&["exec", "alone", "--", "sh", "-c", "sleep 0.2"]));
+    let e = watch.wait_for("alone", "emptied");
+    assert_eq!(e.killed_by, Some(Vec::new()), "{e:?}");
+}

@@ -61,6 +61,7 @@ pub struct Kills {
     pub oom_group_kill: Option<u64>,
     pub oomd_ooms: Option<u64>,
     pub oomd_kill: Option<u64>,
+    pub ck_stops: Option<u64>,
 }
 
 #[derive(Deserialize)]

@@ -67,6 +67,7 @@ fn stop_report() -> StopReport {
             oom_group_kill: None,
             oomd_ooms: Some(1),
             oomd_kill: Some(3),
+            ck_stops: Some(1),
         },
     }
 }
@@ -133,6 +134,7 @@ fn module_reports_round_trip() {
         oom_group_kill: None,
         oomd_ooms: Some(2),
         oomd_kill: Some(5),
+        ck_stops: None,
     });
     round_trip(&CreateReport {
         module: id("a"),

@@ -32,6 +32,10 @@ pub const AVOID: &str = "user.oomd_avoid";
 pub const OOMS: &str = "user.oomd_ooms";
 /// How many processes systemd-oomd killed in the cgroup.
 pub const KILL: &str = "user.oomd_kill";
+/// How many times ck-cgroup (the helper or the library) stopped the cgroup: incremented by a
+/// stop before it signals or kills, as systemd-oomd increments `user.oomd_ooms` before its kill
+/// ([`mark_stop`]), so that whoever watches the module can tell our stop from another death.
+pub const STOPS: &str = "user.ck_cgroup_stops";
 
 /// The source of a preference figure.
 pub const PREFERENCE_SOURCE: &str = "user.oomd_avoid, user.oomd_omit xattrs";
@@ -297,12 +301,22 @@ pub struct KillCounters {
     pub oomd_ooms: Option<u64>,
     /// `user.oomd_kill`: processes systemd-oomd killed in it (0 when absent).
     pub oomd_kill: Option<u64>,
+    /// `user.ck_cgroup_stops`: stops of it by ck-cgroup, the helper's or the library's (0 when
+    /// absent; [`STOPS`]).
+    #[serde(default)]
+    pub ck_stops: Option<u64>,
 }
 
 impl KillCounters {
     /// Whether systemd-oomd killed there (`oomd_ooms` above 0).
     pub fn by_oomd(&self) -> bool {
         self.oomd_ooms.is_some_and(|n| n > 0)
+    }
+
+    /// Whether ck-cgroup's own stop (the helper's `kill`, `prune --kill`, `run`'s end, the
+    /// library's `Root::stop`) ended it (`ck_stops` above 0).
+    pub fn by_ck(&self) -> bool {
+        self.ck_stops.is_some_and(|n| n > 0)
     }
 
     /// Whether the kernel's OOM killer killed there.
@@ -361,12 +375,29 @@ pub fn kill_counters(dir: &CgroupDir, rel: &str) -> KillCounters {
         .map(|t| parse::flat_keyed(&t));
     let key = |k: &str| events.as_ref().and_then(|m| m.get(k).copied());
     let (oomd_ooms, oomd_kill) = oomd_counters(dir, rel);
+    let fd = open(dir, rel);
     KillCounters {
         oom_kill: key("oom_kill"),
         oom_group_kill: key("oom_group_kill"),
         oomd_ooms,
         oomd_kill,
+        ck_stops: counter(fd.as_ref().ok(), STOPS),
     }
+}
+
+/// Mark the directory `rel` as stopped by ck-cgroup: [`STOPS`] incremented (`setxattr(2)`),
+/// before the stop signals or kills. Where the filesystem refuses it (a kernel before 5.7, no
+/// permission), the stop goes on unmarked, and a watcher names no one for it.
+pub fn mark_stop(dir: &CgroupDir, rel: &str) {
+    // Mutation: a stop leaves no mark.
+    if cfg!(ck_mutation = "stop-unmarked") {
+        return;
+    }
+    let Ok(fd) = open(dir, rel) else {
+        return;
+    };
+    let n = counter(Some(&fd), STOPS).unwrap_or(0).saturating_add(1);
+    let _ = rfs::fsetxattr(&fd, STOPS, n.to_string().as_bytes(), XattrFlags::empty());
 }
 
 /// The preference of `rel` as a status figure: `None` where it cannot be read.

@@ -252,6 +252,7 @@ impl Root {
         report.layout = Some(m.layout);
         report.path = Some(path.clone());
         report.restored = restored;
+        crate::cgroup::oomd::mark_stop(&mdir, "");
         let sealed = seal(&mdir);
         let deadline = start + opts.grace + opts.timeout;
         let first = stop_tree(&mdir, "", opts).and_then(|tree| {

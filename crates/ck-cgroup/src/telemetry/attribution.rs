@@ -46,8 +46,8 @@ impl Kills {
     }
 
     /// The killers whose counters grew since the module was last populated: `systemd-oomd`
-    /// (`user.oomd_ooms`) and `kernel` (`oom_kill` or `oom_group_kill`). Empty when none did
-    /// (or a counter could not be read).
+    /// (`user.oomd_ooms`), `kernel` (`oom_kill` or `oom_group_kill`) and `ck-cgroup` (its own
+    /// stop: `user.ck_cgroup_stops`). Empty when none did (or a counter could not be read).
     pub(super) fn killed_by(&self) -> Vec<String> {
         let (Some(now), Some(then)) = (self.last, self.since) else {
             return Vec::new();
@@ -60,6 +60,9 @@ impl Kills {
         }
         if grew(now.oom_kill, then.oom_kill) || grew(now.oom_group_kill, then.oom_group_kill) {
             out.push("kernel".to_string());
+        }
+        if grew(now.ck_stops, then.ck_stops) {
+            out.push("ck-cgroup".to_string());
         }
         out
     }
