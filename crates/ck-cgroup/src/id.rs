@@ -9,6 +9,8 @@ use serde::Serialize;
 
 use crate::error::Error;
 
+pub(crate) mod name_bytes;
+
 /// Longest module id, in bytes.
 pub const MAX_ID_LEN: usize = 64;
 
@@ -91,7 +93,7 @@ impl AsRef<str> for ModuleId {
 /// A single path component naming an existing module directory: not empty, not `.` or `..`, no
 /// `/`, no NUL, at most 255 bytes. Used to act on directories found on disk (the daemon's own
 /// placement) by the name as found. A name found on disk that is not UTF-8 is held faithfully:
-/// a NUL and its bytes in hex (the only NUL a name may hold; `cgroup::name_bytes`), shown
+/// a NUL and its bytes in hex (the only NUL a name may hold; `id::name_bytes`), shown
 /// escaped (`\xff\xfe`) by its `Display`.
 ///
 /// Deserialized through [`DirName::new`]: a string that is not a valid name is an error.
@@ -128,7 +130,7 @@ impl DirName {
         if s.contains('/') {
             return Err(bad("it is not a single path component"));
         }
-        let encoded = crate::cgroup::name_bytes::decode(s);
+        let encoded = crate::id::name_bytes::decode(s);
         if s.contains('\0') && encoded.is_none() {
             return Err(bad("it contains NUL"));
         }
@@ -157,7 +159,7 @@ impl From<ModuleId> for DirName {
 
 impl fmt::Display for DirName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&crate::cgroup::name_bytes::display(&self.0))
+        f.write_str(&crate::id::name_bytes::display(&self.0))
     }
 }
 
@@ -166,7 +168,7 @@ impl fmt::Display for DirName {
 /// on (C0 controls, DEL, C1 controls) as `\xNN` / `\u{NN}` escapes, a backslash then as `\\`;
 /// a plain name as it is.
 pub fn shown(s: &str) -> std::borrow::Cow<'_, str> {
-    let decoded = crate::cgroup::name_bytes::display(s);
+    let decoded = crate::id::name_bytes::display(s);
     let bad = |c: char| c.is_control();
     if !decoded.chars().any(bad) {
         return decoded;

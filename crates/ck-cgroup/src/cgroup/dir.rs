@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{self as rfs, AtFlags, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
-use super::name_bytes::{self, bytes_of};
 use crate::error::{Error, Result};
+use crate::id::name_bytes::{self, bytes_of};
 
 /// `CGROUP2_SUPER_MAGIC` from `linux/magic.h` (rustix has no constant for it).
 pub const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;

@@ -12,7 +12,6 @@
 
 pub mod dir;
 pub mod mount;
-pub(crate) mod name_bytes;
 pub mod oomd;
 pub mod parse;
 pub(crate) mod tree;

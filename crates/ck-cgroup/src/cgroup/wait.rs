@@ -116,7 +116,7 @@ pub(crate) fn wait_events_or_gone(
     let gone = || {
         let Ok(there) = rustix::fs::statat(
             &parent,
-            &*crate::cgroup::name_bytes::bytes_of(name),
+            &*crate::id::name_bytes::bytes_of(name),
             rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
         ) else {
             return true;

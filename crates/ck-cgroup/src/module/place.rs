@@ -137,7 +137,7 @@ impl Root {
         let dname = crate::id::module_name(name)?;
         // The name as given, then (where it is one) the name that is not UTF-8 which `list`
         // shows escaped as it (`\xff\xfe`).
-        let raw = crate::cgroup::name_bytes::from_escaped(name).and_then(|t| DirName::new(&t).ok());
+        let raw = crate::id::name_bytes::from_escaped(name).and_then(|t| DirName::new(&t).ok());
         for dname in std::iter::once(dname).chain(raw) {
             for layout in [Layout::Ck, Layout::Daemon] {
                 let m = ModuleRef {

@@ -19,7 +19,7 @@ pub(super) enum Gone {
 pub(super) fn same_dir(parent: &OwnedFd, name: &str, dir: &CgroupDir) -> bool {
     let Ok(there) = rustix::fs::statat(
         parent,
-        &*crate::cgroup::name_bytes::bytes_of(name),
+        &*crate::id::name_bytes::bytes_of(name),
         rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
     ) else {
         return false;

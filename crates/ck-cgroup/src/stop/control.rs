@@ -94,7 +94,7 @@ mod tests {
         // The suite's parent (scripts/test), else the mount's root: explicit, never ambient.
         let parent = match std::env::var_os("CK_CGROUP_TEST_PARENT") {
             Some(p) => std::path::PathBuf::from(p),
-            None => crate::discover::cgroup2_mount().expect("a cgroup2 mount"),
+            None => crate::cgroup::mount::cgroup2_mount().expect("a cgroup2 mount"),
         };
         let path = parent.join(format!("ck-gone-test-{}", std::process::id()));
         std::fs::create_dir(&path).expect("a cgroup to remove under its handle");

@@ -137,8 +137,8 @@ pub(crate) fn child_dirs(fd: BorrowedFd<'_>) -> std::result::Result<Vec<String>,
             continue;
         }
         // cgroupfs names are what mkdir(2) took: one that is not UTF-8 is walked by its bytes
-        // (cgroup::name_bytes), never by a lossy spelling that names another directory.
-        out.push(crate::cgroup::name_bytes::text_of(name));
+        // (id::name_bytes), never by a lossy spelling that names another directory.
+        out.push(crate::id::name_bytes::text_of(name));
     }
     Ok(out)
 }

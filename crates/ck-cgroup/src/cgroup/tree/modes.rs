@@ -51,7 +51,7 @@ pub(crate) fn restore_mode_at(at: BorrowedFd<'_>, name: &str, shown: &str) -> Op
     }
     let st = rustix::fs::statat(
         at,
-        &*crate::cgroup::name_bytes::bytes_of(name),
+        &*crate::id::name_bytes::bytes_of(name),
         AtFlags::SYMLINK_NOFOLLOW,
     )
     .ok()?;

@@ -14,7 +14,7 @@ pub(crate) fn rmdir_at(
     loop {
         match rustix::fs::unlinkat(
             at,
-            &*crate::cgroup::name_bytes::bytes_of(name),
+            &*crate::id::name_bytes::bytes_of(name),
             AtFlags::REMOVEDIR,
         ) {
             Ok(()) | Err(Errno::NOENT) => return Ok(()),
