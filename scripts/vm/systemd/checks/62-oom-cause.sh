@@ -1,0 +1,35 @@
+# shellcheck shell=bash
+# oom-cause: which limit made the kernel's OOM killer kill in a module, as `watch` reports it on
+# `memory_oom_kill` (`oom_cause`), in a `ck-cgroup sandbox` (every controller). Module own hogs
+# past its own memory.max (16M): the cause is the module. Module anc, without a limit of its own,
+# hogs past subc-modules/'s memory.max (32M): the cause is that ancestor, named. (The third
+# cause, the whole machine, is left to the library's tests: a global OOM in the guest would take
+# the lane's own processes.)
+#   oom-cause  own's kill is {"at":"module"}; anc's is {"at":"ancestor","cgroup":".../subc-modules"}
+set -euo pipefail
+# shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
+. /lane/lib-systemd.sh
+check_begin oom-cause
+sandbox_up
+M=$CK_CGROUP_ROOT/subc-modules
+"$CK" init > /dev/null
+"$CK" watch > /tmp/oomc-watch.out 2> /tmp/oomc-watch.err &
+wpid=$!
+"$CK" create own --memory-max 16M --memory-swap-max 0 > /dev/null
+"$CK" create anc --memory-swap-max 0 > /dev/null
+expect "watch saw both modules" wait_until 20 eval 'grep -q "\"own\".*appeared" /tmp/oomc-watch.out && grep -q "\"anc\".*appeared" /tmp/oomc-watch.out'
+rc=0; "$CK" exec own -- "$MEMHOG" 64 > /dev/null 2>&1 || rc=$?
+note "own's memhog 64 under its own 16M: exit $rc"
+echo $((32 * 1048576)) > "$M/memory.max"
+rc=0; "$CK" exec anc -- "$MEMHOG" 64 > /dev/null 2>&1 || rc=$?
+note "anc's memhog 64 under subc-modules/'s 32M: exit $rc"
+echo max > "$M/memory.max"
+expect "own's OOM kill is its own limit's" wait_until 20 jq_lines_any /tmp/oomc-watch.out \
+  '.module == "own" and .event == "memory_oom_kill" and .oom_cause.at == "module"'
+expect "anc's OOM kill is subc-modules/'s limit's, named" wait_until 20 jq_lines_any /tmp/oomc-watch.out \
+  '.module == "anc" and .event == "memory_oom_kill" and .oom_cause.at == "ancestor" and (.oom_cause.cgroup | endswith("/subc-modules"))'
+grep -E '"memory_oom_kill"' /tmp/oomc-watch.out || true
+kill "$wpid" 2> /dev/null || true
+wait "$wpid" 2> /dev/null || true
+sandbox_down
+check_end
