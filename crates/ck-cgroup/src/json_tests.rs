@@ -305,6 +305,10 @@ fn telemetry_round_trips() {
         error: None,
         killed_by: None,
         inferred: None,
+        oom_cause: Some(crate::telemetry::oom_cause::OomCause::Ancestor {
+            cgroup: "/sys/fs/cgroup/x.service/subc-modules".into(),
+        }),
+        oom_cause_unknown: None,
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
@@ -323,6 +327,10 @@ fn telemetry_round_trips() {
         error: None,
         killed_by: Some(vec!["systemd-oomd".into()]),
         inferred: None,
+        oom_cause: None,
+        oom_cause_unknown: Some(
+            "the module's memory.events could not be read (no memory controller)".into(),
+        ),
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
@@ -341,6 +349,8 @@ fn telemetry_round_trips() {
         error: None,
         killed_by: Some(Vec::new()),
         inferred: Some(true),
+        oom_cause: None,
+        oom_cause_unknown: None,
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
@@ -359,6 +369,8 @@ fn telemetry_round_trips() {
         error: None,
         killed_by: None,
         inferred: None,
+        oom_cause: None,
+        oom_cause_unknown: None,
     });
 }
 

@@ -66,3 +66,40 @@ fn errors_say_their_kind() {
     let e = ck_cgroup::Root::open("/proc".as_ref()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NoCgroup2, "{e}");
 }
+
+/// An OOM kill's cause is read from the module and every cgroup above it, up to the mount: the
+/// module's `memory.events`, each ancestor's `memory.events.local`. Where the memory controller
+/// is off (this host), the cause is unknown and says why, never "no OOM".
+#[test]
+fn oom_counters_read_every_ancestor_and_unknown_is_said() {
+    use ck_cgroup::telemetry::oom_cause::{OomCounters, cause};
+    let sb = Sandbox::create(&parent()).expect("sandbox");
+    let root = sb.root();
+    let id = ModuleId::new("oomc").unwrap();
+    root.create(&id).unwrap();
+    let mount = ck_cgroup::discover::cgroup2_mount().unwrap();
+    let mdir = ck_cgroup::cgroup::dir::CgroupDir::open(&mount).unwrap();
+    let c = OomCounters::read(root.dir(), "subc-modules/oomc", Some(&mdir));
+    let paths: Vec<&str> = c.ancestors.iter().map(|(p, _)| p.as_str()).collect();
+    let r = root.path().display().to_string();
+    assert_eq!(paths[0], format!("{r}/subc-modules"), "{paths:?}");
+    assert_eq!(paths[1], r, "{paths:?}");
+    // Then each directory above the root, below the mount, the nearest first.
+    let above: Vec<String> = root
+        .path()
+        .ancestors()
+        .skip(1)
+        .take_while(|p| *p != mount.as_path())
+        .map(|p| p.display().to_string())
+        .collect();
+    assert_eq!(&paths[2..], above.iter().map(String::as_str).collect::<Vec<_>>(), "{paths:?}");
+    let memory = std::fs::read_to_string(root.path().join("subc-modules/cgroup.subtree_control"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .any(|c| c == "memory");
+    if !memory {
+        assert_eq!(c.module_oom_kill, None);
+        let e = cause(&c, &c).unwrap_err();
+        assert!(e.contains("no memory controller"), "{e}");
+    }
+}

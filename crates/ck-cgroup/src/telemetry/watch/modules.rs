@@ -61,6 +61,9 @@ pub(super) struct State {
     dir: Option<CgroupDir>,
     /// Its kill counters, for `oomd_kill` and `emptied`'s `killed_by`.
     kills: crate::telemetry::attribution::Kills,
+    /// The counters that tell an OOM kill's cause, as last read (when it was followed, and at
+    /// each `memory_oom_kill`).
+    oom: Option<crate::telemetry::oom_cause::OomCounters>,
 }
 
 /// The directories watched for modules coming and going: the two that hold modules, and their
@@ -96,6 +99,8 @@ pub(super) struct Watcher<'a> {
     /// The watches on [`MODULE_DIRS`].
     dir_wds: HashMap<i32, Option<Layout>>,
     dirs: Vec<OwnedFd>,
+    /// The cgroup2 mount, for the counters of the root's ancestors (an OOM kill's cause).
+    mount: Option<CgroupDir>,
 }
 
 impl<'a> Watcher<'a> {
@@ -108,7 +113,15 @@ impl<'a> Watcher<'a> {
             wds: HashMap::new(),
             dir_wds: HashMap::new(),
             dirs: Vec::new(),
+            mount: crate::cgroup::mount::cgroup2_mount()
+                .ok()
+                .and_then(|m| CgroupDir::open(&m).ok()),
         }
+    }
+
+    /// The counters that tell an OOM kill's cause in the module at `rel`, read now.
+    fn oom_counters(&self, rel: &str) -> crate::telemetry::oom_cause::OomCounters {
+        crate::telemetry::oom_cause::OomCounters::read(self.root.dir(), rel, self.mount.as_ref())
     }
 
     /// Read every event queued now (the fd is non-blocking), in the kernel's order.
@@ -338,7 +351,9 @@ impl<'a> Watcher<'a> {
     ) -> Result<()> {
         // A new cgroup starts empty: a module that already holds a process is reported as
         // populated right after it appeared.
+        let oom = Some(self.oom_counters(&rel));
         let mut st = State {
+            oom,
             rel,
             ino: dir.as_ref().and_then(|d| inode(d.fd())),
             populated: Some(false),
@@ -486,9 +501,27 @@ impl<'a> Watcher<'a> {
             }
         }
         let kills = crate::cgroup::oomd::kill_counters(dir, "");
+        // An OOM kill's cause, from the counters now against those of the last read.
+        let oom_kill_rose = self.modules.get(k).is_some_and(|st| {
+            counters.get("memory_oom_kill").copied().unwrap_or(0)
+                > st.counters.get("memory_oom_kill").copied().unwrap_or(0)
+        });
+        let oom_now = oom_kill_rose.then(|| {
+            let rel = self
+                .modules
+                .get(k)
+                .map(|st| st.rel.clone())
+                .unwrap_or_default();
+            self.oom_counters(&rel)
+        });
         let Some(st) = self.modules.get_mut(k) else {
             return;
         };
+        let oom_cause = oom_now.map(|now| {
+            let c = crate::telemetry::oom_cause::cause(&st.oom.clone().unwrap_or_default(), &now);
+            st.oom = Some(now);
+            c
+        });
         let populated_now = populated && st.populated != Some(true);
         let rise = st.kills.observe(kills, populated_now);
         if report {
@@ -513,7 +546,15 @@ impl<'a> Watcher<'a> {
                     } else {
                         "memory.events"
                     };
-                    out.push(event(k, name, Some(*v), prev, Some(file.into())));
+                    let mut e = event(k, name, Some(*v), prev, Some(file.into()));
+                    if name == "memory_oom_kill" {
+                        match &oom_cause {
+                            Some(Ok(Some(c))) => e.oom_cause = Some(c.clone()),
+                            Some(Ok(None)) | None => {}
+                            Some(Err(why)) => e.oom_cause_unknown = Some(why.clone()),
+                        }
+                    }
+                    out.push(e);
                 }
             }
         }
