@@ -76,7 +76,7 @@ fn oom_counters_read_every_ancestor_and_unknown_is_said() {
     let sb = Sandbox::create(&parent()).expect("sandbox");
     let root = sb.root();
     let id = ModuleId::new("oomc").unwrap();
-    root.create(&id).unwrap();
+    let _made = root.create(&id).unwrap();
     let mount = ck_cgroup::discover::cgroup2_mount().unwrap();
     let mdir = ck_cgroup::cgroup::dir::CgroupDir::open(&mount).unwrap();
     let c = OomCounters::read(root.dir(), "subc-modules/oomc", Some(&mdir));
@@ -92,7 +92,11 @@ fn oom_counters_read_every_ancestor_and_unknown_is_said() {
         .take_while(|p| *p != mount.as_path())
         .map(|p| p.display().to_string())
         .collect();
-    assert_eq!(&paths[2..], above.iter().map(String::as_str).collect::<Vec<_>>(), "{paths:?}");
+    assert_eq!(
+        &paths[2..],
+        above.iter().map(String::as_str).collect::<Vec<_>>(),
+        "{paths:?}"
+    );
     let memory = std::fs::read_to_string(root.path().join("subc-modules/cgroup.subtree_control"))
         .unwrap_or_default()
         .split_whitespace()
