@@ -93,8 +93,9 @@ pub struct WatchEvent {
     /// read populated was removed, and only an empty cgroup can be); absent when it was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inferred: Option<bool>,
-    /// `memory_oom_kill`: which limit made the kernel kill ([`OomCause`]: the module's own, an
-    /// ancestor's, the machine's); absent where it could not be told (`oom_cause_unknown`).
+    /// `memory_oom_kill`: which limit made the kernel kill
+    /// ([`OomCause`](crate::telemetry::oom_cause::OomCause): the module's own, an ancestor's,
+    /// the machine's); absent where it could not be told (`oom_cause_unknown`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oom_cause: Option<crate::telemetry::oom_cause::OomCause>,
     /// `memory_oom_kill`: why its cause could not be told (a counter that could not be read);
