@@ -1,5 +1,6 @@
 //! What each command promises, decided once per command. Each property is one method with an
-//! exhaustive match over [`Kind`] (or over [`Command`], where the answer depends on its flags),
+//! exhaustive match over [`Kind`] (or over `args::Command`, in `args/kind.rs`, where the answer
+//! depends on its flags),
 //! with no `_` arm: a command added to [`Command`] does not compile until [`Command::kind`]
 //! names its kind, and a kind does not compile until every property below is decided for it.
 //! Everything that needs a property asks it here: the input checks (`cli::validate`), the closed
@@ -10,9 +11,7 @@
 
 use serde::Serialize;
 
-use super::args::{BackendArgs, Command, GenerateKind};
-
-/// A command, without its arguments: one per subcommand of [`Command`].
+/// A command, without its arguments: one per subcommand of `args::Command`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Init,
@@ -492,96 +491,6 @@ pub fn cmd_commands() -> impl Iterator<Item = Kind> {
     Kind::ALL.into_iter().filter(|k| k.cmd() != Cmd::No)
 }
 
-impl Command {
-    /// This command's kind.
-    pub fn kind(&self) -> Kind {
-        match self {
-            Command::Init { .. } => Kind::Init,
-            Command::Create { .. } => Kind::Create,
-            Command::Set { .. } => Kind::Set,
-            Command::Exec { .. } => Kind::Exec,
-            Command::Place { .. } => Kind::Place,
-            Command::Kill { .. } => Kind::Kill,
-            Command::Prune { .. } => Kind::Prune,
-            Command::Run { .. } => Kind::Run,
-            Command::Freeze { .. } => Kind::Freeze,
-            Command::Thaw { .. } => Kind::Thaw,
-            Command::Remove { .. } => Kind::Remove,
-            Command::List { .. } => Kind::List,
-            Command::Doctor { .. } => Kind::Doctor,
-            Command::Apply { .. } => Kind::Apply,
-            Command::Watch { .. } => Kind::Watch,
-            Command::Status { .. } => Kind::Status,
-            Command::Ps { .. } => Kind::Ps,
-            Command::Top { .. } => Kind::Top,
-            Command::Sandbox { .. } => Kind::Sandbox,
-            Command::Generate { .. } => Kind::Generate,
-        }
-    }
-
-    /// The modules given on the command line, in order: ids or names as [`Kind::modules`] says.
-    pub fn modules(&self) -> Vec<&str> {
-        match self {
-            Command::Create { id, .. }
-            | Command::Set { id, .. }
-            | Command::Place { id, .. }
-            | Command::Exec { id, .. }
-            | Command::Run { id, .. }
-            | Command::Kill { id, .. }
-            | Command::Remove { id }
-            | Command::Freeze { id, .. }
-            | Command::Thaw { id, .. } => vec![id],
-            Command::Status { ids, .. } | Command::Ps { ids, .. } | Command::Watch { ids, .. } => {
-                ids.iter().map(String::as_str).collect()
-            }
-            Command::Prune { keep, .. } => keep.iter().map(String::as_str).collect(),
-            Command::Init { .. }
-            | Command::List { .. }
-            | Command::Doctor { .. }
-            | Command::Apply { .. }
-            | Command::Top { .. }
-            | Command::Sandbox { .. }
-            | Command::Generate { .. } => vec![],
-        }
-    }
-
-    /// Whether this command's result goes to stdout: [`Kind::stdout`], less where its `unless`
-    /// flag sends it elsewhere.
-    pub fn result_on_stdout(&self) -> bool {
-        match self {
-            Command::Status { output, .. } => output.is_none(),
-            Command::Generate { kind, .. } => !matches!(kind, GenerateKind::Man),
-            other => matches!(other.kind().stdout(), Stdout::Result { .. }),
-        }
-    }
-
-    /// Its `--backend` and `--manager`, for the commands that take them ([`Kind::backend`]).
-    pub fn backend_args(&self) -> Option<&BackendArgs> {
-        match self {
-            Command::Exec { backend, .. }
-            | Command::Kill { backend, .. }
-            | Command::Prune { backend, .. }
-            | Command::List { backend }
-            | Command::Status { backend, .. }
-            | Command::Ps { backend, .. }
-            | Command::Doctor { backend } => Some(backend),
-            Command::Init { .. }
-            | Command::Create { .. }
-            | Command::Set { .. }
-            | Command::Place { .. }
-            | Command::Run { .. }
-            | Command::Freeze { .. }
-            | Command::Thaw { .. }
-            | Command::Remove { .. }
-            | Command::Apply { .. }
-            | Command::Watch { .. }
-            | Command::Top { .. }
-            | Command::Sandbox { .. }
-            | Command::Generate { .. } => None,
-        }
-    }
-}
-
 /// `generate promises`: one JSON object per subcommand clap knows (hidden ones too), in its
 /// order. A subcommand without a kind is an error here, not a line left out.
 pub fn json_lines(cli: &clap::Command) -> Result<String, String> {
@@ -600,52 +509,6 @@ pub fn json_lines(cli: &clap::Command) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::args::Cli;
-    use clap::CommandFactory;
-
-    /// Every subcommand clap knows has a kind, and [`Kind::ALL`] holds each kind once.
-    #[test]
-    fn every_subcommand_has_one_kind() {
-        let cli = Cli::command();
-        let names: Vec<&str> = cli.get_subcommands().map(|s| s.get_name()).collect();
-        let kinds: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
-        assert_eq!(
-            names, kinds,
-            "Kind::ALL against clap's subcommands, in order"
-        );
-        assert!(json_lines(&cli).is_ok());
-    }
-
-    /// The properties that clap's definition also shows agree with it: a CMD argument, a
-    /// `--backend` for modules, a module argument.
-    #[test]
-    fn properties_agree_with_the_clap_definition() {
-        let cli = Cli::command();
-        for sub in cli.get_subcommands() {
-            let kind = Kind::from_name(sub.get_name()).unwrap();
-            let has = |id: &str| sub.get_arguments().any(|a| a.get_id() == id);
-            // `prune --keep ID`, not `sandbox --keep` (a flag).
-            let keeps = sub
-                .get_arguments()
-                .any(|a| a.get_id() == "keep" && a.get_action().takes_values());
-            assert_eq!(has("cmd"), kind.cmd() != Cmd::No, "{kind:?}: CMD");
-            assert_eq!(
-                has("backend") && kind != Kind::Sandbox,
-                kind.backend(),
-                "{kind:?}: --backend"
-            );
-            assert_eq!(
-                has("id") || has("ids") || keeps,
-                kind.modules() != Modules::None,
-                "{kind:?}: modules"
-            );
-            assert_eq!(
-                kind.modules() == Modules::None,
-                kind.missing() == Missing::NotGiven,
-                "{kind:?}: missing"
-            );
-        }
-    }
 
     #[test]
     fn prose_lists() {

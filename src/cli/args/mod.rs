@@ -419,6 +419,7 @@ pub enum Command {
     },
 }
 
+mod kind;
 mod limit_flags;
 mod stop_flags;
 
