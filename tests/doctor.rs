@@ -103,6 +103,16 @@ fn every_failure_has_its_fix() {
     }
 }
 
+/// `doctor --json`'s check `name` on `w`'s root.
+fn check_named(w: &World, name: &str) -> Check {
+    let o = w.run(&["--json", "doctor"]);
+    let r: Report = serde_json::from_slice(&o.stdout).unwrap();
+    r.checks
+        .into_iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no check {name}: {}", stdout(&o)))
+}
+
 /// The owner rule on a real tree: doctor reads daemon/'s owner and says whose marks
 /// systemd-oomd honours. Root's daemon/ is honoured everywhere; a daemon/ handed to another uid
 /// (a user service's, or one with `User=`) is not on the swap path, which doctor names with the
@@ -111,14 +121,7 @@ fn every_failure_has_its_fix() {
 fn doctor_names_whose_oomd_marks_count_by_the_owner_of_daemon() {
     let w = World::new();
     ok(w.run(&["init"]));
-    let marks = |w: &World| -> Check {
-        let o = w.run(&["--json", "doctor"]);
-        let r: Report = serde_json::from_slice(&o.stdout).unwrap();
-        r.checks
-            .into_iter()
-            .find(|c| c.name == "systemd-oomd marks")
-            .unwrap_or_else(|| panic!("no marks check: {}", stdout(&o)))
-    };
+    let marks = |w: &World| check_named(w, "systemd-oomd marks");
     let c = marks(&w);
     assert_eq!(c.outcome, "ok", "{}", c.detail);
     assert!(c.detail.contains("daemon/ is root-owned"), "{}", c.detail);
@@ -141,14 +144,7 @@ fn doctor_reads_daemons_mark_as_systemd_oomd_parses_it() {
     let w = World::new();
     ok(w.run(&["init"]));
     let daemon = w.root().join("daemon");
-    let candidates = |w: &World| -> Check {
-        let o = w.run(&["--json", "doctor"]);
-        let r: Report = serde_json::from_slice(&o.stdout).unwrap();
-        r.checks
-            .into_iter()
-            .find(|c| c.name == "systemd-oomd candidates")
-            .unwrap_or_else(|| panic!("no candidates check: {}", stdout(&o)))
-    };
+    let candidates = |w: &World| check_named(w, "systemd-oomd candidates");
     let c = candidates(&w);
     assert!(
         c.detail.contains("daemon/ has user.oomd_omit"),

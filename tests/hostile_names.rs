@@ -15,12 +15,7 @@ const BAD: &[u8] = b"\xff\xfe";
 
 /// A directory named `BAD` under `parent` with a `sleep 600` in it.
 fn sleep_in_raw_dir(w: &World, parent: &std::path::Path) -> std::process::Child {
-    let dir = parent.join(std::ffi::OsStr::from_bytes(BAD));
-    std::fs::create_dir(&dir).unwrap();
-    let s = Command::new("sleep").arg("600").spawn().unwrap();
-    w.track(s.id());
-    std::fs::write(dir.join("cgroup.procs"), s.id().to_string()).unwrap();
-    s
+    sleep_in_dir(w, &parent.join(std::ffi::OsStr::from_bytes(BAD)))
 }
 
 /// `prune --kill` (the unit's ExecStartPre=) said `��: 0 processes: killed and removed`, exit 0,

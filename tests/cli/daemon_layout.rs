@@ -44,12 +44,7 @@ fn daemon_layout_is_listed_decoded_and_killed_by_its_name() {
 /// A module's process in one of the daemon's directories `m-<escaped id>_<launch>`, kept alive
 /// (`sleep 600`); its pid.
 fn daemon_module(w: &World, dir: &str) -> std::process::Child {
-    let path = w.root().join("daemon/subc-modules").join(dir);
-    std::fs::create_dir_all(&path).unwrap();
-    let s = Command::new("sleep").arg("600").spawn().unwrap();
-    w.track(s.id());
-    std::fs::write(path.join("cgroup.procs"), s.id().to_string()).unwrap();
-    s
+    sleep_in_dir(w, &w.root().join("daemon/subc-modules").join(dir))
 }
 
 /// The operator's 3 a.m. path: `kill web` where the daemon placed web itself

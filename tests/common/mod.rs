@@ -16,6 +16,17 @@ pub mod started;
 #[allow(unused_imports)] // not every test target starts a module or traps a signal
 pub use started::{trapping_sh, wait_placed};
 
+/// A `sleep 600` moved into the cgroup directory `dir` (made, with its parents, where it is not
+/// there), tracked by `w`: a module's process in a directory the test names itself (the daemon's
+/// own layout, a name that is not UTF-8).
+pub fn sleep_in_dir(w: &World, dir: &Path) -> std::process::Child {
+    std::fs::create_dir_all(dir).unwrap();
+    let s = Command::new("sleep").arg("600").spawn().unwrap();
+    w.track(s.id());
+    std::fs::write(dir.join("cgroup.procs"), s.id().to_string()).unwrap();
+    s
+}
+
 /// The parent of every test sandbox: `CK_CGROUP_TEST_PARENT`, else the cgroup2 mount's root
 /// found in /proc/self/mountinfo. Never the caller's own cgroup (no ambient resolution).
 pub fn parent() -> PathBuf {
