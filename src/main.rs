@@ -65,7 +65,10 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
     if !cfg!(ck_mutation = "input-checked-late") {
         cli::validate::ids(&cli.command)?;
     }
-    cli::validate::json(&cli.command, cli.json)?;
+    // Mutation: --json where a command has none is not refused.
+    if !cfg!(ck_mutation = "json-unrefused") {
+        cli::validate::json(&cli.command, cli.json)?;
+    }
     let loaded = if cfg!(ck_mutation = "input-checked-late") {
         None
     } else {
