@@ -45,6 +45,21 @@ impl Kills {
         rise
     }
 
+    /// The counters read through the fd of a directory already removed: its files are gone
+    /// (`memory.events`: `None`), its xattrs are not; what could not be read now keeps its last
+    /// reading.
+    pub(super) fn observe_removed(&mut self, now: KillCounters) {
+        let last = self.last.unwrap_or_default();
+        let or = |a: Option<u64>, b: Option<u64>| a.or(b);
+        let mut merged = now;
+        merged.oom_kill = or(now.oom_kill, last.oom_kill);
+        merged.oom_group_kill = or(now.oom_group_kill, last.oom_group_kill);
+        merged.oomd_ooms = or(now.oomd_ooms, last.oomd_ooms);
+        merged.oomd_kill = or(now.oomd_kill, last.oomd_kill);
+        merged.ck_stops = or(now.ck_stops, last.ck_stops);
+        self.observe(merged, false);
+    }
+
     /// The killers whose counters grew since the module was last populated: `systemd-oomd`
     /// (`user.oomd_ooms`), `kernel` (`oom_kill` or `oom_group_kill`) and `ck-cgroup` (its own
     /// stop: `user.ck_cgroup_stops`). Empty when none did (or a counter could not be read).

@@ -321,9 +321,16 @@ impl<'a> Watcher<'a> {
     /// The lifetime open under `k`'s name ended: report it (after the `emptied` it must have
     /// had, with `infer`, when it was last read populated), stop watching its files.
     fn gone(&mut self, k: &Key, infer: bool, out: &mut Vec<WatchEvent>) {
-        let Some(st) = self.modules.remove(k) else {
+        let Some(mut st) = self.modules.remove(k) else {
             return;
         };
+        // The marks on the directory (systemd-oomd's, our own stop's) are still read through the
+        // fd held since its lifetime began, though it was removed before it was read empty: a
+        // stop that removed it at once would otherwise go unnamed.
+        if let Some(dir) = &st.dir {
+            st.kills
+                .observe_removed(crate::cgroup::oomd::kill_counters(dir, ""));
+        }
         for wd in st.wds {
             self.wds.remove(&wd);
             // Already gone with its file, as a rule.
