@@ -698,3 +698,62 @@ fn run_and_exec_find_cmd_in_path_by_the_effective_uid_as_execve_does() {
     }
     assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
 }
+
+/// `run --json`'s result carries CMD's death, parsed back into the library's own type: an exit
+/// with a code is charged with what it left named; TERM sent to `run` is a stop of ck-cgroup's,
+/// not charged; a bare SIGKILL where the memory controller is off is unknown, saying why.
+#[test]
+fn run_reports_whose_fault_the_death_was() {
+    use ck_cgroup::cgroup::death_cause::Cause;
+    use ck_cgroup::module::Death;
+    fn death(o: &std::process::Output) -> Death {
+        let line = stderr(o).lines().last().unwrap_or_default().to_string();
+        let v: serde_json::Value = serde_json::from_str(&line).expect(&line);
+        serde_json::from_value(v["death"].clone()).expect(&line)
+    }
+    let w = World::new();
+    let o = w.run(&[
+        "--json",
+        "run",
+        "crash",
+        "--grace",
+        "0s",
+        "--",
+        "sh",
+        "-c",
+        "sleep 600 & exit 3",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let d = death(&o);
+    assert_eq!(d.cause, Cause::Exited { code: 3 });
+    assert_eq!(d.charged, Some(true));
+    assert_eq!(d.survivors.as_ref().map(Vec::len), Some(1), "{d:?}");
+
+    let script = trapping_sh("trap 'exit 4' TERM", &w.tmp("ready"), 600);
+    let run = w
+        .ck()
+        .args(["--json", "run", "stopped", "--", "sh", "-c", &script])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    w.track(run.id());
+    w.line_from("ready");
+    signal(run.id(), rustix::process::Signal::TERM);
+    let o = run.wait_with_output().unwrap();
+    let d = death(&o);
+    assert_eq!(d.cause, Cause::Stopped, "{d:?}");
+    assert_eq!((d.exit_code, d.charged), (Some(4), Some(false)));
+
+    let memory = std::fs::read_to_string(w.root().join("subc-modules/cgroup.subtree_control"))
+        .unwrap_or_default()
+        .contains("memory");
+    if !memory {
+        let o = w.run(&["--json", "run", "bare", "--", "sh", "-c", "kill -KILL $$"]);
+        let d = death(&o);
+        assert!(
+            matches!(&d.cause, Cause::Unknown { why } if why.contains("memory.events")),
+            "{d:?}"
+        );
+        assert_eq!(d.charged, None);
+    }
+}

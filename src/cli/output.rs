@@ -403,9 +403,17 @@ impl Output {
 
     /// `run`'s result: with `--json` the stop of the module, as `kill --json` prints it, as the
     /// last line on stderr; without it nothing (CMD's exit status is the helper's).
-    pub fn run(&self, r: &StopReport) -> io::Result<()> {
+    /// `run`'s result: the stop of the module, and CMD's death (`None` where it was not read:
+    /// a stop that did not end leaves CMD unwaited).
+    pub fn run(&self, r: &StopReport, death: Option<&ck_cgroup::module::Death>) -> io::Result<()> {
+        #[derive(Serialize)]
+        struct Run<'a> {
+            #[serde(flatten)]
+            stop: &'a StopReport,
+            death: Option<&'a ck_cgroup::module::Death>,
+        }
         if self.json {
-            return result_line(r);
+            return result_line(&Run { stop: r, death });
         }
         if let Some(line) = super::oomd_lines::kills_line(&r.module, &r.kills) {
             eprintln!("ck-cgroup: {line}");

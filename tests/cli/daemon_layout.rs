@@ -153,3 +153,21 @@ fn the_default_status_table_names_the_directories_of_a_repeated_id() {
     ok(w.run(&["kill", "m-web_5f2"]));
     b.wait().unwrap();
 }
+
+/// `kill web` where both `subc-modules/web` and the daemon's `m-web_5f2` hold a process stops
+/// ours (found first) and only ours: the stop's re-check after the removal looked the id up
+/// again, found the daemon's directory and stopped it as one "made again".
+#[test]
+fn a_stop_of_our_module_leaves_the_daemons_directory_of_the_same_id() {
+    let w = World::new();
+    ok(w.run(&["init"]));
+    let mut ours = sleep_in_dir(&w, &w.root().join("subc-modules/web"));
+    let mut theirs = daemon_module(&w, "m-web_5f2");
+    ok(w.run(&["kill", "--timeout", "3s", "web"]));
+    ours.wait().unwrap();
+    assert!(!w.root().join("subc-modules/web").exists(), "ours left");
+    assert!(alive(theirs.id()), "the daemon's m-web_5f2 was stopped too");
+    assert!(w.root().join("daemon/subc-modules/m-web_5f2").exists());
+    ok(w.run(&["kill", "--timeout", "3s", "m-web_5f2"]));
+    theirs.wait().unwrap();
+}

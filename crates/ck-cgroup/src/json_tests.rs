@@ -305,7 +305,7 @@ fn telemetry_round_trips() {
         error: None,
         killed_by: None,
         inferred: None,
-        oom_cause: Some(crate::telemetry::oom_cause::OomCause::Ancestor {
+        oom_cause: Some(crate::cgroup::oom_cause::OomCause::Ancestor {
             cgroup: "/sys/fs/cgroup/x.service/subc-modules".into(),
         }),
         oom_cause_unknown: None,

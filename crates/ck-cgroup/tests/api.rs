@@ -72,7 +72,7 @@ fn errors_say_their_kind() {
 /// is off (this host), the cause is unknown and says why, never "no OOM".
 #[test]
 fn oom_counters_read_every_ancestor_and_unknown_is_said() {
-    use ck_cgroup::telemetry::oom_cause::{OomCounters, cause};
+    use ck_cgroup::cgroup::oom_cause::{OomCounters, cause};
     let sb = Sandbox::create(&parent()).expect("sandbox");
     let root = sb.root();
     let id = ModuleId::new("oomc").unwrap();

@@ -101,14 +101,11 @@ fn resident(
     // The signals stay blocked until the helper exits: one that arrives during the stop must
     // neither kill the helper before it has removed the module nor replace CMD's status.
     std::mem::forget(relay);
-    // CMD exited by itself: its status now, before the stop kills the namespace's init (which
-    // may not have reported it yet, or cannot: held in a stop by a process of the module).
-    let ended = match asked {
-        None => Some(
-            child
-                .wait()
-                .map_err(|e| Error::failed(format!("failed to wait for {prog}: {e}")))?,
-        ),
+    // CMD exited by itself: its death now (its status, and why it died from what rose on the
+    // module since the spawn), before the stop kills the namespace's init (which may not have
+    // reported it yet, or cannot: held in a stop by a process of the module).
+    let death = match asked {
+        None => Some(root.death(&mut child)?),
         Some(_) => None,
     };
     if let Some(how) = child.held_init() {
@@ -128,19 +125,19 @@ fn resident(
     let report = root
         .stop(id.as_str(), &opts)
         .or_else(Error::into_stop_report)?;
-    // stdout is CMD's: the JSON result is the last line on stderr, written when the module is
-    // empty (see `Output::result_line`).
-    written(ctx.out.run(&report));
     if let Some(e) = &report.error {
+        // stdout is CMD's: the JSON result is the last line on stderr, then the error.
+        written(ctx.out.run(&report, death.as_ref()));
         return Err(Error::failed(format!("{id}: {e}")).into());
     }
-    // The module is empty: CMD and the namespace's init are gone.
-    let status = match ended {
-        Some(st) => st,
-        None => child
-            .wait()
-            .map_err(|e| Error::failed(format!("failed to wait for {prog}: {e}")))?,
+    // The module is empty: CMD and the namespace's init are gone. Stopped on a signal, its
+    // death is read now (a stop of ours: `stopped`).
+    let death = match death {
+        Some(d) => d,
+        None => root.death(&mut child)?,
     };
+    written(ctx.out.run(&report, Some(&death)));
+    let status = death.status();
     let _ = child.wait_init();
     if let Some(sig) = std::os::unix::process::ExitStatusExt::signal(&status) {
         ck_cgroup::signals::reraise(sig);

@@ -9,9 +9,15 @@
 //! - [`wait`]: waits on `cgroup.events` (`populated 0`, `frozen 1`), never sleeps.
 //! - [`mount`]: where cgroup2 is mounted.
 //! - [`oomd`]: systemd-oomd's xattrs (a directory's preference, its kill counters).
+//! - [`death_cause`]: why a module's main process died (exited, a signal, an OOM killer, a stop
+//!   of ours), from what rose on its directory and above it since it was spawned.
+//! - [`oom_cause`]: which limit an OOM kill in a module came from (the module's, an ancestor's,
+//!   the machine's).
 
+pub mod death_cause;
 pub mod dir;
 pub mod mount;
+pub mod oom_cause;
 pub mod oomd;
 pub mod parse;
 pub(crate) mod tree;

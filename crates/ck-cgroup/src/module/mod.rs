@@ -26,16 +26,19 @@ mod init;
 mod limit_writes;
 mod lock;
 mod place;
+mod reap;
 mod remove;
 mod report;
 mod stop_prune;
 
 pub use freezer::FreezeReport;
+pub use reap::{Death, Reaped};
 pub use report::*;
 pub use stop_prune::signal_name;
 #[cfg(feature = "systemd")]
 pub(crate) use stop_prune::{Removed, prune_entries};
 
+use crate::cgroup::death_cause::DeathCounters;
 use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::oomd::{self, OomdMark, OomdPreference};
 use crate::cgroup::parse;
@@ -208,5 +211,12 @@ impl Root {
     /// The underlying directory handle.
     pub fn dir(&self) -> &CgroupDir {
         &self.dir
+    }
+
+    /// The cgroup2 mount's root directory, for what is read above this root (the ancestors' OOM
+    /// and systemd-oomd counters); `None` where it cannot be found or opened.
+    pub(crate) fn mount(&self) -> Option<CgroupDir> {
+        let path = crate::cgroup::mount::cgroup2_mount().ok()?;
+        CgroupDir::open(&path).ok()
     }
 }

@@ -462,26 +462,23 @@ impl Root {
     ) -> Result<crate::spawn::ModuleChild> {
         let rel = ModuleRef::ck(id).rel();
         self.refuse_frozen(id, &rel)?;
-        let dir = match self.dir.open_beneath(
-            &rel,
-            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
-        ) {
-            Ok(fd) => fd,
+        let dir = match self.dir.open_dir(&rel) {
+            Ok(d) => d,
             Err(Errno::NOENT) => {
                 let _created = self.create(id)?;
                 self.dir
-                    .open_beneath(
-                        &rel,
-                        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
-                    )
+                    .open_dir(&rel)
                     .map_err(|e| Error::io("open", self.dir.display_path(&rel), e))?
             }
             Err(e) => return Err(Error::io("open", self.dir.display_path(&rel), e)),
         };
+        // What the death will be told against (`Root::death`): the counters now, before the
+        // child runs.
+        let counters = DeathCounters::read(&self.dir, &rel, &dir, self.mount().as_ref());
         // The pre-exec placement (kernels before 5.7) has the child in this process's cgroup
         // until it moves itself: under the placement lock, as every placement.
         let _lock = self.placement_lock(false)?;
-        crate::spawn::spawn_into(std::os::unix::io::AsFd::as_fd(&dir), cmd).map_err(|e| {
+        let mut child = crate::spawn::spawn_into(dir.fd(), cmd).map_err(|e| {
             if let Some(errno) = crate::spawn::cgroup_namespace_refused(&e) {
                 return Error::no_cgroup_namespace(self.dir.display_path(&rel), errno);
             }
@@ -497,7 +494,9 @@ impl Root {
                 self.dir.display_path(&rel),
                 errno,
             )
-        })
+        })?;
+        child.baseline = Some(Box::new(crate::spawn::Baseline { rel, dir, counters }));
+        Ok(child)
     }
 
     /// [`spawn`](Self::spawn), going on without a namespace the host cannot make, as

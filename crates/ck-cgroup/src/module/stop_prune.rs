@@ -238,8 +238,9 @@ impl Root {
             return Ok(report);
         };
         // The directory found (a module id may have named a daemon's `m-<id>_<n>`): the re-check
-        // below looks for it by that name, not for another directory of the id.
-        let dname = m.name.clone();
+        // below looks for that directory again (its layout and name), never for another
+        // directory the id names.
+        let found = m.clone();
         let rel = m.rel();
         let path = self.dir.display_path(&rel);
         restored.extend(crate::cgroup::tree::restore_modes(&self.dir, &rel));
@@ -271,10 +272,20 @@ impl Root {
         // (a sibling's `mkdir -p` into the module, an exec racing the kill) is stopped and
         // removed too, until none is there or the deadline; then the stop failed, naming it.
         loop {
-            let Some(m) = self.find(dname.as_str())? else {
-                return Ok(report);
+            // Mutation: the re-check looks the name up again, as `find` does, so that a stop of
+            // `subc-modules/web` goes on to stop the daemon's `m-web_5f2`.
+            let m = if cfg!(ck_mutation = "recheck-by-id") {
+                match self.find(found.name.as_str())? {
+                    Some(m) => m,
+                    None => return Ok(report),
+                }
+            } else {
+                found.clone()
             };
             let rel = m.rel();
+            if !self.dir.is_dir(&rel)? {
+                return Ok(report);
+            }
             let again_path = self.dir.display_path(&rel);
             let mdir = match self.dir.open_dir(&rel) {
                 Ok(d) => d,

@@ -29,6 +29,20 @@ pub struct ModuleChild {
     pub(super) user_ns: bool,
     /// The namespaces the spawn went on without ([`Fallback`]).
     pub(crate) fallbacks: Vec<Fallback>,
+    /// Set by `Root::spawn`: the module's directory, held, and its counters at the spawn, from
+    /// which `Root::death` tells this death's cause.
+    pub(crate) baseline: Option<Box<Baseline>>,
+}
+
+/// A module's directory as it was when the child was spawned into it.
+#[derive(Debug)]
+pub(crate) struct Baseline {
+    /// The module's path relative to the root.
+    pub(crate) rel: String,
+    /// The module's directory, held open: its marks stay readable after it is removed.
+    pub(crate) dir: crate::cgroup::CgroupDir,
+    /// The counters at the spawn.
+    pub(crate) counters: crate::cgroup::death_cause::DeathCounters,
 }
 
 impl ModuleChild {

@@ -58,6 +58,7 @@ pub mod pidns;
 pub use cgroupns::{
     CgroupNamespace, CgroupNamespaceRefused, cgroup_namespace_refused, enter_cgroup_namespace,
 };
+pub(crate) use child::Baseline;
 pub use child::ModuleChild;
 pub use command::ModuleCommand;
 pub use fallback::Fallback;
@@ -249,6 +250,7 @@ fn spawn_clone3(
         ns,
         user_ns,
         fallbacks: Vec::new(),
+            baseline: None,
     };
     match read_report(&report_rd) {
         Ok(None) => {

@@ -115,6 +115,7 @@ pub(super) fn spawn_pre_exec(
             ns: None,
             user_ns: false,
             fallbacks: Vec::new(),
+            baseline: None,
         }),
         Err(e) => {
             // Do not leave an unsupervised child behind.

@@ -7,7 +7,6 @@
 //! ("Memory Interface Files", "PID Interface Files", "CPU Interface Files", "PSI").
 
 mod attribution;
-pub mod oom_cause;
 pub mod pressure;
 pub mod procs;
 pub mod watch;

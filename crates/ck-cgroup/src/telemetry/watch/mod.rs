@@ -94,10 +94,10 @@ pub struct WatchEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inferred: Option<bool>,
     /// `memory_oom_kill`: which limit made the kernel kill
-    /// ([`OomCause`](crate::telemetry::oom_cause::OomCause): the module's own, an ancestor's,
+    /// ([`OomCause`](crate::cgroup::oom_cause::OomCause): the module's own, an ancestor's,
     /// the machine's); absent where it could not be told (`oom_cause_unknown`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub oom_cause: Option<crate::telemetry::oom_cause::OomCause>,
+    pub oom_cause: Option<crate::cgroup::oom_cause::OomCause>,
     /// `memory_oom_kill`: why its cause could not be told (a counter that could not be read);
     /// absent where it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -63,7 +63,7 @@ pub(super) struct State {
     kills: crate::telemetry::attribution::Kills,
     /// The counters that tell an OOM kill's cause, as last read (when it was followed, and at
     /// each `memory_oom_kill`).
-    oom: Option<crate::telemetry::oom_cause::OomCounters>,
+    oom: Option<crate::cgroup::oom_cause::OomCounters>,
 }
 
 /// The directories watched for modules coming and going: the two that hold modules, and their
@@ -120,8 +120,8 @@ impl<'a> Watcher<'a> {
     }
 
     /// The counters that tell an OOM kill's cause in the module at `rel`, read now.
-    fn oom_counters(&self, rel: &str) -> crate::telemetry::oom_cause::OomCounters {
-        crate::telemetry::oom_cause::OomCounters::read(self.root.dir(), rel, self.mount.as_ref())
+    fn oom_counters(&self, rel: &str) -> crate::cgroup::oom_cause::OomCounters {
+        crate::cgroup::oom_cause::OomCounters::read(self.root.dir(), rel, self.mount.as_ref())
     }
 
     /// Read every event queued now (the fd is non-blocking), in the kernel's order.
@@ -525,7 +525,7 @@ impl<'a> Watcher<'a> {
             return;
         };
         let oom_cause = oom_now.map(|now| {
-            let c = crate::telemetry::oom_cause::cause(&st.oom.clone().unwrap_or_default(), &now);
+            let c = crate::cgroup::oom_cause::cause(&st.oom.clone().unwrap_or_default(), &now);
             st.oom = Some(now);
             c
         });

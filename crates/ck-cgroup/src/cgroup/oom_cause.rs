@@ -66,34 +66,43 @@ impl OomCounters {
                 .and_then(|t| parse::flat_keyed(&t).get("oom").copied())
         };
         let mut ancestors = Vec::new();
-        let mut r = rel;
-        while let Some((parent, _)) = r.rsplit_once('/') {
-            ancestors.push((
-                root.display_path(parent).display().to_string(),
-                local_oom(root, parent),
-            ));
-            r = parent;
-        }
-        if !rel.is_empty() {
-            ancestors.push((root.path().display().to_string(), local_oom(root, "")));
-        }
-        if let Some(m) = mount
-            && let Ok(above) = root.path().strip_prefix(m.path())
-        {
-            let mut p = above.parent();
-            while let Some(dir) = p.filter(|d| !d.as_os_str().is_empty()) {
-                let rel = dir.to_string_lossy();
-                ancestors.push((
-                    m.display_path(&rel).display().to_string(),
-                    local_oom(m, &rel),
-                ));
-                p = dir.parent();
-            }
-        }
+        each_ancestor(root, rel, mount, |path, dir, r| {
+            ancestors.push((path, local_oom(dir, r)));
+        });
         OomCounters {
             module_oom: key("oom"),
             module_oom_kill: key("oom_kill"),
             ancestors,
+        }
+    }
+}
+
+/// Call `f` with each directory above the module at `rel` beneath `root`, the nearest first: its
+/// absolute path, the handle it is read beneath and its path relative to that handle. Those
+/// beneath the root, the root itself, then (with `mount`, the cgroup2 mount's handle) each
+/// directory above the root up to, not including, the mount's root.
+pub(crate) fn each_ancestor(
+    root: &CgroupDir,
+    rel: &str,
+    mount: Option<&CgroupDir>,
+    mut f: impl FnMut(String, &CgroupDir, &str),
+) {
+    let mut r = rel;
+    while let Some((parent, _)) = r.rsplit_once('/') {
+        f(root.display_path(parent).display().to_string(), root, parent);
+        r = parent;
+    }
+    if !rel.is_empty() {
+        f(root.path().display().to_string(), root, "");
+    }
+    if let Some(m) = mount
+        && let Ok(above) = root.path().strip_prefix(m.path())
+    {
+        let mut p = above.parent();
+        while let Some(dir) = p.filter(|d| !d.as_os_str().is_empty()) {
+            let rel = dir.to_string_lossy();
+            f(m.display_path(&rel).display().to_string(), m, &rel);
+            p = dir.parent();
         }
     }
 }

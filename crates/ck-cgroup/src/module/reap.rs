@@ -1,0 +1,144 @@
+//! A module's death, for a supervisor's restart budget: [`Root::death`] waits for the main
+//! process a [`Root::spawn`] started and tells why it died ([`Cause`]), counted from the spawn
+//! on; [`Root::reap`] then stops what the process left behind and removes the module.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+
+use serde::{Deserialize, Serialize};
+
+use super::*;
+use crate::cgroup::death_cause::{self, Cause};
+use crate::spawn::ModuleChild;
+
+/// How a module's main process died, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Death {
+    /// The module's directory name (its id in our layout).
+    pub module: String,
+    /// The exit code, where it exited; `null` where a signal killed it.
+    pub exit_code: Option<i32>,
+    /// The signal that killed it (`SIGKILL`); `null` where it exited.
+    pub signal: Option<String>,
+    /// Why it died, from what rose on the module and above it since the spawn.
+    pub cause: Cause,
+    /// Whether a supervisor charges this death to the module's restart budget
+    /// ([`Cause::charged`]): `None` where the cause is unknown.
+    pub charged: Option<bool>,
+    /// The processes still in the module when the death was read (children and orphans it left;
+    /// the init of its PID namespace not counted); `null` where they could not be listed.
+    pub survivors: Option<Vec<u32>>,
+}
+
+impl Death {
+    /// The exit status as [`std::process::ExitStatus`].
+    pub fn status(&self) -> ExitStatus {
+        match (self.exit_code, &self.signal) {
+            (Some(code), _) => ExitStatus::from_raw((code & 0xff) << 8),
+            (None, Some(sig)) => ExitStatus::from_raw(signal_number(sig)),
+            (None, None) => ExitStatus::from_raw(0),
+        }
+    }
+}
+
+/// The number of a signal as [`death_cause::signal_name`] names it.
+fn signal_number(name: &str) -> i32 {
+    name.strip_prefix("signal ")
+        .and_then(|n| n.parse().ok())
+        .or_else(|| (1..=31).find(|n| death_cause::signal_name(*n) == name))
+        .unwrap_or(0)
+}
+
+/// A death and the stop that followed it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Reaped {
+    /// How the main process died, and why.
+    pub death: Death,
+    /// The stop of what it left and the module's removal (its `error` says what did not end).
+    pub stop: StopReport,
+}
+
+impl Root {
+    /// Wait for the main process of `child` (spawned by [`Root::spawn`] or
+    /// [`Root::spawn_with_fallback`] of this root) to exit, and tell why it died: the
+    /// [`Cause`] from what rose, between the spawn and now, on the module's directory and on
+    /// every directory above it (the kernel's `memory.events` and `memory.events.local`,
+    /// systemd-oomd's `user.oomd_ooms`, ck-cgroup's `user.ck_cgroup_stops`; see
+    /// [`death_cause`] for the order), and the processes it left in the module. Nothing is
+    /// stopped: [`reap`](Self::reap) does that too.
+    ///
+    /// The module's marks are read through the handle the spawn kept, so a death whose module a
+    /// stop already removed (an operator's `kill`) is still told (`Stopped`). A child that was
+    /// not spawned by a `Root` is bad input.
+    pub fn death(&self, child: &mut ModuleChild) -> Result<Death> {
+        let status = child
+            .wait()
+            .map_err(|e| Error::failed(format!("failed to wait for pid {}: {e}", child.id())))?;
+        let Some(base) = child.baseline.as_deref() else {
+            return Err(Error::bad_input(
+                "the child was not spawned by Root::spawn: no baseline to tell its death against",
+            ));
+        };
+        let now = crate::cgroup::death_cause::DeathCounters::read(
+            &self.dir,
+            &base.rel,
+            &base.dir,
+            self.mount().as_ref(),
+        );
+        let code = status.code();
+        let signal = status.signal();
+        let init = child.in_pid_namespace().then(|| child.id());
+        let survivors = match crate::cgroup::tree::members(&base.dir, "") {
+            Ok(pids) => Some(pids.into_iter().filter(|p| Some(*p) != init).collect()),
+            // Removed already (a stop ended it): nothing is left in it.
+            Err(e) if e.errno() == Some(Errno::NOENT) => Some(Vec::new()),
+            Err(_) => None,
+        };
+        let cause = death_cause::cause(code, signal, &base.counters, &now);
+        Ok(Death {
+            module: base.rel.rsplit('/').next().unwrap_or(&base.rel).to_string(),
+            exit_code: code,
+            signal: signal.map(death_cause::signal_name),
+            charged: cause.charged(),
+            cause,
+            survivors,
+        })
+    }
+
+    /// [`death`](Self::death), then the stop of what is left of the module by `opts` and its
+    /// removal ([`Root::stop`]), then, with a PID namespace, the init reaped
+    /// ([`ModuleChild::wait_init`]). A stop that did not end is not an `Err`: its report's
+    /// `error` says so ([`StopReport::ok`]), beside the death.
+    ///
+    /// ```no_run
+    /// use ck_cgroup::{ModuleId, Root, spawn::ModuleCommand, stop::StopOptions};
+    ///
+    /// # fn main() -> ck_cgroup::Result<()> {
+    /// let root = Root::open("/sys/fs/cgroup/unified/my.service".as_ref())?;
+    /// let id = ModuleId::new("worker-1")?;
+    /// let mut child = root.spawn(&id, &ModuleCommand::new("/usr/bin/worker"))?;
+    /// let r = root.reap(&mut child, &StopOptions::default())?;
+    /// match r.death.charged {
+    ///     Some(true) => println!("{}: its own fault ({:?})", id, r.death.cause),
+    ///     Some(false) => println!("{}: not its fault ({:?})", id, r.death.cause),
+    ///     None => println!("{}: unknown ({:?})", id, r.death.cause),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn reap(&self, child: &mut ModuleChild, opts: &StopOptions) -> Result<Reaped> {
+        let death = self.death(child)?;
+        let stop = match child.baseline.as_deref() {
+            Some(base) if self.dir.is_dir(&base.rel)? => self
+                .stop(&death.module, opts)
+                .or_else(Error::into_stop_report)?,
+            _ => StopReport::gone(&death.module, opts),
+        };
+        if child.in_pid_namespace() && stop.ok() {
+            let _ = child.wait_init();
+        }
+        Ok(Reaped { death, stop })
+    }
+}

@@ -1,0 +1,237 @@
+//! The death report as a supervisor charges its restart budget by it, on a real cgroup: the
+//! example supervisor (`examples/supervisor.rs`) driven through each cause this host can make for
+//! real. A crash and an exit with a code are charged; systemd-oomd's kill at an ancestor (its
+//! mark `user.oomd_ooms` rising there, as systemd-oomd leaves it, and the process SIGKILLed) and
+//! a stop of ck-cgroup's (an operator's `kill` while the supervisor waits) are not. Where the
+//! memory controller is off (this host), a bare SIGKILL's cause is unknown and says why: never
+//! "not OOM". An ancestor's memory limit needs the memory controller: lane 2's check
+//! `72-death-cause` makes one for real; here the counters' logic is unit-tested
+//! (`cgroup::death_cause`).
+
+#[path = "../examples/supervisor.rs"]
+#[allow(dead_code)]
+mod supervisor;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ck_cgroup::cgroup::death_cause::Cause;
+use ck_cgroup::spawn::ModuleCommand;
+use ck_cgroup::stop::StopOptions;
+use ck_cgroup::{ModuleId, Root, Sandbox};
+use supervisor::Supervisor;
+
+fn parent() -> PathBuf {
+    match std::env::var_os("CK_CGROUP_TEST_PARENT") {
+        Some(p) => PathBuf::from(p),
+        None => ck_cgroup::discover::cgroup2_mount().expect("a cgroup2 mount"),
+    }
+}
+
+fn sh(script: &str) -> ModuleCommand {
+    let mut c = ModuleCommand::new("/bin/sh");
+    c.args(["-c", script]);
+    c
+}
+
+/// Whether the modules have the memory controller (not on this hybrid host).
+fn has_memory(root: &Root) -> bool {
+    std::fs::read_to_string(root.path().join("subc-modules/cgroup.subtree_control"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .any(|c| c == "memory")
+}
+
+/// Set a counter xattr on a directory, as systemd-oomd marks the cgroup it killed.
+fn mark(dir: &Path, name: &str, n: u64) {
+    rustix::fs::setxattr(
+        dir,
+        name,
+        n.to_string().as_bytes(),
+        rustix::fs::XattrFlags::empty(),
+    )
+    .unwrap_or_else(|e| panic!("setxattr {name} on {}: {e}", dir.display()));
+}
+
+/// The pid in the first line the module's process writes to `file` (`echo $$`), waited for.
+fn pid_from(file: &Path) -> i32 {
+    for _ in 0..500 {
+        if let Some(p) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            return p;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("the module never wrote its pid to {}", file.display());
+}
+
+fn supervisor(sb: &Sandbox) -> Supervisor {
+    Supervisor {
+        root: Root::open(sb.path()).unwrap(),
+        budget: 3,
+        charged: HashMap::new(),
+    }
+}
+
+#[test]
+fn a_crash_and_an_exit_code_are_charged_and_a_clean_exit_is_not() {
+    let sb = Sandbox::create(&parent()).expect("sandbox");
+    let mut sup = supervisor(&sb);
+    let id = ModuleId::new("crasher").unwrap();
+    // SIGSEGV, three times: the budget is spent and it is not started again.
+    let cmd = sh("kill -SEGV $$");
+    assert!(sup.run_once(&id, &cmd).unwrap());
+    assert!(sup.run_once(&id, &cmd).unwrap());
+    assert!(!sup.run_once(&id, &cmd).unwrap());
+    assert_eq!(sup.charged[&id], 3);
+    let id = ModuleId::new("exit3").unwrap();
+    let mut child = sup.root.spawn(&id, &sh("exit 3")).unwrap();
+    let r = sup.root.reap(&mut child, &StopOptions::default()).unwrap();
+    assert_eq!(r.death.cause, Cause::Exited { code: 3 });
+    assert_eq!(r.death.charged, Some(true));
+    assert!(r.stop.ok() && r.stop.removed, "{:?}", r.stop);
+    let id = ModuleId::new("clean").unwrap();
+    assert!(!sup.run_once(&id, &sh("true")).unwrap());
+    assert_eq!(sup.charged[&id], 0);
+}
+
+#[test]
+fn the_processes_it_left_are_named_and_stopped_with_the_module() {
+    let sb = Sandbox::create(&parent()).expect("sandbox");
+    let sup = supervisor(&sb);
+    let id = ModuleId::new("leaver").unwrap();
+    let mut child = sup
+        .root
+        .spawn(&id, &sh("sleep 600 & echo $! > /dev/null; exit 1"))
+        .unwrap();
+    let r = sup.root.reap(&mut child, &StopOptions::default()).unwrap();
+    assert_eq!(r.death.cause, Cause::Exited { code: 1 });
+    let left = r.death.survivors.clone().expect("listed");
+    assert_eq!(left.len(), 1, "{:?}", r.death);
+    assert!(r.stop.ok() && r.stop.tree.killed == 1, "{:?}", r.stop);
+    assert!(!sb.path().join("subc-modules/leaver").exists());
+}
+
+#[test]
+fn systemd_oomds_kill_at_an_ancestor_is_not_charged() {
+    let sb = Sandbox::create(&parent()).expect("sandbox");
+    let mut sup = supervisor(&sb);
+    let id = ModuleId::new("victim").unwrap();
+    let pidfile = std::env::temp_dir().join(format!("ck-victim-{}", std::process::id()));
+    let _ = std::fs::remove_file(&pidfile);
+    let cmd = sh(&format!("echo $$ > {}; exec sleep 600", pidfile.display()));
+    std::thread::scope(|s| {
+        let oomd = s.spawn(|| {
+            let pid = pid_from(&pidfile);
+            // systemd-oomd's kill of subc-modules/: its mark rises, then SIGKILL.
+            mark(&sb.path().join("subc-modules"), "user.oomd_ooms", 1);
+            rustix::process::kill_process(
+                rustix::process::Pid::from_raw(pid).unwrap(),
+                rustix::process::Signal::KILL,
+            )
+            .unwrap();
+        });
+        assert!(sup.run_once(&id, &cmd).unwrap(), "restarted");
+        oomd.join().unwrap();
+    });
+    let _ = std::fs::remove_file(&pidfile);
+    assert_eq!(sup.charged[&id], 0, "an ancestor's oomd kill was charged");
+    // The report itself names the ancestor.
+    let mut child = sup.root.spawn(&id, &cmd).unwrap();
+    let pid = pid_from(&pidfile);
+    mark(sb.path(), "user.oomd_ooms", 1);
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    let r = sup.root.reap(&mut child, &StopOptions::default()).unwrap();
+    assert_eq!(
+        r.death.cause,
+        Cause::Oomd {
+            ancestor: Some(sb.path().display().to_string())
+        }
+    );
+    assert_eq!(r.death.signal.as_deref(), Some("SIGKILL"));
+    let _ = std::fs::remove_file(&pidfile);
+}
+
+#[test]
+fn an_operators_stop_is_not_charged_even_when_it_removed_the_module_first() {
+    let sb = Sandbox::create(&parent()).expect("sandbox");
+    let mut sup = supervisor(&sb);
+    let id = ModuleId::new("stopped").unwrap();
+    let pidfile = std::env::temp_dir().join(format!("ck-stopped-{}", std::process::id()));
+    let _ = std::fs::remove_file(&pidfile);
+    let cmd = sh(&format!("echo $$ > {}; exec sleep 600", pidfile.display()));
+    let operator = Root::open(sb.path()).unwrap();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let _pid = pid_from(&pidfile);
+            // `ck-cgroup kill stopped`, as an operator runs it (the supervisor's own stop may
+            // remove the module first: both are fine).
+            let r = operator.stop("stopped", &StopOptions::default()).unwrap();
+            assert!(r.ok(), "{r:?}");
+        });
+        assert!(sup.run_once(&id, &cmd).unwrap());
+    });
+    assert_eq!(sup.charged[&id], 0, "the operator's stop was charged");
+    // The stop removed the module before the death was read: its mark is read through the
+    // directory the spawn held.
+    let _ = std::fs::remove_file(&pidfile);
+    let mut child = sup.root.spawn(&id, &cmd).unwrap();
+    let _pid = pid_from(&pidfile);
+    let r = operator.stop("stopped", &StopOptions::default()).unwrap();
+    assert!(r.removed, "{r:?}");
+    let r = sup.root.reap(&mut child, &StopOptions::default()).unwrap();
+    assert_eq!(r.death.cause, Cause::Stopped, "{:?}", r.death);
+    assert_eq!(r.death.survivors, Some(vec![]));
+    assert!(r.stop.already_gone, "{:?}", r.stop);
+    let _ = std::fs::remove_file(&pidfile);
+}
+
+#[test]
+fn a_reused_directory_does_not_carry_an_earlier_death_into_this_one() {
+    let sb = Sandbox::create(&parent()).expect("sandbox");
+    let root = Root::open(sb.path()).unwrap();
+    let id = ModuleId::new("reused").unwrap();
+    let _made = root.create(&id).unwrap();
+    let dir = sb.path().join("subc-modules/reused");
+    // Marks of earlier lives: a stop of ours and a systemd-oomd kill.
+    mark(&dir, "user.ck_cgroup_stops", 2);
+    mark(&dir, "user.oomd_ooms", 1);
+    let mut child = root.spawn(&id, &sh("kill -SEGV $$")).unwrap();
+    let r = root.reap(&mut child, &StopOptions::default()).unwrap();
+    assert_eq!(
+        r.death.cause,
+        Cause::Signal {
+            signal: "SIGSEGV".into()
+        }
+    );
+}
+
+#[test]
+fn a_bare_sigkill_without_the_memory_controller_is_unknown_and_says_why() {
+    let sb = Sandbox::create(&parent()).expect("sandbox");
+    let root = Root::open(sb.path()).unwrap();
+    if has_memory(&root) {
+        eprintln!("the memory controller is on: lane 2's 72-death-cause covers this host");
+        return;
+    }
+    let id = ModuleId::new("bare").unwrap();
+    let mut child = root.spawn(&id, &sh("kill -KILL $$")).unwrap();
+    let r = root.reap(&mut child, &StopOptions::default()).unwrap();
+    let Cause::Unknown { why } = &r.death.cause else {
+        panic!("{:?}", r.death);
+    };
+    assert!(why.contains("memory.events"), "{why}");
+    assert_eq!(r.death.charged, None);
+    // The JSON a supervisor logs parses back into the library's own type.
+    let text = serde_json::to_string(&r.death).unwrap();
+    assert!(text.contains(r#""cause":{"kind":"unknown""#), "{text}");
+    let back: ck_cgroup::module::Death = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, r.death);
+}
