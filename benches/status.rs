@@ -26,7 +26,7 @@
 //!   `/dev/null`.
 //! - `Root::list`: the listing that `status` starts with (populated state and process count per
 //!   module); shown to tell where the time goes, part of the next rows.
-//! - `Root::status`: the library call `Root::status(&[])`.
+//! - `Root::status`: the library call `Root::status(ALL)`.
 //! - `status + to_vec` (a): the same call plus `serde_json::to_vec` of its result.
 //! - `binary --json` (b): the release binary `ck-cgroup --root <sandbox> --json status` spawned
 //!   as a process, from the spawn until it has exited and its stdout (a pipe) is read to the end.
@@ -314,7 +314,7 @@ fn measure(root: &Root, sandbox: &Path, bin: &Path, kind: Kind, populated: usize
         }
         Kind::Library => {
             let t0 = Instant::now();
-            let status = root.status(&[])?;
+            let status = root.status(ck_cgroup::module::ALL)?;
             let t1 = Instant::now();
             let json = serde_json::to_vec(&status)?;
             let t2 = Instant::now();

@@ -317,3 +317,24 @@ fn commands_md_promises_table_is_the_codes() {
         "docs/commands.md's promises table is not the code's; the rows should be:\n{want}"
     );
 }
+
+#[test]
+fn the_daemon_integration_supervisor_block_is_the_supervisor_example() {
+    let example = read("crates/ck-cgroup/examples/supervisor.rs");
+    let want = example
+        .split_once("// guide: start\n")
+        .and_then(|(_, r)| r.split_once("// guide: end\n"))
+        .map(|(r, _)| r)
+        .expect("supervisor.rs has its guide: start and guide: end markers");
+    let guide = read("docs/daemon-integration.md");
+    let block = guide
+        .split_once("### Whose fault: the death report and a restart budget\n")
+        .and_then(|(_, s)| s.split_once("```rust\n"))
+        .and_then(|(_, b)| b.split_once("```\n"))
+        .map(|(b, _)| b)
+        .expect("a rust block in the guide's death-report section");
+    assert_eq!(
+        block, want,
+        "docs/daemon-integration.md's supervisor block differs from crates/ck-cgroup/examples/supervisor.rs between its guide: markers"
+    );
+}

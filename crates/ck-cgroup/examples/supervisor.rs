@@ -84,7 +84,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (name, args) in modules {
         let id = ModuleId::new(name)?;
         let mut cmd = ModuleCommand::new("/bin/sh");
-        cmd.args(args);
+        // Kill-on-close: should this supervisor die, the kernel empties each module.
+        cmd.args(args).pid_namespace(true);
         while sup.run_once(&id, &cmd)? {}
     }
     let _ = std::fs::remove_file(&count);

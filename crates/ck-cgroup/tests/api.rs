@@ -107,3 +107,47 @@ fn oom_counters_read_every_ancestor_and_unknown_is_said() {
         assert!(e.contains("no memory controller"), "{e}");
     }
 }
+
+/// A wait with a timeout gives `None` while the program runs and its status once it exited;
+/// `signal_member` reaches a process of the module through a pidfd and refuses one that is not
+/// the module's (this test's own pid, a pid no process has).
+#[test]
+fn wait_timeout_and_signal_member_by_pidfd() {
+    use ck_cgroup::spawn::ModuleCommand;
+    use std::os::unix::process::ExitStatusExt;
+    let sb = Sandbox::create(&parent()).expect("sandbox");
+    let root = sb.root();
+    let id = ModuleId::new("waited").unwrap();
+    let mut cmd = ModuleCommand::new("/bin/sleep");
+    cmd.arg("600");
+    let mut child = root.spawn(&id, &cmd).unwrap();
+    assert_eq!(
+        child.wait_timeout(Duration::from_millis(50)).unwrap(),
+        None
+    );
+    for pid in [std::process::id(), u32::MAX / 2] {
+        let e = root
+            .signal_member("waited", pid, ck_cgroup::Signal::TERM)
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NoSuchProcess, "{e}");
+    }
+    let e = root
+        .signal_member("nosuch", child.id(), ck_cgroup::Signal::TERM)
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NoSuchModule, "{e}");
+    root.signal_member("waited", child.id(), ck_cgroup::Signal::TERM)
+        .unwrap();
+    let st = child
+        .wait_timeout(Duration::from_secs(30))
+        .unwrap()
+        .expect("exited on TERM");
+    assert_eq!(st.signal(), Some(15));
+    let r = root.reap(&mut child, &StopOptions::default()).unwrap();
+    assert_eq!(
+        r.death.cause,
+        ck_cgroup::cgroup::death_cause::Cause::Signal {
+            signal: "SIGTERM".into()
+        }
+    );
+    assert!(r.stop.ok());
+}

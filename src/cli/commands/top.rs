@@ -263,7 +263,7 @@ impl<'a> View<'a> {
     /// One refresh: the header and the table, sorted, with the CPU rates since the last one.
     fn frame(&mut self, interactive: bool) -> Result<String, Error> {
         let at = Instant::now();
-        let mut rows = self.root.status(&[])?;
+        let mut rows = self.root.status(ck_cgroup::module::ALL)?;
         let mut rates = HashMap::new();
         let mut cpu = HashMap::new();
         for m in &rows {

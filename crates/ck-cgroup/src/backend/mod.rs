@@ -183,12 +183,16 @@ impl Backend {
     }
 
     /// `status`.
-    pub fn status(&self, ids: &[String]) -> Result<Vec<ModuleStatus>, Error> {
+    pub fn status<S: AsRef<str>>(&self, ids: &[S]) -> Result<Vec<ModuleStatus>, Error> {
+        let ids: Vec<String> = ids.iter().map(|n| n.as_ref().to_string()).collect();
+        let ids = ids.as_slice();
         on_modules!(self, open, m => m.status(ids))
     }
 
     /// `ps`: the processes of every module, or of those named.
-    pub fn processes(&self, ids: &[String]) -> Result<Vec<ModuleProcesses>, Error> {
+    pub fn processes<S: AsRef<str>>(&self, ids: &[S]) -> Result<Vec<ModuleProcesses>, Error> {
+        let ids: Vec<String> = ids.iter().map(|n| n.as_ref().to_string()).collect();
+        let ids = ids.as_slice();
         on_modules!(self, open, m => m.processes(ids))
     }
 

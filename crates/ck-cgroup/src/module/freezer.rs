@@ -42,14 +42,16 @@ impl Root {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn freeze(&self, name: &str, timeout: Duration) -> Result<FreezeReport> {
+    pub fn freeze(&self, name: impl AsRef<str>, timeout: Duration) -> Result<FreezeReport> {
+        let name = name.as_ref();
         self.set_frozen(name, true, timeout)
     }
 
     /// Thaw module `name`: `0` to its `cgroup.freeze`, then wait until `frozen 0`, at most
     /// `timeout`. A module frozen by an ancestor's `cgroup.freeze` stays frozen: that is the
     /// timeout's error. Errors as [`Root::freeze`].
-    pub fn thaw(&self, name: &str, timeout: Duration) -> Result<FreezeReport> {
+    pub fn thaw(&self, name: impl AsRef<str>, timeout: Duration) -> Result<FreezeReport> {
+        let name = name.as_ref();
         self.set_frozen(name, false, timeout)
     }
 

@@ -29,6 +29,7 @@ mod place;
 mod reap;
 mod remove;
 mod report;
+mod signal_member;
 mod stop_prune;
 
 pub use freezer::FreezeReport;
@@ -48,6 +49,10 @@ use crate::error::{Error, Result};
 use crate::id::{DirName, ModuleId};
 use crate::layout::{DAEMON_LEAF, Layout, MODULES_DIR, ModuleRef, WANTED_CONTROLLERS};
 use crate::stop::{StopOptions, TreeStop, stop_tree};
+
+/// No module named: every module, for the calls that take a list of names
+/// (`root.status(ALL)`, `root.processes(ALL)`).
+pub const ALL: &[&str] = &[];
 
 /// A service root: a cgroup2 directory below the hierarchy's root.
 #[derive(Debug)]

@@ -105,7 +105,8 @@ impl Root {
     /// a process.
     ///
     /// [`find_all`]: Root::find_all
-    pub fn find(&self, name: &str) -> Result<Option<ModuleRef>> {
+    pub fn find(&self, name: impl AsRef<str>) -> Result<Option<ModuleRef>> {
+        let name = name.as_ref();
         let mut all = self.find_all(name)?;
         match all.len() {
             0 | 1 => Ok(all.pop()),
@@ -133,7 +134,8 @@ impl Root {
     /// a module id, each of the daemon's directories whose name decodes to it
     /// (`m-<escaped id>_<launch>`, `m-<escaped id>_swap_<launch>`), in name order. A name that can
     /// never be a module (`cgroup.procs`, [`crate::id::module_name`]) is bad input.
-    pub fn find_all(&self, name: &str) -> Result<Vec<ModuleRef>> {
+    pub fn find_all(&self, name: impl AsRef<str>) -> Result<Vec<ModuleRef>> {
+        let name = name.as_ref();
         let dname = crate::id::module_name(name)?;
         // The name as given, then (where it is one) the name that is not UTF-8 which `list`
         // shows escaped as it (`\xff\xfe`).

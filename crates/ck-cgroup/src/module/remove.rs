@@ -32,7 +32,8 @@ impl Root {
     /// Remove an empty module. A populated one is refused with the number of its processes.
     /// The modes of its directories and control files are restored first where this process's
     /// uid owns them; sub-cgroups it made are removed at any depth, threaded ones too.
-    pub fn remove(&self, name: &str) -> Result<RemoveReport> {
+    pub fn remove(&self, name: impl AsRef<str>) -> Result<RemoveReport> {
+        let name = name.as_ref();
         match self.remove_module(name)? {
             Removal::Gone => Ok(RemoveReport {
                 module: name.to_string(),

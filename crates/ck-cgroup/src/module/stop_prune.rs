@@ -170,7 +170,8 @@ impl Root {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn kill(&self, name: &str, timeout: Duration) -> Result<StopReport> {
+    pub fn kill(&self, name: impl AsRef<str>, timeout: Duration) -> Result<StopReport> {
+        let name = name.as_ref();
         self.stop(
             name,
             &StopOptions {
@@ -228,7 +229,8 @@ impl Root {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn stop(&self, name: &str, opts: &StopOptions) -> Result<StopReport> {
+    pub fn stop(&self, name: impl AsRef<str>, opts: &StopOptions) -> Result<StopReport> {
+        let name = name.as_ref();
         let start = Instant::now();
         let _boost = crate::stop::Boost::new();
         let mut report = StopReport::gone(name, opts);

@@ -4,7 +4,9 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
+use std::time::{Duration, Instant};
 
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::io::Errno;
 use rustix::process::{Signal, WaitId, WaitIdOptions, WaitIdStatus, pidfd_send_signal, waitid};
 
@@ -144,6 +146,32 @@ impl ModuleChild {
     pub fn wait_init(&mut self) -> io::Result<ExitStatus> {
         self.reap(WaitIdOptions::EXITED)?
             .ok_or_else(|| io::Error::other("waitid(P_PIDFD) returned no status"))
+    }
+
+    /// Wait at most `timeout` for the program to exit: its status (as [`wait`](Self::wait)
+    /// gives it), or `Ok(None)` when it still runs after `timeout`. Sleeps in `poll(2)` on
+    /// [`exit_fd`](Self::exit_fd), woken by the exit; `EINTR` is retried with what is left.
+    pub fn wait_timeout(&mut self, timeout: Duration) -> io::Result<Option<ExitStatus>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(st) = self.try_wait()? {
+                return Ok(Some(st));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            let ts = Timespec {
+                tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+                tv_nsec: i64::from(left.subsec_nanos()),
+            };
+            let fd = self.exit_fd();
+            let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+            match poll(&mut fds, Some(&ts)) {
+                Ok(_) | Err(Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     /// The program's status if it has exited (without a PID namespace this

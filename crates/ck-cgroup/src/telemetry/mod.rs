@@ -217,7 +217,9 @@ impl Root {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn status(&self, names: &[String]) -> Result<Vec<ModuleStatus>> {
+    pub fn status<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<ModuleStatus>> {
+        let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
+        let names = names.as_slice();
         // The controllers each layout's modules have: files of the others are not there, and
         // are not tried (the figure stays unknown either way).
         let enabled = |dir: &str| {

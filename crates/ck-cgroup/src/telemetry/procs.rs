@@ -72,7 +72,9 @@ pub struct Process {
 impl Root {
     /// The processes of every module (ours and the daemon's), or of those named; a name that is
     /// no module is an error of kind [`ErrorKind::NoSuchModule`], as in [`Root::status`].
-    pub fn processes(&self, names: &[String]) -> Result<Vec<ModuleProcesses>> {
+    pub fn processes<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<ModuleProcesses>> {
+        let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
+        let names = names.as_slice();
         Ok(self
             .selected(names)?
             .iter()

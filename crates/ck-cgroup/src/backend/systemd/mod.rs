@@ -215,7 +215,9 @@ impl Scopes {
     }
 
     /// The figures of every module scope, or of those named (by id or scope name).
-    pub fn status(&self, names: &[String]) -> Result<Vec<ModuleStatus>> {
+    pub fn status<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<ModuleStatus>> {
+        let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
+        let names = names.as_slice();
         let (dir, chosen) = self.selected(names)?;
         Ok(match dir {
             Some(dir) => chosen
@@ -227,7 +229,9 @@ impl Scopes {
     }
 
     /// `ps`: the processes of the module scopes, or of those named.
-    pub fn processes(&self, names: &[String]) -> Result<Vec<ModuleProcesses>> {
+    pub fn processes<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<ModuleProcesses>> {
+        let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
+        let names = names.as_slice();
         let (dir, chosen) = self.selected(names)?;
         Ok(match dir {
             Some(dir) => chosen.iter().map(|e| module_processes(&dir, e)).collect(),
@@ -323,7 +327,8 @@ impl Scopes {
     /// method is `systemd`. A scope that is not loaded is reported as already gone. A stop that
     /// did not end is an `Err` that carries its report, as of
     /// [`Root::stop`](crate::module::Root::stop).
-    pub fn stop(&self, name: &str, opts: &StopOptions) -> Result<StopReport> {
+    pub fn stop(&self, name: impl AsRef<str>, opts: &StopOptions) -> Result<StopReport> {
+        let name = name.as_ref();
         if opts.method != crate::stop::Method::Auto {
             return Err(method_forced());
         }
