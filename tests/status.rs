@@ -43,6 +43,7 @@ struct Module {
     oomd_preference: Fig,
     oomd_ooms: Fig,
     oomd_kill: Fig,
+    ck_stops: Fig,
 }
 
 #[derive(Deserialize)]

@@ -287,6 +287,10 @@ fn telemetry_round_trips() {
             value: None,
             source: "user.oomd_kill xattr".into(),
         },
+        ck_stops: Figure {
+            value: Some(2),
+            source: "user.ck_cgroup_stops xattr".into(),
+        },
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),

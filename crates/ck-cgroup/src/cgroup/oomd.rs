@@ -366,6 +366,11 @@ pub fn oomd_counters(dir: &CgroupDir, rel: &str) -> (Option<u64>, Option<u64>) {
     )
 }
 
+/// ck-cgroup's stops of the directory `rel` ([`STOPS`]).
+pub fn ck_stops(dir: &CgroupDir, rel: &str) -> Option<u64> {
+    counter(open(dir, rel).as_ref().ok(), STOPS)
+}
+
 /// Every kill counter of the directory `rel`: read before it is removed (a removed directory
 /// takes them with it).
 pub fn kill_counters(dir: &CgroupDir, rel: &str) -> KillCounters {

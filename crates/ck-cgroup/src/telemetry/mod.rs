@@ -189,6 +189,16 @@ pub struct ModuleStatus {
     pub oomd_ooms: Figure<u64>,
     /// `user.oomd_kill`: how many processes systemd-oomd killed in it.
     pub oomd_kill: Figure<u64>,
+    /// `user.ck_cgroup_stops`: how many times a stop of ck-cgroup's (the helper's `kill`,
+    /// `prune --kill`, `run`'s, the library's `Root::stop`) began on the module (0: never;
+    /// `None`: it cannot be read, or a report from a helper that did not carry it).
+    #[serde(default = "ck_stops_unread")]
+    pub ck_stops: Figure<u64>,
+}
+
+/// The figure of a report that does not carry `ck_stops`: unknown.
+fn ck_stops_unread() -> Figure<u64> {
+    Figure::new(None, format!("{} xattr", oomd::STOPS))
 }
 
 fn read(dir: &CgroupDir, rel: &str, file: &str) -> Option<String> {
@@ -366,6 +376,10 @@ pub(crate) fn module_status_with(
         oomd_preference: Figure::new(oomd::preference_of(dir, rel), oomd::PREFERENCE_SOURCE),
         oomd_ooms: Figure::new(ooms, format!("{} xattr", oomd::OOMS)),
         oomd_kill: Figure::new(killed, format!("{} xattr", oomd::KILL)),
+        ck_stops: Figure::new(
+            oomd::ck_stops(dir, rel),
+            format!("{} xattr", oomd::STOPS),
+        ),
     }
 }
 
