@@ -152,6 +152,8 @@ struct Contract {
     doc: BTreeMap<String, BTreeMap<String, Field>>,
     checked: BTreeSet<String>,
     failures: Vec<String>,
+    /// The lines the runs printed, by section: what the doc's samples are compared with.
+    real: BTreeMap<String, Vec<String>>,
 }
 
 impl Contract {
@@ -160,6 +162,7 @@ impl Contract {
             doc: doc(),
             checked: BTreeSet::new(),
             failures: Vec::new(),
+            real: BTreeMap::new(),
         }
     }
 
@@ -174,6 +177,12 @@ impl Contract {
             return;
         };
         self.checked.insert(section.to_string());
+        if what != SAMPLE {
+            self.real
+                .entry(section.to_string())
+                .or_default()
+                .push(line.trim().to_string());
+        }
         let mut seen = Seen::default();
         walk(&v, "", &mut seen);
         for p in &seen.paths {
@@ -200,7 +209,55 @@ impl Contract {
         }
     }
 
-    fn finish(self) {
+    /// Every JSON sample of docs/json.md, held to what the runs printed: the same field rules
+    /// as a real line of its section ([`check`](Self::check): documented, printed, `null` only
+    /// where it may be), and its fields in the order the code prints them (the values vary and
+    /// are not compared). A `watch` sample is also parsed into the library's `WatchEvent` and
+    /// written again: the same fields in the same order.
+    fn samples(&mut self) {
+        for (doc, section, line) in doc_samples() {
+            self.check(&section, SAMPLE, &line);
+            let sample_keys = keys_in_order(&line);
+            let real = self.real.get(&section).cloned().unwrap_or_default();
+            // The real line of the same `event` where there is one (watch), else the first.
+            let event = serde_json::from_str::<Value>(&line)
+                .ok()
+                .map(|v| v["event"].clone());
+            let twin = real
+                .iter()
+                .find(|r| {
+                    event.as_ref().is_some_and(|e| !e.is_null())
+                        && serde_json::from_str::<Value>(r)
+                            .ok()
+                            .map(|v| v["event"].clone())
+                            == event
+                })
+                .or(real.first());
+            let mut against: Vec<(String, String)> = Vec::new();
+            if let Some(r) = twin {
+                against.push(("the real line".into(), r.clone()));
+            }
+            if section == "watch" {
+                let ev: ck_cgroup::telemetry::watch::WatchEvent = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| {
+                        panic!("docs/json.md watch sample is no WatchEvent ({e}): {line}")
+                    });
+                let mut again = serde_json::to_string(&ev).unwrap();
+                again.insert_str(1, "\"version\":1,");
+                against.push(("WatchEvent written again".into(), again));
+            }
+            for (what, other) in against {
+                if let Some(why) = out_of_order(&sample_keys, &keys_in_order(&other)) {
+                    self.failures.push(format!(
+                        "{doc} sample of `{section}`: {why}, unlike {what}: {line}"
+                    ));
+                }
+            }
+        }
+    }
+
+    fn finish(mut self) {
+        self.samples();
         let unchecked: Vec<&String> = self
             .doc
             .keys()
@@ -216,6 +273,135 @@ impl Contract {
             "sections of docs/json.md no run checked: {unchecked:?}"
         );
     }
+}
+
+/// What [`Contract::check`] is told for a line of the doc itself.
+const SAMPLE: &str = "a docs sample";
+
+/// Every line of every ```json block in docs/json.md, with its doc and its section (as [`doc`]
+/// names it), and those of the other docs whose section their shape tells.
+fn doc_samples() -> Vec<(&'static str, String, String)> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/json.md"))
+        .expect("docs/json.md");
+    let mut out = Vec::new();
+    // The other docs' samples are watch lines and error objects, held to those sections.
+    for doc in ["README.md", "docs/operations.md", "docs/commands.md"] {
+        let text =
+            std::fs::read_to_string(format!("{}/{doc}", env!("CARGO_MANIFEST_DIR"))).expect(doc);
+        let mut in_json = false;
+        for line in text.lines() {
+            if line == "```json" {
+                in_json = true;
+            } else if line.starts_with("```") {
+                in_json = false;
+            } else if in_json && !line.trim().is_empty() {
+                let v: Value = serde_json::from_str(line).unwrap_or_else(|e| {
+                    panic!("{doc}: a JSON sample that is no JSON ({e}): {line}")
+                });
+                let section = if v.get("event").is_some() {
+                    "watch"
+                } else if v.get("error").is_some() {
+                    "error"
+                } else {
+                    panic!(
+                        "{doc}: a JSON sample of no known shape (a watch line or an error object): {line}"
+                    )
+                };
+                out.push((doc, section.to_string(), line.to_string()));
+            }
+        }
+    }
+    let mut section = None;
+    let mut in_json = false;
+    for line in text.lines() {
+        if let Some(h) = line.strip_prefix("## ") {
+            section = h.split('`').nth(1).map(str::to_string);
+        } else if line == "```json" {
+            in_json = true;
+        } else if line.starts_with("```") {
+            in_json = false;
+        } else if in_json && !line.trim().is_empty() {
+            let s = section.clone().expect("a ```json block under a section");
+            out.push(("docs/json.md", s, line.to_string()));
+        }
+    }
+    out
+}
+
+/// The keys of a JSON object text in the order written, each with the path of the object it is
+/// in (`modules[].stop`); an array's objects share one path.
+fn keys_in_order(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    // The containers open: an object's path, or an array's (its objects are `path[]`).
+    let mut stack: Vec<(bool, String)> = Vec::new();
+    let mut last_key = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                let mut s = String::new();
+                while let Some(d) = chars.next() {
+                    match d {
+                        '\\' => {
+                            if let Some(e) = chars.next() {
+                                s.push(e);
+                            }
+                        }
+                        '"' => break,
+                        _ => s.push(d),
+                    }
+                }
+                while chars.peek().is_some_and(|c| c.is_whitespace()) {
+                    chars.next();
+                }
+                if chars.peek() == Some(&':') {
+                    let path = stack.last().map(|(_, p)| p.clone()).unwrap_or_default();
+                    out.push((path, s.clone()));
+                    last_key = s;
+                }
+            }
+            '{' | '[' => {
+                let parent = stack.last().cloned();
+                let path = match parent {
+                    None => String::new(),
+                    Some((true, p)) => format!("{p}[]"),
+                    Some((false, p)) if p.is_empty() => last_key.clone(),
+                    Some((false, p)) => format!("{p}.{last_key}"),
+                };
+                stack.push((c == '[', path));
+            }
+            '}' | ']' => {
+                stack.pop();
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Why the keys of `sample` are not in the order of `real` (the keys both have, in each object
+/// both have), if they are not.
+fn out_of_order(sample: &[(String, String)], real: &[(String, String)]) -> Option<String> {
+    let position = |k: &(String, String)| real.iter().position(|r| r == k);
+    let mut last: BTreeMap<&str, (usize, &str)> = BTreeMap::new();
+    let mut seen = BTreeSet::new();
+    for k in sample {
+        // An array's second object starts its keys over: its first object's order is the one.
+        if !seen.insert(k) {
+            continue;
+        }
+        let Some(at) = position(k) else {
+            continue;
+        };
+        if let Some((before, name)) = last.get(k.0.as_str())
+            && at < *before
+        {
+            let obj = if k.0.is_empty() { "the object" } else { &k.0 };
+            return Some(format!("in {obj}, `{}` comes after `{name}`", k.1));
+        }
+        last.insert(k.0.as_str(), (at, k.1.as_str()));
+    }
+    None
 }
 
 /// The last line of stderr: `run`'s and `sandbox`'s result, or an error object.

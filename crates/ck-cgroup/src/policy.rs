@@ -383,11 +383,18 @@ impl Root {
                 });
             }
             for s in skipped {
+                // What the policy wants there, as it would have been written.
+                let now = want
+                    .writes()
+                    .into_iter()
+                    .find(|(f, _, _)| *f == s.file)
+                    .map(|(_, _, v)| v)
+                    .unwrap_or_default();
                 out.push(Difference {
                     module: id.to_string(),
                     file: s.file,
                     was: None,
-                    now: String::new(),
+                    now,
                     written: false,
                     skipped: Some(s.reason),
                 });

@@ -121,10 +121,7 @@ fn wait_timeout_and_signal_member_by_pidfd() {
     let mut cmd = ModuleCommand::new("/bin/sleep");
     cmd.arg("600");
     let mut child = root.spawn(&id, &cmd).unwrap();
-    assert_eq!(
-        child.wait_timeout(Duration::from_millis(50)).unwrap(),
-        None
-    );
+    assert_eq!(child.wait_timeout(Duration::from_millis(50)).unwrap(), None);
     for pid in [std::process::id(), u32::MAX / 2] {
         let e = root
             .signal_member("waited", pid, ck_cgroup::Signal::TERM)

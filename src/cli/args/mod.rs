@@ -486,15 +486,28 @@ pub enum Format {
 /// one: status has no interval).
 fn status_columns(s: &str) -> Result<ColumnList, String> {
     let names: Vec<String> = Col::for_o().map(|c| c.key()).collect();
-    s.split(',')
-        .map(|n| {
-            let n = n.trim().to_ascii_lowercase();
-            Col::for_o()
-                .find(|c| c.key() == n)
-                .ok_or_else(|| format!("no column {n:?}; the columns: {}", names.join(",")))
-        })
-        .collect::<Result<Vec<Col>, String>>()
-        .map(ColumnList)
+    let mut cols = Vec::new();
+    let mut unknown = Vec::new();
+    for n in s.split(',') {
+        let n = n.trim().to_ascii_lowercase();
+        match Col::for_o().find(|c| c.key() == n) {
+            Some(c) => cols.push(c),
+            None => unknown.push(format!("{n:?}")),
+        }
+    }
+    match unknown.len() {
+        0 => Ok(ColumnList(cols)),
+        1 => Err(format!(
+            "no column {}; the columns: {}",
+            unknown[0],
+            names.join(",")
+        )),
+        _ => Err(format!(
+            "no columns {}; the columns: {}",
+            unknown.join(", "),
+            names.join(",")
+        )),
+    }
 }
 
 /// `status -o`'s columns, in order.

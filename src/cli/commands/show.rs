@@ -47,6 +47,16 @@ pub fn cmd_status(
     let mut r = backend.status(ids)?;
     if let Some(key) = v.sort {
         crate::cli::status::sort(&mut r, key);
+        // An order by a figure no module has is the order by name: said, not silent.
+        if !r.is_empty()
+            && r.iter()
+                .all(|m| crate::cli::status::sort_figure(m, key).is_none())
+        {
+            crate::cli::exit::note(format_args!(
+                "--sort {}: the figure is unknown for every module, so they are in name order",
+                key.name()
+            ));
+        }
     }
     let format = if ctx.json { Format::Json } else { v.format };
     let columns = match (v.columns, v.wide) {

@@ -279,7 +279,9 @@ mod tests {
         assert_eq!(
             cause(None, KILL, &b, &n),
             Cause::KernelOom {
-                limit: OomCause::Ancestor { cgroup: "/r".into() }
+                limit: OomCause::Ancestor {
+                    cgroup: "/r".into()
+                }
             }
         );
         let mut n = quiet();
@@ -361,7 +363,9 @@ mod tests {
                 limit: OomCause::Machine,
             },
             Cause::KernelOom {
-                limit: OomCause::Ancestor { cgroup: "/r".into() },
+                limit: OomCause::Ancestor {
+                    cgroup: "/r".into(),
+                },
             },
             Cause::Oomd {
                 ancestor: Some("/r".into()),

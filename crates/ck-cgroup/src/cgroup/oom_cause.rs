@@ -89,7 +89,11 @@ pub(crate) fn each_ancestor(
 ) {
     let mut r = rel;
     while let Some((parent, _)) = r.rsplit_once('/') {
-        f(root.display_path(parent).display().to_string(), root, parent);
+        f(
+            root.display_path(parent).display().to_string(),
+            root,
+            parent,
+        );
         r = parent;
     }
     if !rel.is_empty() {

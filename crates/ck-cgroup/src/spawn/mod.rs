@@ -250,7 +250,7 @@ fn spawn_clone3(
         ns,
         user_ns,
         fallbacks: Vec::new(),
-            baseline: None,
+        baseline: None,
     };
     match read_report(&report_rd) {
         Ok(None) => {

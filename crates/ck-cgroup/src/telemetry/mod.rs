@@ -376,10 +376,7 @@ pub(crate) fn module_status_with(
         oomd_preference: Figure::new(oomd::preference_of(dir, rel), oomd::PREFERENCE_SOURCE),
         oomd_ooms: Figure::new(ooms, format!("{} xattr", oomd::OOMS)),
         oomd_kill: Figure::new(killed, format!("{} xattr", oomd::KILL)),
-        ck_stops: Figure::new(
-            oomd::ck_stops(dir, rel),
-            format!("{} xattr", oomd::STOPS),
-        ),
+        ck_stops: Figure::new(oomd::ck_stops(dir, rel), format!("{} xattr", oomd::STOPS)),
     }
 }
 
