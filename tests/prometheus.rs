@@ -430,3 +430,29 @@ fn a_reader_never_sees_a_part_of_the_file() {
         .expect("the reader saw the file whole every time");
     assert!(reads > 0);
 }
+
+/// Under `ulimit -f 1` with SIGXFSZ at its default (a shell's, not a test's `trap '' XFSZ`), the
+/// write past the limit killed the helper (exit 153) and left its temporary file; the signal is
+/// blocked for the write, so it fails as the docs say: exit 1, one line, no temporary file.
+#[test]
+fn output_past_a_file_size_limit_is_exit_1_and_no_temp_file_not_sigxfsz() {
+    let w = World::new();
+    modules(&w);
+    let dir = w.tmp("textfile-xfsz");
+    std::fs::create_dir(&dir).unwrap();
+    let file = dir.join("ck-subc.prom");
+    let o = ck_after(
+        &w,
+        "ulimit -f 1",
+        &[
+            "status",
+            "--format",
+            "prometheus",
+            "--output",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{:?}: {}", o.status, stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(names(&dir).is_empty(), "left: {:?}", names(&dir));
+}

@@ -168,6 +168,16 @@ pub enum Woke {
     Timeout,
 }
 
+/// Block `SIGXFSZ` in the calling thread for the rest of its life (`pthread_sigmask(2)`), so
+/// that a write past `RLIMIT_FSIZE` (`ulimit -f`) fails with `EFBIG`, which the caller reports
+/// and cleans up after, instead of killing the process with a file half written. The signal
+/// the kernel sends stays pending and is never delivered. Not for a process that executes a
+/// program afterwards: the mask is inherited across `execve(2)`.
+pub fn block_file_size_signal() -> io::Result<()> {
+    std::mem::forget(clone3::SavedMask::block_one(Signal::XFSZ)?);
+    Ok(())
+}
+
 /// Die of `sig` as the child did, so the caller sees the same death: the signal's default action
 /// is restored (`sigaction(2)`; Rust's runtime ignores SIGPIPE), it is unblocked, and raised.
 /// Returns only for a signal whose default action is not to terminate.

@@ -79,6 +79,10 @@ pub fn replace(file: &Path, bytes: &[u8]) -> Result<(), Error> {
     let name = file
         .file_name()
         .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
+    // A file-size limit (`ulimit -f`) makes the write fail (EFBIG), said in one line and the
+    // temporary file removed, instead of SIGXFSZ killing the helper with it left behind.
+    ck_cgroup::signals::block_file_size_signal()
+        .map_err(|e| Error::failed(format!("failed to block SIGXFSZ: {e}")))?;
     let (tmp, f) = new_temp(&dir, &name)?;
     let written = (|| {
         let mut f = f;

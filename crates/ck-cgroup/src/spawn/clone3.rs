@@ -226,6 +226,19 @@ impl SavedMask {
         Ok(Self(old))
     }
 
+    /// Add `sig` to the calling thread's blocked signals; the mask before.
+    pub(crate) fn block_one(sig: Signal) -> io::Result<SavedMask> {
+        // SAFETY: sigset_t is a plain bit array; all-zero is valid and sigemptyset overwrites it.
+        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `set` is a live, writable local; an invalid signal number only makes
+        // sigaddset fail.
+        if unsafe { libc::sigemptyset(&mut set) != 0 || libc::sigaddset(&mut set, sig.as_raw()) != 0 }
+        {
+            return Err(io::Error::last_os_error());
+        }
+        Self::block(&set)
+    }
+
     /// Block `signals` in the calling thread and open a close-on-exec `signalfd(2)` that reads
     /// them; the mask before is restored when the returned guard drops.
     pub(crate) fn block_into_signalfd(signals: &[Signal]) -> io::Result<(OwnedFd, SavedMask)> {
