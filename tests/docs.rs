@@ -204,8 +204,8 @@ fn commands_md_environment_and_root_order_are_the_helpers() {
     // The root: the same sources in the same order in --help and docs/commands.md.
     let sources = [
         "--root",
-        "CK_CGROUP_ROOT",
         "--unit",
+        "CK_CGROUP_ROOT",
         "CK_CGROUP_UNIT",
         "discovered",
     ];

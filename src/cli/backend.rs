@@ -33,8 +33,8 @@ fn bus(manager: Option<ManagerArg>) -> Bus {
     }
 }
 
-/// The root a command works on: `--root` (or `CK_CGROUP_ROOT`), else with `--unit` (or
-/// `CK_CGROUP_UNIT`) the unit's cgroup from systemd (`--user`: the caller's manager), else `None`
+/// The root a command works on: `--root`, else `--unit`, else `CK_CGROUP_ROOT`, else
+/// `CK_CGROUP_UNIT` (`parse` in main.rs has dropped the other source by that order): a unit's cgroup from systemd (`--user`: the caller's manager), else `None`
 /// (discovered when opened). systemd is asked only when a unit is named and the command uses a
 /// root ([`RootUse`]): not `sandbox`, `generate`, nor a command on the systemd backend. For `doctor` a unit
 /// whose cgroup cannot be had leaves the root to discovery: doctor reports systemd itself.

@@ -36,7 +36,7 @@ once the terminal is restored.
 With --json, `run` and `sandbox` leave stdout to CMD: their JSON result is one line on stderr,
 written after CMD and its module (or sandbox) are gone, so it is stderr's last line.
 
-Root: --root, else CK_CGROUP_ROOT, else --unit (or CK_CGROUP_UNIT: the unit's ControlGroup
+Root: --root, else --unit, else CK_CGROUP_ROOT, else CK_CGROUP_UNIT (a unit: its ControlGroup
 from systemd over D-Bus, the system manager or with --user the caller's), else discovered from
 /proc/self/cgroup and the cgroup2 mount in /proc/self/mountinfo (the parent of a `daemon` or
 `.control` leaf, the part above `subc-modules/` for a module). Every command but
