@@ -2,7 +2,7 @@
 //! line on stderr.
 
 use crate::common::*;
-use crate::shapes::{Kill, Sandbox};
+use crate::shapes::Sandbox;
 
 #[test]
 fn run_json_leaves_stdout_to_cmd_and_puts_its_result_last_on_stderr() {
@@ -25,8 +25,12 @@ fn run_json_leaves_stdout_to_cmd_and_puts_its_result_last_on_stderr() {
     let e = stderr(&o);
     let lines: Vec<&str> = e.lines().collect();
     assert_eq!(lines.first(), Some(&"err"), "{e}");
-    let k: Kill = serde_json::from_str(lines.last().unwrap()).expect(&e);
-    assert!(k.empty && k.removed && !k.already_gone, "{e}");
+    // The library's own types: the stop, and CMD's death beside it.
+    let k: ck_cgroup::module::StopReport = serde_json::from_str(lines.last().unwrap()).expect(&e);
+    assert!(k.tree.empty && k.removed && !k.already_gone, "{e}");
+    let v: serde_json::Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    let d: ck_cgroup::module::Death = serde_json::from_value(v["death"].clone()).expect(&e);
+    assert_eq!(d.exit_code, Some(0), "{e}");
     assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
 }
 

@@ -408,8 +408,8 @@ pub enum Command {
         #[arg(last = true, required_unless_present = "prune", value_name = "CMD")]
         cmd: Vec<String>,
     },
-    /// Write the man pages or a shell completion script (for packagers).
-    #[command(hide = true)]
+    /// Write the man pages, a shell completion script, or what each command promises (JSON
+    /// Lines), for packagers and scripts
     Generate {
         /// What to generate.
         kind: GenerateKind,
