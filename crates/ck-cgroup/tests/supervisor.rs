@@ -5,8 +5,8 @@
 //! a stop of ck-cgroup's (an operator's `kill` while the supervisor waits) are not. Where the
 //! memory controller is off (this host), a bare SIGKILL's cause is unknown and says why: never
 //! "not OOM". An ancestor's memory limit needs the memory controller: lane 2's check
-//! `72-death-cause` makes one for real; here the counters' logic is unit-tested
-//! (`cgroup::death_cause`).
+//! `62-oom-cause` makes one for real (`run --json`'s death); here the counters' logic is
+//! unit-tested (`cgroup::death_cause`).
 
 #[path = "../examples/supervisor.rs"]
 #[allow(dead_code)]
@@ -218,7 +218,7 @@ fn a_bare_sigkill_without_the_memory_controller_is_unknown_and_says_why() {
     let sb = Sandbox::create(&parent()).expect("sandbox");
     let root = Root::open(sb.path()).unwrap();
     if has_memory(&root) {
-        eprintln!("the memory controller is on: lane 2's 72-death-cause covers this host");
+        eprintln!("the memory controller is on: lane 2's 62-oom-cause covers this host");
         return;
     }
     let id = ModuleId::new("bare").unwrap();

@@ -4,8 +4,10 @@
 # past its own memory.max (16M): the cause is the module. Module anc, without a limit of its own,
 # hogs past subc-modules/'s memory.max (32M): the cause is that ancestor, named. (The third
 # cause, the whole machine, is left to the library's tests: a global OOM in the guest would take
-# the lane's own processes.)
-#   oom-cause  own's kill is {"at":"module"}; anc's is {"at":"ancestor","cgroup":".../subc-modules"}
+# the lane's own processes.) The same two deaths through `run --json`: its `death` (the library's
+# death report, `Root::death`) names the same limit and charges only the module's own.
+#   oom-cause  own's kill is {"at":"module"}; anc's is {"at":"ancestor","cgroup":".../subc-modules"};
+#              run's death: kernel_oom at the module, charged; at subc-modules/, not charged
 set -euo pipefail
 # shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
@@ -32,6 +34,23 @@ expect "own's OOM kill is its own limit's" wait_until 20 jq_lines_any /tmp/oomc-
 expect "anc's OOM kill is subc-modules/'s limit's, named" wait_until 20 jq_lines_any /tmp/oomc-watch.out \
   '.module == "anc" and .event == "memory_oom_kill" and .oom_cause.at == "ancestor" and (.oom_cause.cgroup | endswith("/subc-modules"))'
 grep -E '"memory_oom_kill"' /tmp/oomc-watch.out || true
+# run --json: the death report, read before the module is removed, counted from the spawn.
+"$CK" --json run own-run --memory-max 16M --memory-swap-max 0 -- "$MEMHOG" 64 \
+  > /dev/null 2> /tmp/oomc-run-own.err || true
+tail -n 1 /tmp/oomc-run-own.err > /tmp/oomc-run-own.json
+note "run own-run: $(cat /tmp/oomc-run-own.json)"
+expect "run's death: the kernel's OOM kill for the module's own limit, charged" \
+  jq -e '.death.cause.kind == "kernel_oom" and .death.cause.limit.at == "module" and .death.charged == true' \
+  /tmp/oomc-run-own.json
+echo $((32 * 1048576)) > "$M/memory.max"
+"$CK" --json run anc-run --memory-swap-max 0 -- "$MEMHOG" 64 \
+  > /dev/null 2> /tmp/oomc-run-anc.err || true
+echo max > "$M/memory.max"
+tail -n 1 /tmp/oomc-run-anc.err > /tmp/oomc-run-anc.json
+note "run anc-run: $(cat /tmp/oomc-run-anc.json)"
+expect "run's death: the kernel's OOM kill for subc-modules/'s limit, named, not charged" \
+  jq -e '.death.cause.kind == "kernel_oom" and .death.cause.limit.at == "ancestor" and (.death.cause.limit.cgroup | endswith("/subc-modules")) and .death.charged == false' \
+  /tmp/oomc-run-anc.json
 kill "$wpid" 2> /dev/null || true
 wait "$wpid" 2> /dev/null || true
 sandbox_down
