@@ -60,7 +60,8 @@ pub fn service_root_from(proc_cgroup: &str, mountinfo: &str) -> Result<PathBuf> 
             "the caller sits in the root of the cgroup2 hierarchy ({}), which is no service's cgroup",
             mount.mount_point.display()
         ))
-        .with_hint("pass the service root with --root or CK_CGROUP_ROOT, or use `ck-cgroup sandbox`"));
+        .with_hint("pass the service root with --root or CK_CGROUP_ROOT, or use `ck-cgroup sandbox`")
+        .with_kind(crate::error::ErrorKind::NotAServiceRoot));
     }
     let mut root = mount.mount_point.clone();
     for p in parts {
@@ -160,7 +161,9 @@ mod tests {
     #[test]
     fn hierarchy_root_is_refused() {
         for cg in ["/", "/daemon", "/subc-modules/x"] {
-            assert_eq!(root(cg, UNIFIED).unwrap_err().exit_code(), 2, "{cg}");
+            let e = root(cg, UNIFIED).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{cg}");
+            assert_eq!(e.kind(), crate::error::ErrorKind::NotAServiceRoot, "{cg}");
         }
     }
 
