@@ -3,52 +3,19 @@
 
 mod common;
 
+use ck_cgroup::telemetry::procs::{ModuleProcesses, Process};
+use common::nobody::{NOBODY, ck_as_nobody};
 use common::*;
 use serde::Deserialize;
 
+/// `ps --json` parsed into the library's own types (tests/json_contract.rs holds every field to
+/// docs/json.md).
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct Ps {
     #[serde(deserialize_with = "common::version_1")]
     #[allow(dead_code)]
     version: u32,
-    modules: Vec<Module>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-struct Module {
-    id: Option<String>,
-    name: String,
-    module: Option<String>,
-    layout: String,
-    path: String,
-    processes: Vec<Process>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-struct Process {
-    pid: u32,
-    ppid: u32,
-    state: String,
-    rss: Figure,
-    swap: Figure,
-    cgroup: String,
-    command: Option<Vec<String>>,
-    name: String,
-    orphan: bool,
-    parent_in_module: bool,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-struct Figure {
-    value: Option<u64>,
-    source: String,
+    modules: Vec<ModuleProcesses>,
 }
 
 fn ps(w: &World, args: &[&str]) -> Ps {
@@ -62,7 +29,7 @@ fn by_command<'a>(p: &'a Ps, id: &str, cmd: &[&str]) -> &'a Process {
     let m = p
         .modules
         .iter()
-        .find(|m| m.id.as_deref() == Some(id))
+        .find(|m| m.module.as_deref() == Some(id))
         .unwrap_or_else(|| panic!("module {id} in ps"));
     m.processes
         .iter()
@@ -220,4 +187,118 @@ fn ps_of_a_missing_module_is_exit_1_and_of_a_bad_name_exit_2() {
     let o = w.run(&["ps", "--sort", "bogus"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert_eq!(ok(w.run(&["ps"])), "no modules\n");
+}
+
+/// A process that names itself with bytes that are not UTF-8 (`/proc/<pid>/comm`, as
+/// `prctl(PR_SET_NAME)`) was left out of `ps`, exit 0: its `/proc/<pid>/stat` was read as UTF-8
+/// text. Now it is listed, its name held as its bytes (JSON: a NUL and the bytes in hex; the
+/// table: `\xNN`), and its command line is exact: an empty argument and one that is not UTF-8
+/// are kept, each in its place.
+#[test]
+fn ps_lists_a_process_whose_name_and_arguments_are_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    let w = World::new();
+    ok(w.run(&["init"]));
+    let dir = w.root().join("subc-modules/odd");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ready = w.tmp("odd.pid");
+    let script = format!(
+        "printf '\\377\\376odd' > /proc/$$/comm; echo $$ > {}; while :; do sleep 1; done",
+        ready.display()
+    );
+    let mut c = std::process::Command::new("sh");
+    c.arg("-c")
+        .arg(&script)
+        .arg("odd-arg0")
+        .arg("")
+        .arg(std::ffi::OsStr::from_bytes(b"\xff\xfe"));
+    let mut child = c.spawn().unwrap();
+    w.track(child.id());
+    std::fs::write(dir.join("cgroup.procs"), child.id().to_string()).unwrap();
+    let pid = w.pid_from("odd.pid");
+    let p = ps(&w, &["odd"]);
+    let q = p.modules[0]
+        .processes
+        .iter()
+        .find(|q| q.pid == pid)
+        .unwrap_or_else(|| panic!("pid {pid} left out of ps"));
+    assert_eq!(q.name, "\u{0}fffe6f6464", "the name as its bytes");
+    let cmd = q.command.clone().expect("its command line");
+    assert_eq!(&cmd[3..], ["odd-arg0", "", "\u{0}fffe"], "{cmd:?}");
+    let table = ok(w.run(&["ps", "odd"]));
+    assert!(
+        table.contains("\\xff\\xfeodd") || table.contains("\\xff\\xfe"),
+        "{table}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A sub-cgroup the walk cannot read (mode 000, set by a module's process of the helper's uid)
+/// hid its processes and `ps` exited 0; now `ps` lists what it found, names the module and the
+/// error in one line, and exits 1.
+#[test]
+fn ps_says_when_it_could_not_list_every_process_and_exits_1() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new();
+    ok(w.run(&["init"]));
+    let o = ck_as_nobody(&w, &["create", "m"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let module = w.root().join("subc-modules/m");
+    let _top = sleep_in_dir(&w, &module.join("top-leaf"));
+    let _hidden = sleep_in_dir(&w, &module.join("hidden"));
+    for d in [&module, &module.join("top-leaf"), &module.join("hidden")] {
+        std::os::unix::fs::chown(d, Some(NOBODY), Some(NOBODY)).unwrap();
+    }
+    std::fs::set_permissions(module.join("hidden"), std::fs::Permissions::from_mode(0)).unwrap();
+    let o = ck_as_nobody(&w, &["ps", "m"]).output().unwrap();
+    let json = ck_as_nobody(&w, &["--json", "ps", "m"]).output().unwrap();
+    std::fs::set_permissions(
+        module.join("hidden"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.contains("not every process could be listed") && e.contains("m:"),
+        "{e}"
+    );
+    assert_eq!(json.status.code(), Some(1), "{}", stderr(&json));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&json)).expect(&stdout(&json));
+    assert!(v["modules"][0]["error"].is_string(), "{v}");
+}
+
+/// A command line longer than the cap is cut, and said so (`command_cut`): `ps` of a module
+/// whose process has a huge argument list stays within bounded memory.
+#[test]
+fn a_command_line_past_the_cap_is_cut_and_marked() {
+    let w = World::new();
+    ok(w.run(&["init"]));
+    let big = "x".repeat(100_000);
+    let dir = w.root().join("subc-modules/big");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut c = std::process::Command::new("sh");
+    c.args(["-c", "sleep 600", "big"]).args([&big, &big, &big]);
+    let mut child = c.spawn().unwrap();
+    w.track(child.id());
+    std::fs::write(dir.join("cgroup.procs"), child.id().to_string()).unwrap();
+    let p = ps(&w, &["big"]);
+    let q = p.modules[0]
+        .processes
+        .iter()
+        .find(|q| q.pid == child.id())
+        .expect("listed");
+    assert!(q.command_cut, "{:?}", q.command.as_ref().map(Vec::len));
+    // The arguments and the NULs between them (the cut one has none after it).
+    let args = q.command.clone().unwrap_or_default();
+    let len: usize = args.iter().map(String::len).sum::<usize>() + args.len() - 1;
+    assert_eq!(
+        len,
+        ck_cgroup::telemetry::procs::COMMAND_CAP,
+        "cut at the cap"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -127,3 +127,27 @@ fn place_moves_existing_processes() {
     a.wait().unwrap();
     b.wait().unwrap();
 }
+
+/// `place` answered "no process with pid N" for a running process whose name is not UTF-8
+/// (`/proc/<pid>/stat` and `status` were read as UTF-8 text); it places it.
+#[test]
+fn place_takes_a_process_whose_name_is_not_utf8() {
+    let w = World::new();
+    ok(w.run(&["init"]));
+    let ready = w.tmp("named.pid");
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "printf '\\377\\376' > /proc/$$/comm; echo $$ > {}; while :; do sleep 1; done",
+            ready.display()
+        ))
+        .spawn()
+        .unwrap();
+    w.track(child.id());
+    let pid = w.pid_from("named.pid");
+    ok(w.run(&["place", "named", &pid.to_string()]));
+    let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    assert!(cg.trim_end().ends_with("/subc-modules/named"), "{cg}");
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -460,7 +460,10 @@ fn lock_owner(sb: &CgroupDir) -> Option<i32> {
 
 /// Whether `pid` lives on, is on its way out, or is gone (`/proc/<pid>/stat` and `status`).
 fn owner_state(pid: i32) -> Owner {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+    let Ok(stat) = u32::try_from(pid)
+        .map_err(std::io::Error::other)
+        .and_then(|p| crate::cgroup::procfs::read_text(p, "stat"))
+    else {
         return Owner::Gone;
     };
     // After the command's `)`: state, ppid, pgrp, session, tty, tpgid, flags.

@@ -17,5 +17,22 @@ pub fn cmd_ps(
     let mut mods = backend.processes(ids)?;
     crate::cli::ps_tree::order(&mut mods, sort);
     ctx.out.ps(&mods, sort.is_some())?;
+    // A module whose processes could not all be listed: said, and exit 1 (the table, or the
+    // JSON with each module's `error`, shows what was found).
+    let failed: Vec<String> = mods
+        .iter()
+        .filter_map(|m| {
+            m.error
+                .as_ref()
+                .map(|e| format!("{}: {e}", ck_cgroup::id::shown(&m.name)))
+        })
+        .collect();
+    if !failed.is_empty() {
+        return Err(ck_cgroup::Error::failed(format!(
+            "not every process could be listed: {}",
+            failed.join("; ")
+        ))
+        .into());
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,6 +5,7 @@
 //!   `openat2(RESOLVE_BENEATH)`.
 //! - [`parse`]: the kernel's files (`cgroup.events`, `memory.stat`, `/proc/self/mountinfo`, …)
 //!   to types; no I/O.
+//! - [`procfs`]: `/proc/<pid>/` files read as bytes (a process's name may be any bytes).
 //! - `tree` (crate-private): walks of a subtree by directory fds (members, thaw, modes, depth-first removal).
 //! - [`wait`]: waits on `cgroup.events` (`populated 0`, `frozen 1`), never sleeps.
 //! - [`mount`]: where cgroup2 is mounted.
@@ -20,6 +21,7 @@ pub mod mount;
 pub mod oom_cause;
 pub mod oomd;
 pub mod parse;
+pub mod procfs;
 pub(crate) mod tree;
 pub mod wait;
 

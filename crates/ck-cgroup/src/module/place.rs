@@ -40,7 +40,7 @@ pub(crate) fn placeable(pid: u32) -> Result<OwnedFd> {
         Err(Errno::INVAL) | Err(Errno::NOENT) => None,
         Err(e) => return Err(Error::io("pidfd_open", format!("/proc/{pid}"), e)),
     };
-    let read = |file: &str| std::fs::read_to_string(format!("/proc/{pid}/{file}")).ok();
+    let read = |file: &str| crate::cgroup::procfs::read_text(pid, file).ok();
     let (Some(status), Some(stat)) = (read("status"), read("stat")) else {
         return Err(none());
     };

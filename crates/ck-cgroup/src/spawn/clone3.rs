@@ -232,8 +232,9 @@ impl SavedMask {
         let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
         // SAFETY: `set` is a live, writable local; an invalid signal number only makes
         // sigaddset fail.
-        if unsafe { libc::sigemptyset(&mut set) != 0 || libc::sigaddset(&mut set, sig.as_raw()) != 0 }
-        {
+        if unsafe {
+            libc::sigemptyset(&mut set) != 0 || libc::sigaddset(&mut set, sig.as_raw()) != 0
+        } {
             return Err(io::Error::last_os_error());
         }
         Self::block(&set)

@@ -90,10 +90,10 @@ fn is_program_of(pid: u32, init: u32) -> bool {
 /// How `init` is held, if it is in a stop (`t`: traced; `T`: stopped), from
 /// `/proc/<init>/stat` (and the tracer from `/proc/<init>/status`).
 pub(super) fn held(init: u32) -> Option<HeldInit> {
-    let stat = std::fs::read_to_string(format!("/proc/{init}/stat")).ok()?;
+    let stat = crate::cgroup::procfs::read_text(init, "stat").ok()?;
     match parse::proc_stat(&stat)?.state {
         't' => {
-            let tracer = std::fs::read_to_string(format!("/proc/{init}/status"))
+            let tracer = crate::cgroup::procfs::read_text(init, "status")
                 .ok()
                 .and_then(|s| parse::proc_status_tracer(&s));
             Some(HeldInit::Traced { tracer })
@@ -107,7 +107,7 @@ pub(super) fn held(init: u32) -> Option<HeldInit> {
 /// `Z` and its parent `init` in the same read); `None` when it is no zombie of the init (reaped
 /// meanwhile: the init reports it then).
 pub(super) fn zombie_status(program: &Program, init: u32) -> io::Result<Option<ExitStatus>> {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{}/stat", program.pid)) else {
+    let Ok(stat) = crate::cgroup::procfs::read_text(program.pid, "stat") else {
         return Ok(None);
     };
     let Some(st) = parse::proc_stat(&stat) else {

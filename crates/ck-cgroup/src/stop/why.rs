@@ -26,7 +26,7 @@ pub(crate) fn still_populated(dir: &CgroupDir, rel: &str, waited_ms: f64) -> Str
             let states: Vec<Option<char>> = p
                 .iter()
                 .map(|pid| {
-                    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    crate::cgroup::procfs::read_text(*pid, "stat")
                         .ok()
                         .and_then(|t| crate::cgroup::parse::proc_stat(&t))
                         .map(|s| s.state)

@@ -37,6 +37,11 @@ pub struct ModuleProcesses {
     pub path: String,
     /// Its processes, in the order found (each cgroup's `cgroup.procs`, the module's first).
     pub processes: Vec<Process>,
+    /// Why its processes could not all be listed (a sub-cgroup that could not be read: a mode
+    /// a module's process set, a removal racing the walk); `None` when every cgroup of it was
+    /// read. [`processes`](Self::processes) then holds those found before the error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// One process of a module.
@@ -56,10 +61,17 @@ pub struct Process {
     pub swap: Figure<u64>,
     /// The sub-cgroup it is in, relative to the module (`""`: the module's own cgroup).
     pub cgroup: String,
-    /// Its command line (`/proc/<pid>/cmdline`); `None` where it has none (a zombie) or it
-    /// could not be read; [`Process::name`] is there then.
+    /// Its command line (`/proc/<pid>/cmdline`), every argument, empty ones too, each UTF-8
+    /// text or, where its bytes are not UTF-8, a NUL and its bytes in hex (as a directory name
+    /// that is not UTF-8); `None` where it has none (a zombie) or it could not be read;
+    /// [`Process::name`] is there then.
     pub command: Option<Vec<String>>,
-    /// Its name (`/proc/<pid>/stat` field 2, at most 15 bytes).
+    /// The command line was longer than [`COMMAND_CAP`] bytes and [`Process::command`] holds
+    /// its start only.
+    #[serde(default)]
+    pub command_cut: bool,
+    /// Its name (`/proc/<pid>/stat` field 2, at most 15 bytes), as [`Process::command`]'s
+    /// arguments are held (a name that is not UTF-8: a NUL and its bytes in hex).
     pub name: String,
     /// Its parent is not its parent by birth: the kernel reparented it to PID 1, or, in `run`'s
     /// PID namespace, to the namespace's init (it is not the init's first child, the command).
@@ -102,11 +114,16 @@ impl Visitor for Found {
     }
 }
 
-/// One module's processes. Never fails: a module that cannot be walked has no processes listed
-/// (its `status` says what could not be read).
+/// One module's processes. A walk that failed keeps what it found and says why in
+/// [`ModuleProcesses::error`]: a process is never left out silently.
 pub(crate) fn module_processes(dir: &CgroupDir, m: &ModuleEntry) -> ModuleProcesses {
     let mut found = Found::default();
-    let _ = walk(dir, &m.path, &mut found);
+    // Mutation: the walk's error is dropped, and the processes it did not reach with it.
+    let error = match walk(dir, &m.path, &mut found) {
+        Err(_) if cfg!(ck_mutation = "ps-walk-error-dropped") => None,
+        Err(e) => Some(e.to_string()),
+        Ok(()) => None,
+    };
     let mut read: Vec<(Process, Option<u32>)> = found
         .pids
         .into_iter()
@@ -134,31 +151,62 @@ pub(crate) fn module_processes(dir: &CgroupDir, m: &ModuleEntry) -> ModuleProces
         layout: m.layout,
         path: m.path.clone(),
         processes: read.into_iter().map(|(p, _)| p).collect(),
+        error,
     }
 }
 
+/// The most of a command line read (`/proc/<pid>/cmdline`): a module's process may have one of
+/// any size (its stack limit allows), and `ps` of a thousand of them must fit in the memory it
+/// has. The rest is cut, and [`Process::command_cut`] says so.
+pub const COMMAND_CAP: usize = 256 * 1024;
+
+/// `/proc/<pid>/cmdline`, at most [`COMMAND_CAP`] bytes; whether there was more.
+fn read_cmdline(pid: u32) -> Option<(Vec<u8>, bool)> {
+    use std::io::Read;
+    let f = std::fs::File::open(format!("/proc/{pid}/cmdline")).ok()?;
+    let mut buf = Vec::new();
+    f.take(COMMAND_CAP as u64 + 1).read_to_end(&mut buf).ok()?;
+    let cut = buf.len() > COMMAND_CAP;
+    buf.truncate(COMMAND_CAP);
+    Some((buf, cut))
+}
+
+/// The arguments of a command line as `/proc/<pid>/cmdline` holds them: each ended by a NUL,
+/// empty ones kept (`""` is an argument); a last one without its NUL (a process that rewrote its
+/// arguments, or a cut line) kept too. Each is the crate's text of its bytes (UTF-8, else a NUL
+/// and its bytes in hex, as a name that is not UTF-8).
+fn arguments(bytes: &[u8]) -> Vec<String> {
+    let body = bytes.strip_suffix(&[0]).unwrap_or(bytes);
+    // Mutation: the empty arguments are dropped.
+    if cfg!(ck_mutation = "argv-lossy") {
+        return body
+            .split(|&c| c == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+    }
+    body.split(|&c| c == 0)
+        .map(crate::id::name_bytes::text_of)
+        .collect()
+}
+
 /// One process from `/proc`, with its pid in the innermost PID namespace it is in when that is
-/// not this one (`NSpid`'s last field); `None` when it exited meanwhile.
+/// not this one (`NSpid`'s last field); `None` when it exited meanwhile. Its files are read as
+/// bytes: a name or an argument that is not UTF-8 is kept as the crate's text of its bytes, never
+/// a reason to leave the process out.
 fn read_process(pid: u32, cgroup: String) -> Option<(Process, Option<u32>)> {
-    let stat_text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat_bytes = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let stat_text = String::from_utf8_lossy(&stat_bytes);
     let stat = parse::proc_stat(&stat_text)?;
-    let name = stat_text
-        .find('(')
-        .zip(stat_text.rfind(')'))
-        .map(|(a, b)| stat_text[a + 1..b].to_string())
+    let name = crate::cgroup::procfs::stat_name(&stat_bytes)
+        .map(crate::id::name_bytes::text_of)
         .unwrap_or_default();
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok();
+    let status = crate::cgroup::procfs::read_text(pid, "status").ok();
     let mem = status.as_deref().map(parse::proc_status_memory);
     let inner = status.as_deref().and_then(parse::proc_status_nspid_inner);
-    let command = std::fs::read(format!("/proc/{pid}/cmdline"))
-        .ok()
-        .filter(|b| !b.is_empty())
-        .map(|b| {
-            b.split(|&c| c == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect()
-        });
+    let cmdline = read_cmdline(pid).filter(|(b, _)| !b.is_empty());
+    let command_cut = cmdline.as_ref().is_some_and(|(_, cut)| *cut);
+    let command = cmdline.map(|(b, _)| arguments(&b));
     // A zombie has no memory left to report: it holds none (its VmRSS line is gone).
     let exited = stat.exited();
     let figure =
@@ -172,6 +220,7 @@ fn read_process(pid: u32, cgroup: String) -> Option<(Process, Option<u32>)> {
             swap: figure(mem.and_then(|m| m.swap), SWAP_SOURCE),
             cgroup,
             command,
+            command_cut,
             name,
             orphan: false,
             parent_in_module: false,

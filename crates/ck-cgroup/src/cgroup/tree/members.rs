@@ -54,9 +54,7 @@ pub(crate) fn members_of(at: &Cursor<'_>, mut f: impl FnMut(u32)) -> Result<()> 
 
 /// The process (thread group) of thread `tid`, from `/proc/<tid>/status`.
 fn tgid_of(tid: u32) -> Option<u32> {
-    crate::cgroup::parse::proc_status_tgid(
-        &std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?,
-    )
+    crate::cgroup::parse::proc_status_tgid(&crate::cgroup::procfs::read_text(tid, "status").ok()?)
 }
 
 /// The pids in `rel` beneath `base` and every cgroup below it (see [`Members`]).
