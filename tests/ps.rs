@@ -245,12 +245,16 @@ fn ps_says_when_it_could_not_list_every_process_and_exits_1() {
     let o = ck_as_nobody(&w, &["create", "m"]).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let module = w.root().join("subc-modules/m");
-    let _top = sleep_in_dir(&w, &module.join("top-leaf"));
-    let _hidden = sleep_in_dir(&w, &module.join("hidden"));
+    let mut top = sleep_in_dir(&w, &module.join("top-leaf"));
+    let mut hidden = sleep_in_dir(&w, &module.join("hidden"));
     for d in [&module, &module.join("top-leaf"), &module.join("hidden")] {
         std::os::unix::fs::chown(d, Some(NOBODY), Some(NOBODY)).unwrap();
     }
-    std::fs::set_permissions(module.join("hidden"), std::fs::Permissions::from_mode(0)).unwrap();
+    std::fs::set_permissions(
+        module.join("hidden"),
+        std::fs::Permissions::from_mode(0o000),
+    )
+    .unwrap();
     let o = ck_as_nobody(&w, &["ps", "m"]).output().unwrap();
     let json = ck_as_nobody(&w, &["--json", "ps", "m"]).output().unwrap();
     std::fs::set_permissions(
@@ -266,8 +270,13 @@ fn ps_says_when_it_could_not_list_every_process_and_exits_1() {
         "{e}"
     );
     assert_eq!(json.status.code(), Some(1), "{}", stderr(&json));
-    let v: serde_json::Value = serde_json::from_str(&stdout(&json)).expect(&stdout(&json));
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&json)).unwrap_or_else(|_| panic!("{}", stdout(&json)));
     assert!(v["modules"][0]["error"].is_string(), "{v}");
+    for c in [&mut top, &mut hidden] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
 }
 
 /// A command line longer than the cap is cut, and said so (`command_cut`): `ps` of a module

@@ -503,3 +503,128 @@ fn watch_names_ck_cgroup_for_a_module_its_own_kill_stopped() {
     let e = watch.wait_for("alone", "emptied");
     assert_eq!(e.killed_by, Some(Vec::new()), "{e:?}");
 }
+
+/// A reader that stalls while thousands of module lifetimes pass: `watch` blocks on its full
+/// stdout, the kernel's inotify queue overflows, and what was lost was rescanned in silence (the
+/// red team got 8,366 of 9,000 lifetimes and no word of it). Now each module followed is told
+/// (`events_lost`, with why), then the rescan's lines say what is there now.
+#[test]
+fn a_stalled_reader_is_told_that_events_were_lost() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let w = World::new();
+    ok(w.run(&["init"]));
+    ok(w.run(&["create", "steady"]));
+    let mut child = w.ck().arg("watch").stdout(Stdio::piped()).spawn().unwrap();
+    w.track(child.id());
+    let out = child.stdout.take().unwrap();
+    // The reader: it passes each line on and, once told to stall, reads nothing until released.
+    let stall = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel::<String>();
+    let (release, released) = mpsc::channel::<()>();
+    let stalled = stall.clone();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+            if stalled.load(Ordering::SeqCst) && released.recv().is_err() {
+                break;
+            }
+        }
+    });
+    // Ready: a module made after it started is reported.
+    let mut ready = false;
+    'probe: for n in 0..50 {
+        let probe = format!("probe-{n}");
+        ok(w.run(&["create", &probe]));
+        while let Ok(l) = rx.recv_timeout(Duration::from_millis(300)) {
+            if l.contains(&format!("\"module\":\"{probe}\"")) {
+                ready = true;
+                break 'probe;
+            }
+        }
+    }
+    assert!(ready, "watch never reported a probe");
+    // Stall: nothing more is read while the lifetimes pass. Past the pipe's 64 KiB, watch blocks
+    // on its stdout and stops reading its queue (16,384 events by default: two per lifetime).
+    stall.store(true, Ordering::SeqCst);
+    let modules = w.root().join("subc-modules");
+    let queued = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+        .ok()
+        .and_then(|t| t.trim().parse::<usize>().ok())
+        .unwrap_or(16384);
+    for n in 0..(queued / 2 + 2000) {
+        let d = modules.join(format!("churn-{n}"));
+        std::fs::create_dir(&d).unwrap();
+        std::fs::remove_dir(&d).unwrap();
+    }
+    // Read on: the loss is said.
+    stall.store(false, Ordering::SeqCst);
+    let _ = release.send(());
+    let deadline = std::time::Instant::now() + scaled(Duration::from_secs(60));
+    let lost = loop {
+        let left = deadline
+            .checked_duration_since(std::time::Instant::now())
+            .expect("no events_lost line within 60 s of the stall");
+        let l = rx
+            .recv_timeout(left)
+            .expect("no events_lost line within 60 s of the stall");
+        let v: Value = serde_json::from_str(&l).expect(&l);
+        if v["event"] == "events_lost" && v["module"] == "steady" {
+            break v;
+        }
+    };
+    assert!(
+        lost["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("overflowed")),
+        "{lost}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A module whose files cannot be watched (the inotify watch limit) was never reported again,
+/// and nothing said so; now `events_lost` names it and why (ENOSPC, the limit). The limit is set
+/// low in a user namespace of the test's own (`user.max_inotify_watches`), never the host's.
+#[test]
+fn a_module_past_the_watch_limit_is_said_to_be_unwatched() {
+    let w = World::new();
+    ok(w.run(&["init"]));
+    for m in ["a", "b", "c"] {
+        ok(w.run(&["create", m]));
+    }
+    let o = std::process::Command::new("unshare")
+        .args(["-U", "-r", "sh", "-c"])
+        .arg("echo 4 > /proc/sys/user/max_inotify_watches && exec timeout 3 \"$0\" --root \"$1\" watch")
+        .arg(bin())
+        .arg(w.root())
+        .env("CK_CGROUP_POLICY", "/dev/null")
+        .output()
+        .expect("unshare");
+    if !o.status.success() && stdout(&o).is_empty() {
+        // No user namespaces here (a hardened host): nothing to show.
+        assert!(
+            stderr(&o).contains("unshare") || stderr(&o).contains("max_inotify_watches"),
+            "{}",
+            stderr(&o)
+        );
+        eprintln!(
+            "no user namespace to lower the watch limit in: {}",
+            stderr(&o)
+        );
+        return;
+    }
+    let lost: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect(l))
+        .filter(|v: &Value| v["event"] == "events_lost")
+        .collect();
+    assert!(!lost.is_empty(), "no events_lost: {}", stdout(&o));
+    assert!(
+        lost.iter()
+            .all(|v| v["error"].as_str().is_some_and(|e| e.contains("ENOSPC"))),
+        "{lost:?}"
+    );
+}

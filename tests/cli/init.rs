@@ -56,3 +56,36 @@ fn init_with_a_command_executes_it_in_the_daemon_leaf() {
     let o = w.run(&["init", "--", "/nonexistent/daemon"]);
     assert_eq!(o.status.code(), Some(127), "{}", stderr(&o));
 }
+
+/// Under `umask 0777` the delegated user's `init` left `daemon/` and `subc-modules/` mode 000
+/// (cgroupfs takes the umask), so nothing could enter them after; every directory the helper
+/// makes is mode 0755 whatever the umask.
+#[test]
+fn init_and_create_make_mode_0755_whatever_the_umask() {
+    use crate::common::nobody::{as_nobody, delegate_root_to_nobody};
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new();
+    delegate_root_to_nobody(&w);
+    let o = as_nobody(
+        &w,
+        "sh",
+        &[
+            "-c",
+            "umask 0777 && \"$0\" --root \"$1\" init && exec \"$0\" --root \"$1\" create m",
+            bin(),
+            w.root().to_str().unwrap(),
+        ],
+        |_| {},
+    )
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for d in ["daemon", "subc-modules", "subc-modules/m"] {
+        let mode = std::fs::metadata(w.root().join(d))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o755, "{d}: {mode:o}");
+    }
+}

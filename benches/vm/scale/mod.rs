@@ -273,7 +273,7 @@ pub fn section_scale(ctx: &mut Ctx) -> Res<()> {
     let t0 = Instant::now();
     let _ = ctx.root.kill(VICTIM, TIMEOUT)?;
     for i in 1..made {
-        let _ = ctx.root.remove(&format!("m{i:05}"))?;
+        let _ = ctx.root.remove(format!("m{i:05}"))?;
     }
     println!(
         "({made} modules removed in {:.1} s)",

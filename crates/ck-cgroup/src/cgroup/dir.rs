@@ -134,14 +134,22 @@ impl CgroupDir {
         write_all(&fd, data.as_bytes())
     }
 
-    /// `mkdir(2)` beneath this directory. `Ok(false)` when it already existed as a directory.
+    /// `mkdir(2)` beneath this directory, mode 0755 whatever the umask (`fchmod(2)` after it:
+    /// under `umask 0777` the directory would be made 000, and nothing could enter it).
+    /// `Ok(false)` when it already existed as a directory.
     pub fn mkdir(&self, rel: &str) -> Result<bool> {
         let (parent, name) = split_parent(rel);
-        let res = self
+        let mode = Mode::from_raw_mode(0o755);
+        let made = self
             .open_beneath(parent, OFlags::RDONLY | OFlags::DIRECTORY)
-            .and_then(|p| rfs::mkdirat(&p, &*bytes_of(name), Mode::from_raw_mode(0o755)));
-        match res {
-            Ok(()) => Ok(true),
+            .and_then(|p| rfs::mkdirat(&p, &*bytes_of(name), mode).map(|()| p));
+        match made {
+            Ok(p) => {
+                // Through the parent: a directory made 000 cannot be opened to be changed.
+                rfs::chmodat(&p, &*bytes_of(name), mode, AtFlags::empty())
+                    .map_err(|e| Error::io("chmod 0755", self.display_path(rel), e))?;
+                Ok(true)
+            }
             Err(Errno::EXIST) => match self.open_beneath(rel, OFlags::RDONLY | OFlags::DIRECTORY) {
                 Ok(_) => Ok(false),
                 Err(e) => Err(Error::io("open", self.display_path(rel), e)),

@@ -85,9 +85,15 @@ enum Queued {
     Changed(i32),
     /// A module's file watch ended (its file went).
     Ignored(i32),
-    /// Events were lost, or a directory that holds modules changed: rescan.
+    /// A directory that holds modules changed: rescan.
     Rescan,
+    /// The kernel's queue overflowed (`IN_Q_OVERFLOW`): events of any module were lost. Each
+    /// module is told so (`events_lost`), then a rescan reports what is there now.
+    Lost,
 }
+
+/// The reason `events_lost` gives after a queue overflow.
+const OVERFLOWED: &str = "the inotify queue overflowed (this watch fell behind its reader, or the kernel's fs.inotify.max_queued_events was reached): events of this module since the previous line may be lost; the lines that follow report its state now";
 
 pub(super) struct Watcher<'a> {
     pub root: &'a Root,
@@ -137,8 +143,13 @@ impl<'a> Watcher<'a> {
             };
             let mask = ev.events();
             if mask.contains(ReadFlags::QUEUE_OVERFLOW) {
-                // Events were lost: only a full rescan knows what is there now.
-                out.push(Queued::Rescan);
+                // Events were lost: said, then only a full rescan knows what is there now.
+                // Mutation: the loss is not said (the rescan alone).
+                out.push(if cfg!(ck_mutation = "watch-loss-silent") {
+                    Queued::Rescan
+                } else {
+                    Queued::Lost
+                });
             } else if let Some(&layout) = self.dir_wds.get(&ev.wd()) {
                 let name = ev
                     .file_name()
@@ -217,12 +228,25 @@ impl<'a> Watcher<'a> {
                     self.wds.remove(wd);
                 }
                 Queued::Rescan => rescan = true,
+                Queued::Lost => {
+                    self.lost_all(out);
+                    rescan = true;
+                }
             }
         }
         if rescan {
             self.rescan(true, out)?;
         }
         Ok(())
+    }
+
+    /// Tell every module followed that its events may have been lost (a queue overflow).
+    fn lost_all(&self, out: &mut Vec<WatchEvent>) {
+        for k in self.modules.keys() {
+            let mut e = event(k, "events_lost", None, None, None);
+            e.error = Some(OVERFLOWED.to_string());
+            out.push(e);
+        }
     }
 
     /// The mutation `watch-coalesce`: a read handled as a snapshot.
@@ -253,7 +277,7 @@ impl<'a> Watcher<'a> {
                 Queued::Ignored(wd) => {
                     self.wds.remove(wd);
                 }
-                Queued::Rescan => rescan = true,
+                Queued::Rescan | Queued::Lost => rescan = true,
             }
         }
         for k in changed {
@@ -367,17 +391,27 @@ impl<'a> Watcher<'a> {
             from_scan: !report,
             ..State::default()
         };
+        // Files whose watch could not be added (the watch limit, EMFILE): the module's events
+        // from them are lost, and it is said, once, when following begins.
+        let mut unwatched = Vec::new();
         if let Some(dir) = dir {
-            for file in ["cgroup.events", "memory.events", "pids.events"] {
-                if let Ok(wd) = self.add(dir.fd(), file, inotify::WatchFlags::MODIFY) {
-                    self.wds.insert(wd, k.clone());
-                    st.wds.push(wd);
+            let files = [
+                ("cgroup.events", inotify::WatchFlags::MODIFY),
+                ("memory.events", inotify::WatchFlags::MODIFY),
+                ("pids.events", inotify::WatchFlags::MODIFY),
+                // systemd-oomd's setxattr of user.oomd_ooms on the directory (attribution.rs).
+                ("", inotify::WatchFlags::ATTRIB),
+            ];
+            for (file, flags) in files {
+                match self.add(dir.fd(), file, flags) {
+                    Ok(wd) => {
+                        self.wds.insert(wd, k.clone());
+                        st.wds.push(wd);
+                    }
+                    // No such file: its controller is not enabled; the module removed meanwhile.
+                    Err(Errno::NOENT) => {}
+                    Err(e) => unwatched.push((if file.is_empty() { "." } else { file }, e)),
                 }
-            }
-            // systemd-oomd's setxattr of user.oomd_ooms on the directory (attribution.rs).
-            if let Ok(wd) = self.add(dir.fd(), "", inotify::WatchFlags::ATTRIB) {
-                self.wds.insert(wd, k.clone());
-                st.wds.push(wd);
             }
             st.dir = Some(dir);
         }
@@ -388,6 +422,24 @@ impl<'a> Watcher<'a> {
         self.modules.insert(k.clone(), st);
         if report {
             out.push(event(&k, "appeared", None, None, None));
+        }
+        // Mutation: a watch that could not be added is not said.
+        if !unwatched.is_empty() && !cfg!(ck_mutation = "watch-loss-silent") {
+            let what: Vec<String> = unwatched
+                .iter()
+                .map(|(f, e)| format!("{f}: {}", crate::error::errno_text(*e)))
+                .collect();
+            let limit = if unwatched.iter().any(|(_, e)| *e == Errno::NOSPC) {
+                " (ENOSPC: the inotify watch limit was reached: fs.inotify.max_user_watches, or user.max_inotify_watches of a user namespace)"
+            } else {
+                ""
+            };
+            let mut e = event(&k, "events_lost", None, None, None);
+            e.error = Some(format!(
+                "its files cannot be watched{limit}: {}; their changes are not reported",
+                what.join(", ")
+            ));
+            out.push(e);
         }
         out.append(&mut unavailable);
         self.update(&k, report, out);
