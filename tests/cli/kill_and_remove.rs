@@ -54,3 +54,36 @@ fn kill_refuses_the_module_that_holds_the_caller() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("holds this process"), "{}", stderr(&o));
 }
+
+/// A stop that may not touch the module (the delegated user's helper, a module of root's): each
+/// method is refused at once (EACCES on `cgroup.kill` and `cgroup.freeze`, EPERM on the
+/// signal), and the stop said so only after waiting out its whole `--timeout`. It ends at once,
+/// exit 1, naming each refusal; the process is left as it was.
+#[test]
+fn a_stop_refused_by_permission_ends_at_once_naming_the_errno() {
+    use crate::common::nobody::ck_as_nobody;
+    let w = World::new();
+    ok(w.run(&["init"]));
+    let mut held = sleep_in_dir(&w, &w.root().join("subc-modules/theirs"));
+    let o = ck_as_nobody(&w, &["--json", "kill", "theirs", "--timeout", "60s"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let r: ck_cgroup::module::StopReport = serde_json::from_str(&stdout(&o)).expect(&stdout(&o));
+    assert!(r.tree.method.is_none(), "{r:?}");
+    let reasons: Vec<&str> = r
+        .tree
+        .fell_through
+        .iter()
+        .map(|f| f.reason.as_str())
+        .collect();
+    assert!(reasons.iter().any(|x| x.contains("EPERM")), "{reasons:?}");
+    assert!(
+        r.tree.waited_ms < 30_000.0,
+        "it waited out the timeout: {} ms",
+        r.tree.waited_ms
+    );
+    assert!(alive(held.id()));
+    ok(w.run(&["kill", "theirs"]));
+    held.wait().unwrap();
+}

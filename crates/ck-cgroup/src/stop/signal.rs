@@ -19,6 +19,13 @@ use crate::error::Result;
 pub(super) fn kill(dir: &CgroupDir, rel: &str, deadline: Instant) -> Result<Ran> {
     loop {
         match signal_members(dir, rel, Signal::KILL) {
+            // Nobody reached while members are left: refused (another user's processes), said
+            // at once instead of waited on until the deadline.
+            Ok(sent) if sent.is_empty() => {
+                if let Some(e) = refused(dir, rel) {
+                    return Ok(Ran::Failed(e));
+                }
+            }
             Ok(_) => {}
             Err(e) => return Ok(Ran::Failed(e)),
         }
@@ -26,6 +33,21 @@ pub(super) fn kill(dir: &CgroupDir, rel: &str, deadline: Instant) -> Result<Ran>
         if w == Waited::Empty || Instant::now() >= deadline {
             return Ok(Ran::Done);
         }
+    }
+}
+
+/// Why no member of the subtree could be signalled, if this process may not signal them
+/// (`kill(2)` with signal 0 on the first member: `EPERM`); `None` where it may, or none is left.
+fn refused(dir: &CgroupDir, rel: &str) -> Option<crate::error::Error> {
+    let first = members(dir, rel).ok()?.into_iter().next()?;
+    let pid = Pid::from_raw(i32::try_from(first).ok()?)?;
+    match rustix::process::test_kill_process(pid) {
+        Err(Errno::PERM) => Some(crate::error::Error::io(
+            format_args!("signal pid {first} of"),
+            dir.display_path(rel),
+            Errno::PERM,
+        )),
+        _ => None,
     }
 }
 

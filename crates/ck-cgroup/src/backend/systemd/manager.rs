@@ -26,10 +26,22 @@ const DEST: &str = "org.freedesktop.systemd1";
 const PATH: &str = "/org/freedesktop/systemd1";
 const MANAGER: &str = "org.freedesktop.systemd1.Manager";
 
+/// Why a connection to the bus failed: out of descriptors (`EMFILE`, `ENFILE`) is this process's
+/// state, not the bus's absence, and is said as such; anything else is no bus.
+fn not_connected(text: String) -> Unavailable {
+    if text.contains("(os error 24)") || text.contains("(os error 23)") {
+        Unavailable::Failed(format!(
+            "no file descriptor left to connect to systemd (EMFILE/ENFILE: the open-file limit, `ulimit -n`, was reached): {text}"
+        ))
+    } else {
+        Unavailable::NoBus(text)
+    }
+}
+
 /// Ask the manager on `bus` for the unit named `unit`, or for the unit of `pid`. A property that
 /// cannot be read is `None` (the version and the unit's name: empty).
 pub fn unit_facts(bus: Bus, unit: Option<&str>, pid: u32) -> Result<UnitFacts, Unavailable> {
-    let m = Manager::connect(bus).map_err(|e| Unavailable::NoBus(e.to_string()))?;
+    let m = Manager::connect(bus).map_err(|e| not_connected(e.to_string()))?;
     zbus::block_on(async move {
         let failed = |e: Error| Unavailable::Failed(e.to_string());
         let path = match unit {
@@ -521,4 +533,17 @@ async fn with_deadline<F: Future>(fut: F, deadline: Instant) -> Option<F::Output
         Poll::Pending
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_of_descriptors_is_not_read_as_no_bus() {
+        let t = "the system bus: Too many open files (os error 24)".to_string();
+        assert!(matches!(not_connected(t), Unavailable::Failed(m) if m.contains("EMFILE")));
+        let t = "the system bus: No such file or directory (os error 2)".to_string();
+        assert!(matches!(not_connected(t), Unavailable::NoBus(_)));
+    }
 }
