@@ -167,3 +167,28 @@ fn doctor_reads_daemons_mark_as_systemd_oomd_parses_it() {
         c.detail
     );
 }
+
+/// A module that marked itself (`user.oomd_omit` set by a process of the daemon's uid, not by
+/// ck-cgroup) was shown only in `status --json` and doctor said ok; doctor now warns naming it,
+/// with the fix, and a mark ck-cgroup set (`set --oomd`) is not flagged.
+#[test]
+fn doctor_flags_a_mark_a_module_set_on_itself() {
+    let w = World::new();
+    ok(w.run(&["init"]));
+    ok(w.run(&["create", "sly"]));
+    let foreign = |w: &World| check_named(w, "systemd-oomd foreign marks");
+    assert_eq!(foreign(&w).outcome, "ok");
+    rustix::fs::setxattr(
+        w.root().join("subc-modules/sly"),
+        "user.oomd_omit",
+        b"1",
+        rustix::fs::XattrFlags::empty(),
+    )
+    .unwrap();
+    let c = foreign(&w);
+    assert_eq!(c.outcome, "warn", "{}", c.detail);
+    assert!(c.detail.contains("subc-modules/sly/ (omit)"), "{}", c.detail);
+    assert!(c.fix.unwrap_or_default().contains("--oomd"));
+    ok(w.run(&["set", "sly", "--oomd", "omit"]));
+    assert_eq!(foreign(&w).outcome, "ok");
+}

@@ -110,3 +110,87 @@ fn ps_shows_a_command_line_with_control_bytes_escaped() {
     ok(w.run(&["kill", "a"]));
     s.wait().unwrap();
 }
+
+/// The bytes a terminal acts on: C0 controls but `\n` and `\t`, DEL, C1 controls (as UTF-8), and
+/// any byte sequence that is not UTF-8.
+fn raw_control(out: &[u8]) -> Option<String> {
+    let Ok(text) = std::str::from_utf8(out) else {
+        return Some("bytes that are not UTF-8".into());
+    };
+    text.chars()
+        .find(|c| c.is_control() && *c != '\n' && *c != '\t')
+        .map(|c| format!("U+{:04X}", c as u32))
+}
+
+/// Every human output of every command that shows what a module chose (directory names, a
+/// decoded daemon-layout id, a sub-cgroup's name, argv, `comm`) is free of raw control bytes and
+/// of forged rows: ESC and OSC sequences (a window title, the clipboard), CR, BS, C1 and bytes that
+/// are not UTF-8, and a newline in a decoded id.
+#[test]
+fn no_human_output_carries_a_raw_control_byte_a_module_chose() {
+    let w = World::new();
+    ok(w.run(&["init"]));
+    let nasty: &[u8] = b"e\x1b]2;owned\x07\x1b]52;c;b3duZWQ=\x07\r\x08\xc2\x9b31m\x9b\xff";
+    let modules = w.root().join("subc-modules");
+    let mut kids = vec![
+        sleep_in_dir(&w, &modules.join(std::ffi::OsStr::from_bytes(nasty))),
+        // The daemon's layout: the id decodes to "x\x1b]2;owned\x07\nforged".
+        sleep_in_dir(
+            &w,
+            &w.root()
+                .join("daemon/subc-modules/m-x_5f1b_5f5d2_5f3bowned_5f07_5f0aforged_5f1"),
+        ),
+        // A sub-cgroup of a plain module.
+        sleep_in_dir(&w, &modules.join("plain").join(std::ffi::OsStr::from_bytes(nasty))),
+    ];
+    // A process of the plain module whose argv and name are hostile.
+    let procs = modules.join("plain/cgroup.procs");
+    let mut s = Command::new("sh")
+        .arg("-c")
+        .arg("printf 'c\\033]2;x\\007\\233' > /proc/$$/comm; echo $$ > \"$1\"; sleep 600; :")
+        .arg(std::ffi::OsStr::from_bytes(b"\x1b[2J\rforged 1 1 S\n\xc2\x9b\xff"))
+        .arg(&procs)
+        .spawn()
+        .unwrap();
+    w.track(s.id());
+    eventually("the shell is in the module", || {
+        std::fs::read_to_string(&procs).is_ok_and(|p| p.lines().count() >= 2)
+    });
+    let commands: [&[&str]; 8] = [
+        &["list"],
+        &["status"],
+        &["status", "--wide"],
+        &["ps"],
+        &["top", "-n", "1"],
+        &["prune", "--dry-run", "--kill"],
+        &["doctor"],
+        &["status", "--format", "prometheus"],
+    ];
+    let mut bad = Vec::new();
+    for args in commands {
+        let o = w.run(args);
+        for (stream, bytes) in [("stdout", &o.stdout), ("stderr", &o.stderr)] {
+            if let Some(what) = raw_control(bytes) {
+                bad.push(format!("{args:?} {stream}: {what}"));
+            }
+            if String::from_utf8_lossy(bytes)
+                .lines()
+                .any(|l| l.trim_start().starts_with("forged"))
+            {
+                bad.push(format!("{args:?} {stream}: a forged row"));
+            }
+        }
+    }
+    // The stops' own lines name what they stopped.
+    let o = w.run(&["prune", "--kill"]);
+    for (stream, bytes) in [("stdout", &o.stdout), ("stderr", &o.stderr)] {
+        if let Some(what) = raw_control(bytes) {
+            bad.push(format!("prune --kill {stream}: {what}"));
+        }
+    }
+    assert!(bad.is_empty(), "{bad:#?}");
+    for k in &mut kids {
+        let _ = k.wait();
+    }
+    let _ = s.wait();
+}

@@ -168,6 +168,10 @@ impl fmt::Display for DirName {
 /// on (C0 controls, DEL, C1 controls) as `\xNN` / `\u{NN}` escapes, a backslash then as `\\`;
 /// a plain name as it is.
 pub fn shown(s: &str) -> std::borrow::Cow<'_, str> {
+    // Mutation: what a module chose reaches the terminal as it is.
+    if cfg!(ck_mutation = "output-unescaped") {
+        return std::borrow::Cow::Borrowed(s);
+    }
     let decoded = crate::id::name_bytes::display(s);
     let bad = |c: char| c.is_control();
     if !decoded.chars().any(bad) {

@@ -21,8 +21,11 @@ mod file;
 
 pub use file::{check_output, replace};
 
+/// A label value in the exposition format: a name as people see it (`id::shown`: a name that is
+/// not UTF-8 and any control character as `\xNN`), then `\`, `"` and newline escaped.
 fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
+    ck_cgroup::id::shown(v)
+        .replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
 }

@@ -36,6 +36,9 @@ pub const KILL: &str = "user.oomd_kill";
 /// stop before it signals or kills, as systemd-oomd increments `user.oomd_ooms` before its kill
 /// ([`mark_stop`]), so that whoever watches the module can tell our stop from another death.
 pub const STOPS: &str = "user.ck_cgroup_stops";
+/// The preference ck-cgroup set on a directory (`avoid`, `omit`, `none`): a mark without it, or
+/// other than it, was set by someone else.
+pub const SET_BY_CK: &str = "user.ck_cgroup_oomd";
 
 /// The source of a preference figure.
 pub const PREFERENCE_SOURCE: &str = "user.oomd_avoid, user.oomd_omit xattrs";
@@ -207,7 +210,9 @@ fn truthy(v: &[u8]) -> bool {
 }
 
 /// Set `pref` on the directory `rel` beneath `dir`: its attribute to "1" and the other one
-/// removed (`none`: both removed). An attribute already absent is no error.
+/// removed (`none`: both removed), then [`SET_BY_CK`] to its name, so that a mark ck-cgroup did
+/// not set (a module's process of the daemon's uid can set one) is told apart
+/// ([`set_by_ck`]). An attribute already absent is no error.
 pub fn set_preference(
     dir: &CgroupDir,
     rel: &str,
@@ -238,7 +243,19 @@ pub fn set_preference(
             }
         }
     }
+    // What ck-cgroup set: the mark's provenance (best effort: where it cannot be written, the
+    // mark reads as set by another, which doctor only warns about).
+    let _ = rfs::fsetxattr(&fd, SET_BY_CK, pref.name().as_bytes(), XattrFlags::empty());
     Ok(())
+}
+
+/// The preference ck-cgroup last set on the directory `rel` ([`SET_BY_CK`]); `None` where it
+/// never set one (or the attribute cannot be read).
+pub fn set_by_ck(dir: &CgroupDir, rel: &str) -> Option<OomdPreference> {
+    let fd = open(dir, rel).ok()?;
+    let mut buf = [0u8; 16];
+    let n = rfs::fgetxattr(&fd, SET_BY_CK, &mut buf).ok()?;
+    OomdPreference::parse(std::str::from_utf8(buf.get(..n)?).ok()?).ok()
 }
 
 /// The preference on the directory `rel`, as systemd-oomd reads it: omit first, then avoid,

@@ -32,6 +32,8 @@ pub struct Candidate {
     pub path: String,
     /// Its preference as read (`Err`: why it could not be read).
     pub preference: Result<OomdPreference, String>,
+    /// The preference ck-cgroup set on it (`user.ck_cgroup_oomd`); `None` where it set none.
+    pub set_by_ck: Option<OomdPreference>,
 }
 
 /// The facts of the systemd-oomd checks.
@@ -150,7 +152,12 @@ fn walk(dir: &CgroupDir, rel: &str, depth: usize, out: &mut Vec<Candidate>) {
         let leaf = dir.subdirs(&path).map(|s| s.is_empty()).unwrap_or(true);
         if leaf || oom_group(dir, &path) == Some(true) || depth >= MAX_DEPTH {
             let preference = oomd::read_preference(dir, &path).map_err(|e| e.to_string());
-            out.push(Candidate { path, preference });
+            let set_by_ck = oomd::set_by_ck(dir, &path);
+            out.push(Candidate {
+                path,
+                preference,
+                set_by_ck,
+            });
         } else {
             walk(dir, &path, depth + 1, out);
         }
@@ -210,6 +217,9 @@ pub fn judge(f: &OomdFacts) -> Vec<Check> {
     let mut out = vec![running(&active), monitors(&monitored)];
     out.push(walk_check(f.service_oom_group, problem));
     out.push(candidates_check(f.candidates.as_deref(), problem));
+    if let Some(c) = foreign_marks_check(f.candidates.as_deref()) {
+        out.push(c);
+    }
     if let Some(c) = marks_check(f, problem) {
         out.push(c);
     }
@@ -390,6 +400,47 @@ fn walk_check(oom_group: Option<bool>, problem: Outcome) -> Check {
     }
 }
 
+/// The marks on the candidates that ck-cgroup did not set (no `user.ck_cgroup_oomd`, or another
+/// value): a process of the daemon's uid, a module's included, can set `user.oomd_omit` on its
+/// own cgroup, and systemd-oomd then never picks it. `None` where there are no candidates.
+fn foreign_marks_check(c: Option<&[Candidate]>) -> Option<Check> {
+    let name = "systemd-oomd foreign marks";
+    let c = c?;
+    // Mutation: every mark is taken for ck-cgroup's own.
+    if cfg!(ck_mutation = "foreign-marks-unflagged") {
+        return Some(check(name, Outcome::Ok, "none".into(), None));
+    }
+    let foreign: Vec<String> = c
+        .iter()
+        .filter_map(|k| match &k.preference {
+            Ok(p) if *p != OomdPreference::None && k.set_by_ck != Some(*p) => {
+                Some(format!("{}/ ({p})", crate::id::shown(&k.path)))
+            }
+            _ => None,
+        })
+        .collect();
+    Some(if foreign.is_empty() {
+        check(
+            name,
+            Outcome::Ok,
+            "every mark on a candidate is one ck-cgroup set".into(),
+            None,
+        )
+    } else {
+        check(
+            name,
+            Outcome::Warn,
+            format!(
+                "{}: marked by someone other than ck-cgroup (a process of the cgroup's owner, a module's own included, can set user.oomd_omit or user.oomd_avoid); systemd-oomd honours it",
+                foreign.join(", ")
+            ),
+            Some(
+                "restore each with `ck-cgroup set ID --oomd none` (or the policy's value; `ck-cgroup init` for daemon/), and run modules under a uid of their own so they cannot mark themselves (docs/operations.md)",
+            ),
+        )
+    })
+}
+
 fn candidates_check(c: Option<&[Candidate]>, problem: Outcome) -> Check {
     let name = "systemd-oomd candidates";
     let Some(c) = c else {
@@ -402,10 +453,14 @@ fn candidates_check(c: Option<&[Candidate]>, problem: Outcome) -> Check {
     };
     let shown: Vec<String> = c
         .iter()
-        .map(|k| match &k.preference {
-            Ok(OomdPreference::None) => format!("{}/", k.path),
-            Ok(p) => format!("{}/ ({p})", k.path),
-            Err(_) => format!("{}/ (mark unreadable)", k.path),
+        .map(|k| {
+            // A path a module chose (a sub-cgroup's name): shown escaped.
+            let path = crate::id::shown(&k.path);
+            match &k.preference {
+                Ok(OomdPreference::None) => format!("{path}/"),
+                Ok(p) => format!("{path}/ ({p})"),
+                Err(_) => format!("{path}/ (mark unreadable)"),
+            }
         })
         .collect();
     let list = if shown.is_empty() {

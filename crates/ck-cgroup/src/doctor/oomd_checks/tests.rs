@@ -17,6 +17,7 @@ fn candidate(path: &str, p: OomdPreference) -> Candidate {
     Candidate {
         path: path.into(),
         preference: Ok(p),
+        set_by_ck: Some(p),
     }
 }
 
@@ -99,6 +100,7 @@ fn an_unmarked_daemon_leaf_under_a_running_oomd_fails_with_the_fix() {
     f.candidates = Some(vec![Candidate {
         path: "daemon".into(),
         preference: Err("getxattr of user.oomd_omit failed: EOPNOTSUPP".into()),
+        set_by_ck: None,
     }]);
     let c = judge(&f)
         .into_iter()
@@ -304,4 +306,36 @@ fn a_root_owned_daemon_leaf_is_honoured_everywhere() {
     // Without a mark there is nothing to honour: no such check.
     f.candidates = Some(vec![candidate("daemon", OomdPreference::None)]);
     assert!(judge(&f).iter().all(|c| c.name != "systemd-oomd marks"));
+}
+
+/// A module that marked itself omit (no `user.ck_cgroup_oomd`, or another value) is warned
+/// about by name, with the fix; a mark ck-cgroup set is not.
+#[test]
+fn a_mark_ck_cgroup_did_not_set_is_flagged() {
+    let mut f = fedora();
+    let ours = candidate("daemon", OomdPreference::Omit);
+    let mut theirs = candidate("subc-modules/sly", OomdPreference::Omit);
+    theirs.set_by_ck = None;
+    let mut changed = candidate("subc-modules/turned", OomdPreference::Avoid);
+    changed.set_by_ck = Some(OomdPreference::None);
+    f.candidates = Some(vec![ours.clone(), theirs, changed]);
+    let c = judge(&f)
+        .into_iter()
+        .find(|c| c.name == "systemd-oomd foreign marks")
+        .expect("the check");
+    assert_eq!(c.outcome, Outcome::Warn, "{c:?}");
+    assert!(
+        c.detail.contains("subc-modules/sly/ (omit)")
+            && c.detail.contains("subc-modules/turned/ (avoid)")
+            && !c.detail.contains("daemon/"),
+        "{}",
+        c.detail
+    );
+    assert!(c.fix.as_deref().is_some_and(|x| x.contains("--oomd")), "{c:?}");
+    f.candidates = Some(vec![ours]);
+    let c = judge(&f)
+        .into_iter()
+        .find(|c| c.name == "systemd-oomd foreign marks")
+        .expect("the check");
+    assert_eq!(c.outcome, Outcome::Ok, "{c:?}");
 }
