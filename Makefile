@@ -14,8 +14,8 @@
 #   make uninstall  remove what install put there (same variables)
 #   make deb        the Debian packages in target/deb/ (scripts/build-deb)
 #   make rpm        the RPM packages in target/rpm/ (scripts/build-rpm, packaging/rpm/)
-#   make bench      the benchmarks (scripts/bench), once there are any
-#   make vm-test    the guest lane (scripts/vm-test), once it is built
+#   make bench      the benchmarks (scripts/bench)
+#   make vm-test    the guest lane (scripts/vm-test)
 #   make vm-mutation the guest lane's mutation controls (scripts/vm-mutation)
 #   make vm-bench   the guest bench on lane 2's image (scripts/vm-bench; not part of make test)
 #
@@ -195,7 +195,7 @@ uninstall:
 		"$(DESTDIR)$(dir $(PROMRULESDIR:/=))" 2>/dev/null || true
 
 bench:
-	@if [ -x scripts/bench ]; then scripts/bench; else echo "no benchmarks yet"; fi
+	scripts/bench
 
 deb: build
 	scripts/build-deb
@@ -204,7 +204,7 @@ rpm: build
 	scripts/build-rpm
 
 vm-test:
-	@if [ -x scripts/vm-test ]; then scripts/vm-test; else echo "the guest lane is not built yet (issue 4)"; fi
+	scripts/vm-test
 
 vm-mutation:
 	scripts/vm-mutation

@@ -187,7 +187,11 @@ fn doctor_flags_a_mark_a_module_set_on_itself() {
     .unwrap();
     let c = foreign(&w);
     assert_eq!(c.outcome, "warn", "{}", c.detail);
-    assert!(c.detail.contains("subc-modules/sly/ (omit)"), "{}", c.detail);
+    assert!(
+        c.detail.contains("subc-modules/sly/ (omit)"),
+        "{}",
+        c.detail
+    );
     assert!(c.fix.unwrap_or_default().contains("--oomd"));
     ok(w.run(&["set", "sly", "--oomd", "omit"]));
     assert_eq!(foreign(&w).outcome, "ok");

@@ -141,14 +141,21 @@ fn no_human_output_carries_a_raw_control_byte_a_module_chose() {
                 .join("daemon/subc-modules/m-x_5f1b_5f5d2_5f3bowned_5f07_5f0aforged_5f1"),
         ),
         // A sub-cgroup of a plain module.
-        sleep_in_dir(&w, &modules.join("plain").join(std::ffi::OsStr::from_bytes(nasty))),
+        sleep_in_dir(
+            &w,
+            &modules
+                .join("plain")
+                .join(std::ffi::OsStr::from_bytes(nasty)),
+        ),
     ];
     // A process of the plain module whose argv and name are hostile.
     let procs = modules.join("plain/cgroup.procs");
     let mut s = Command::new("sh")
         .arg("-c")
         .arg("printf 'c\\033]2;x\\007\\233' > /proc/$$/comm; echo $$ > \"$1\"; sleep 600; :")
-        .arg(std::ffi::OsStr::from_bytes(b"\x1b[2J\rforged 1 1 S\n\xc2\x9b\xff"))
+        .arg(std::ffi::OsStr::from_bytes(
+            b"\x1b[2J\rforged 1 1 S\n\xc2\x9b\xff",
+        ))
         .arg(&procs)
         .spawn()
         .unwrap();

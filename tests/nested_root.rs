@@ -1,4 +1,4 @@
-//! A root is never inside another root's `subc-modules/` or `daemon/` (issue 23, item 5):
+//! A root is never inside another root's `subc-modules/` or `daemon/`:
 //! `--root <root>/subc-modules`, `<root>/daemon`, `<root>/subc-modules/<id>` were accepted by
 //! `init`, which made a new layout inside a module or the daemon's leaf. Every command refuses
 //! such a root with exit 2 and one line that names the root it is inside, and changes nothing.

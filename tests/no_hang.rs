@@ -1,4 +1,4 @@
-//! No hang (issue 23, item 4): a spawn under a frozen ancestor of its module is refused at once
+//! No hang: a spawn under a frozen ancestor of its module is refused at once
 //! in one line naming the frozen cgroup, and a `thaw` or `freeze` whose module a `kill` removes
 //! answers at once. Mutation controls: `spawn-into-frozen`, `freeze-blind-to-removal`.
 
@@ -44,7 +44,7 @@ fn settled(pid: u32) {
     }
 }
 
-/// Issue 23: `exec` and `run` of a new module while `subc-modules/` was frozen hung (10 to 13 s
+/// `exec` and `run` of a new module while `subc-modules/` was frozen hung (10 to 13 s
 /// until killed, and `run` ignored TERM): the new module was frozen from birth. With
 /// `subc-modules/` or the root frozen, both are refused (exit 1, one line naming the frozen
 /// cgroup), as root and as a delegated user, and nothing is made.
@@ -111,7 +111,7 @@ fn exec_and_run_of_a_new_module_under_a_frozen_ancestor_are_refused_at_once() {
     ok(w.run(&["run", "new", "--", "true"]));
 }
 
-/// Issue 23: `freeze` racing a `kill` that removes the module waited out its whole `--timeout`:
+/// `freeze` racing a `kill` that removes the module waited out its whole `--timeout`:
 /// a poll on `cgroup.events` is woken by a change of the file, and a removal is none. Here a
 /// `thaw` that cannot end (an ancestor holds the empty module frozen) waits with a 120 s
 /// timeout; the module is removed (`remove`: no event of `cgroup.events`), and the `thaw`

@@ -1,4 +1,4 @@
-//! systemd-oomd (issue 19), on this host (no systemd-oomd runs here; user.* xattrs on cgroup2
+//! systemd-oomd, on this host (no systemd-oomd runs here; user.* xattrs on cgroup2
 //! directories work, kernel 5.7+): `init` marks `daemon/` so that systemd-oomd never picks it,
 //! a module takes a preference, and a module's kills are read from the xattrs systemd-oomd writes
 //! (set here by hand, as systemd-oomd would) beside the kernel's `memory.events`. Absent is 0;

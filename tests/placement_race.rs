@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 
 use common::*;
 
-/// Issue 23: `init` racing `exec` of new modules on a fresh root (four `exec`, started in the
+/// `init` racing `exec` of new modules on a fresh root (four `exec`, started in the
 /// root as a service's processes are before `init`, and one `init`, at once): in 3 to 10 of 20
 /// trials a process that `exec` ran ended up in `daemon/`, where `init` had moved it after it
 /// had placed itself (init read the root's `cgroup.procs` before the move and wrote the pid

@@ -118,7 +118,7 @@ fn sigkill_of_run_takes_cmd_with_it() {
     assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
 }
 
-/// The incident of issue 10: the daemon SIGKILLs a module's helper (its drain timeout, a hung
+/// The incident: the daemon SIGKILLs a module's helper (its drain timeout, a hung
 /// module's restart) and a reparented grandchild and a TERM-ignoring one live on in the module.
 /// With kill-on-close nothing of the module is left within one second, 20 times out of 20.
 #[test]
@@ -462,7 +462,7 @@ fn without_user_namespaces(w: &World, prog: &str) -> std::process::Command {
     c
 }
 
-/// Issue 20: the namespace fallbacks are the library's, not the CLI's. A daemon that calls
+/// The namespace fallbacks are the library's, not the CLI's. A daemon that calls
 /// `Root::spawn_with_fallback` where no user namespace can be made (as above) gets its program
 /// run without a PID namespace and the very line `run` prints for it
 /// (`ModuleChild::fallbacks`, `Fallback::line`). The daemon here is this test binary, started
@@ -564,7 +564,7 @@ fn ends_at_once_saying(w: &World, mut c: std::process::Child, code: i32, note: &
     assert_eq!(w.tree(), vec!["daemon", "subc-modules"], "module left");
 }
 
-/// Issue 23: `run` hung when a process of CMD's ptrace-stopped the PID namespace's init: CMD
+/// `run` hung when a process of CMD's ptrace-stopped the PID namespace's init: CMD
 /// exited, the init could neither reap it nor report its status, and `run` waited on the
 /// report for ever. Here CMD starts a tracer of the init (`hostile ptrace 1`: `PTRACE_SEIZE`
 /// and `PTRACE_INTERRUPT`, then it stays the tracer) and exits 7 once the init is in its
@@ -649,7 +649,7 @@ fn run_ends_with_a_stopped_init(nobody: bool) {
     );
 }
 
-/// Issue 20: the CLI looked CMD up by the effective uid and `Root::spawn` by the real one, so
+/// The CLI looked CMD up by the effective uid and `Root::spawn` by the real one, so
 /// for a caller whose ids differ (`setpriv --ruid=65534 --euid=0`) `run` of a program found in
 /// PATH that only root may execute passed the CLI's check and failed in the library (exit 1,
 /// EACCES). One lookup, the library's, by `execve`'s rule (the effective ids): it runs. The

@@ -1,5 +1,5 @@
 //! A stop succeeds only when the module is empty and its directory gone, re-checked after the
-//! last write (issue 23, item 1): `kill` never exits 0 with a process of the module alive or its
+//! last write: `kill` never exits 0 with a process of the module alive or its
 //! directory there, with every method, as root and as a delegated unprivileged user.
 //! Mutation control: `stop-trusts-populated` (success on `populated 0` alone).
 
@@ -120,7 +120,7 @@ while True:
     time.sleep(0.01)
 "#;
 
-/// Issue 23: a module whose processes answer TERM by double-forking, stopped with
+/// A module whose processes answer TERM by double-forking, stopped with
 /// `kill --grace D --method auto`, exited 0 with one process of the module still alive (one of
 /// two full runs). Over many trials no `kill` exits 0 while a process of the module lives.
 fn double_forker_rounds(who: As) {
@@ -230,7 +230,7 @@ while True:
             break
 "#;
 
-/// Issue 23: while a sibling process of the same uid made sub-directories inside the module
+/// While a sibling process of the same uid made sub-directories inside the module
 /// being killed, `kill` reported the module removed and its directory was still there (one of
 /// two runs), and as an unprivileged user (at nice 0) it lost the race to the neighbour for its
 /// whole timeout. Over many trials `kill` removes the module (exit 0) and the directory is gone.

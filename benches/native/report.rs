@@ -1,4 +1,4 @@
-//! The table, the ratios and the goal lines (issue 22's goals).
+//! The table, the ratios and the goal lines (the goals in benches/native).
 
 use crate::proc::Pair;
 use crate::scale::Scale;

@@ -1,4 +1,4 @@
-//! `freeze` and `thaw` (issue 13, item 3): they return once the kernel says the module is frozen
+//! `freeze` and `thaw`: they return once the kernel says the module is frozen
 //! (or thawed), a frozen module is still killed, bad input is exit 2. Mutation control
 //! `freeze-no-wait`.
 

@@ -1,4 +1,4 @@
-//! Not a service root (issue 13, item 1): every command that acts on or reports modules refuses a
+//! Not a service root: every command that acts on or reports modules refuses a
 //! root with neither daemon/ nor subc-modules/, with exit 2 and one line that names the root and
 //! the ways to name the right one; nothing is made. Mutation control `no-service-root-check`.
 

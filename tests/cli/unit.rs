@@ -1,4 +1,4 @@
-//! `--unit` (issue 13, item 2). There is no systemd here: the flag is parsed, refused in one line
+//! `--unit`. There is no systemd here: the flag is parsed, refused in one line
 //! (exit 2: an unsupported environment, nothing changed), and no D-Bus is touched without it.
 
 use crate::common::*;

@@ -4,8 +4,12 @@
 //! One series per module, keyed by stable labels: `module` (the module id, decoded for the
 //! daemon's layout: never its directory name, which carries the launch number), `layout`, and
 //! `slot` (`swap` for the daemon's alternate slot, else `main`). Where several directories share
-//! those labels (a launch still being torn down beside the next one) the newest launch is the
-//! series and `ck_cgroup_module_directories` counts them. One metric per limit, named after its
+//! those labels (a launch still being torn down beside the next one) the series is the newest
+//! launch that holds a process (an empty directory never hides a populated one: a module may
+//! make look-alikes), else the newest, and `ck_cgroup_module_directories` counts them. At most
+//! [`MAX_SERIES`] modules are written, ours (`ck`) first, then those that hold a process;
+//! `ck_cgroup_modules_left_out` counts the rest (module-chosen ids must not grow the series
+//! without bound). One metric per limit, named after its
 //! file with its unit, driven by the limits table; the old `ck_cgroup_limit` is kept, with its old
 //! labels, for one release, marked deprecated.
 
@@ -69,13 +73,23 @@ impl Metric {
 
 /// The Prometheus text exposition format. Unknown figures are left out, never written as 0.
 pub fn prometheus(rows: &[ModuleStatus]) -> String {
-    let series = series(rows);
+    let (series, left_out) = series(rows);
     let mut s = String::new();
     let metrics = figures(&series)
         .into_iter()
         .chain(counted(&series))
         .chain(limit_metrics(&series))
-        .chain([deprecated_limit(rows)]);
+        .chain([
+            deprecated_limit(rows),
+            Metric::new(
+                "ck_cgroup_modules_left_out",
+                "gauge",
+                &format!(
+                    "Modules not written as series: past the first {MAX_SERIES} (ours first, then those that hold a process)."
+                ),
+                vec![(String::new(), Num::Int(left_out as u64))],
+            ),
+        ]);
     for Metric(name, kind, help, values) in metrics {
         if values.is_empty() {
             continue;
@@ -83,7 +97,11 @@ pub fn prometheus(rows: &[ModuleStatus]) -> String {
         let _ = writeln!(s, "# HELP {name} {help}");
         let _ = writeln!(s, "# TYPE {name} {kind}");
         for (l, v) in values {
-            let _ = writeln!(s, "{name}{{{l}}} {v}");
+            if l.is_empty() {
+                let _ = writeln!(s, "{name} {v}");
+            } else {
+                let _ = writeln!(s, "{name}{{{l}}} {v}");
+            }
         }
     }
     s
@@ -118,19 +136,35 @@ fn launch_order(launch: &Option<String>) -> (usize, String) {
     (digits.len(), digits.to_string())
 }
 
-fn series(rows: &[ModuleStatus]) -> Vec<Series<'_>> {
+/// The most modules written as series; the rest are counted in `ck_cgroup_modules_left_out`.
+pub const MAX_SERIES: usize = 2000;
+
+/// Whether a directory holds a process (unknown counts as not).
+fn holds(m: &ModuleStatus) -> bool {
+    m.populated.value == Some(true)
+}
+
+/// The series of `rows` (at most [`MAX_SERIES`]) and how many modules were left out.
+fn series(rows: &[ModuleStatus]) -> (Vec<Series<'_>>, usize) {
     type Key = (String, &'static str, &'static str);
     let mut out: Vec<(Key, Option<String>, Series<'_>)> = Vec::new();
+    let mut index: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
     for m in rows {
         let (key, launch) = identity(m);
-        if let Some((_, newest, s)) = out.iter_mut().find(|(k, _, _)| *k == key) {
+        if let Some(&i) = index.get(&key) {
+            let (_, newest, s) = &mut out[i];
             s.directories += 1;
-            if launch_order(&launch) > launch_order(newest) {
+            // Mutation: the newest launch is the series, empty or not.
+            let by_holding = !cfg!(ck_mutation = "series-by-launch-only");
+            let rank =
+                |m: &ModuleStatus, l: &Option<String>| (by_holding && holds(m), launch_order(l));
+            if rank(m, &launch) > rank(s.m, newest) {
                 *newest = launch;
                 s.m = m;
             }
             continue;
         }
+        index.insert(key.clone(), out.len());
         let labels = format!(
             "module=\"{}\",layout=\"{}\",slot=\"{}\"",
             escape(&key.0),
@@ -147,7 +181,11 @@ fn series(rows: &[ModuleStatus]) -> Vec<Series<'_>> {
             },
         ));
     }
-    out.into_iter().map(|(_, _, s)| s).collect()
+    // Ours first, then those that hold a process, each in the order found (by name).
+    out.sort_by_key(|(k, _, s)| (k.1 != Layout::Ck.name(), !holds(s.m)));
+    let left_out = out.len().saturating_sub(MAX_SERIES);
+    out.truncate(MAX_SERIES);
+    (out.into_iter().map(|(_, _, s)| s).collect(), left_out)
 }
 
 /// `f` of every series that has it, labelled.
@@ -353,7 +391,7 @@ fn limit_metrics(series: &[Series<'_>]) -> Vec<Metric> {
 /// for one release beside the per-limit metrics.
 fn deprecated_limit(rows: &[ModuleStatus]) -> Metric {
     let mut limits = Vec::new();
-    for m in rows {
+    for m in rows.iter().take(MAX_SERIES) {
         let labels = format!(
             "name=\"{}\",module=\"{}\",layout=\"{}\"",
             escape(&m.name),
@@ -511,5 +549,75 @@ mod tests {
             "{s}"
         );
         assert_eq!(s.matches("ck_cgroup_module_processes{").count(), 2, "{s}");
+    }
+
+    /// A module made an empty `m-web_5f99999` beside the live launch `m-web_5f2`: the newest
+    /// launch number was the series, so `module="web"` read populated 0. An empty directory
+    /// never hides one that holds a process.
+    #[test]
+    fn an_empty_look_alike_does_not_replace_the_live_launch() {
+        let none = || {
+            limits(
+                serde_json::Value::Null,
+                serde_json::Value::Null,
+                serde_json::Value::Null,
+            )
+        };
+        let mut rows = [
+            module("m-web_5f2", Some("web"), "daemon", none()),
+            module("m-web_5f99999", Some("web"), "daemon", none()),
+        ];
+        rows[1].populated.value = Some(false);
+        rows[1].procs.value = Some(0);
+        let s = prometheus(&rows);
+        let main = "{module=\"web\",layout=\"daemon\",slot=\"main\"}";
+        assert!(
+            s.contains(&format!("ck_cgroup_module_populated{main} 1\n")),
+            "{s}"
+        );
+        assert!(
+            s.contains(&format!("ck_cgroup_module_directories{main} 2\n")),
+            "{s}"
+        );
+    }
+
+    /// Module-chosen ids do not grow the series without bound: past [`MAX_SERIES`], ours and
+    /// the populated first, and the rest counted.
+    #[test]
+    fn the_series_are_capped_ours_first_and_the_rest_counted() {
+        let none = || {
+            limits(
+                serde_json::Value::Null,
+                serde_json::Value::Null,
+                serde_json::Value::Null,
+            )
+        };
+        let mut rows: Vec<ModuleStatus> = (0..MAX_SERIES + 5)
+            .map(|i| {
+                let mut m = module(
+                    &format!("m-x{i:05}_5f1"),
+                    Some(&format!("x{i:05}")),
+                    "daemon",
+                    none(),
+                );
+                m.populated.value = Some(false);
+                m
+            })
+            .collect();
+        rows.push(module("zzz-ours", Some("zzz-ours"), "ck", none()));
+        let s = prometheus(&rows);
+        assert_eq!(
+            s.matches("ck_cgroup_module_populated{").count(),
+            MAX_SERIES,
+            "capped"
+        );
+        assert!(
+            s.contains("ck_cgroup_module_populated{module=\"zzz-ours\",layout=\"ck\""),
+            "ours kept"
+        );
+        assert!(
+            s.contains("\nck_cgroup_modules_left_out 6\n"),
+            "the rest counted"
+        );
     }
 }

@@ -96,8 +96,8 @@ pub(super) fn stop_entry(e: &mut PruneEntry, stop: &impl Fn(&str) -> Result<Stop
 
 /// No new sub-cgroup while the module is stopped: `0` to its `cgroup.max.descendants`, which
 /// every `mkdir` below it checks (`EAGAIN`), so that neither its own processes nor a neighbour
-/// of the same uid can make sub-directories faster than the removal takes them away (issue 23:
-/// an unprivileged `kill`, at nice 0, lost that race to a Python loop for its whole timeout).
+/// of the same uid can make sub-directories faster than the removal takes them away (an
+/// unprivileged `kill`, at nice 0, lost that race to a Python loop for its whole timeout).
 /// The value it had, to put back when the stop fails (`None`: not sealed, as when the file is
 /// another uid's).
 fn seal(mdir: &CgroupDir) -> Option<String> {

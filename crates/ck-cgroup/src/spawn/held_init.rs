@@ -4,7 +4,7 @@
 //! A process of the module that traces the init (`ptrace(2)`: `PTRACE_SEIZE`, then
 //! `PTRACE_INTERRUPT` or `PTRACE_ATTACH`'s SIGSTOP) keeps it in a stop: it can neither reap the
 //! program nor write its status on the report pipe, and a wait on that pipe (`ck-cgroup run`)
-//! did not end when the program exited (issue 23). With the program's pidfd,
+//! did not end when the program exited. With the program's pidfd,
 //! [`pidns::Reports`](super::pidns) sees the program exit; when the init is then in a stop (`t`
 //! or `T`, field 3 of `/proc/<init>/stat`), the program's wait status is read from its zombie
 //! (`exit_code`, field 52 of `/proc/<pid>/stat`; the zombie stays while the init cannot reap

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# unit-from-shell (issue 13): an operator's shell is no service root. From a transient scope (what
+# unit-from-shell: an operator's shell is no service root. From a transient scope (what
 # a login session is: a cgroup with neither daemon/ nor subc-modules/), `ck-cgroup kill a` without
 # a root refuses with exit 2 and one line naming that scope and --unit, and module a keeps running;
 # `--unit ck-subc.service` asks systemd for the service's cgroup over D-Bus, so list, freeze, thaw

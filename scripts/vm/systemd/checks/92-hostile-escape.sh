@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Containment (issue 11 item 3): a hostile module tries each way out of its module. Under the
+# Containment: a hostile module tries each way out of its module. Under the
 # user manager (unprivileged, so `exec` makes the module's cgroup namespace with a user
 # namespace), module a's command is a script that moves itself to the daemon's leaf, the service
 # root, subc-modules/ and sibling b, writes its own limits, and setns(2)es into the daemon's and

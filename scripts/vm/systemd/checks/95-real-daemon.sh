@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # The real daemon (subc-daemon 0.39.3, its placement off) under the installed unit, every module
-# through `ck-cgroup run` (lib-systemd.sh: real_daemon_up). The checks of issue 10:
+# through `ck-cgroup run` (lib-systemd.sh: real_daemon_up). The checks:
 #   real-daemon-hoard        hog past its memory.max is OOM-killed alone, whole module (oom.group);
 #                            the daemon restarts it; the service and the other modules run on
 #   real-daemon-helper-kill  SIGKILL of deaf's helper: nothing of deaf left within one second

@@ -331,7 +331,10 @@ fn a_mark_ck_cgroup_did_not_set_is_flagged() {
         "{}",
         c.detail
     );
-    assert!(c.fix.as_deref().is_some_and(|x| x.contains("--oomd")), "{c:?}");
+    assert!(
+        c.fix.as_deref().is_some_and(|x| x.contains("--oomd")),
+        "{c:?}"
+    );
     f.candidates = Some(vec![ours]);
     let c = judge(&f)
         .into_iter()
