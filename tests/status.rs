@@ -33,6 +33,7 @@ struct Module {
     memory_swap_current: Fig,
     memory_anon: Fig,
     memory_file: Fig,
+    memory_shmem: Fig,
     memory_events: Fig,
     pids_current: Fig,
     cpu_usage_usec: Fig,
@@ -294,6 +295,7 @@ fn anon_and_file_come_from_memory_stat_or_are_null() {
     let m = &s.modules[0];
     assert_eq!(m.memory_anon.source, "memory.stat anon");
     assert_eq!(m.memory_file.source, "memory.stat file");
+    assert_eq!(m.memory_shmem.source, "memory.stat shmem");
     let stat = std::fs::read_to_string(w.root().join("subc-modules/hoard/memory.stat"));
     match stat {
         // The memory controller is enabled: the kernel's figures, the hoard in anon.
@@ -301,11 +303,13 @@ fn anon_and_file_come_from_memory_stat_or_are_null() {
             let anon = m.memory_anon.value.as_u64().expect("anon is known");
             assert!(anon >= 32 << 20, "anon {anon}: {text}");
             assert!(m.memory_file.value.is_u64(), "{:?}", m.memory_file);
+            assert!(m.memory_shmem.value.is_u64(), "{:?}", m.memory_shmem);
         }
         // No memory.stat: unknown, never 0, and the table says `-`.
         Err(_) => {
             assert_eq!(m.memory_anon.value, Value::Null, "{:?}", m.memory_anon);
             assert_eq!(m.memory_file.value, Value::Null, "{:?}", m.memory_file);
+            assert_eq!(m.memory_shmem.value, Value::Null, "{:?}", m.memory_shmem);
             let table = ok(w.run(&["status", "hoard", "--wide"]));
             let head: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
             let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();

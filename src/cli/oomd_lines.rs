@@ -52,6 +52,21 @@ pub fn kills_line(module: &str, k: &ck_cgroup::cgroup::oomd::KillCounters) -> Op
     (!by.is_empty()).then(|| format!("module {module}: killed by {}", by.join(" and ")))
 }
 
+/// The line of a stop that left shared memory charged (`memory.stat` `shmem` above 0 once the
+/// module's processes were gone): a kill does not free it; `None` where none was left or it is
+/// unknown.
+pub fn memory_left_line(
+    module: &str,
+    left: &ck_cgroup::cgroup::memory_left::MemoryLeft,
+) -> Option<String> {
+    let shmem = left.shmem_left()?;
+    Some(format!(
+        "module {}: {} of shared memory stays charged after the kill (memory.stat shmem: tmpfs files such as /dev/shm, shared memory segments, memfds another process holds): delete the files it left to free it",
+        ck_cgroup::id::shown(module),
+        crate::cli::format::size(Some(shmem))
+    ))
+}
+
 #[cfg(test)]
 mod oomd_line_tests {
     use super::*;
@@ -77,6 +92,21 @@ mod oomd_line_tests {
             "daemon/: systemd-oomd preference omit (user.oomd_omit set, read back)"
         );
         assert!(oomd_mark_failure(&ok).is_none());
+    }
+
+    #[test]
+    fn the_memory_left_line_is_there_only_for_shmem_left() {
+        use ck_cgroup::cgroup::memory_left::MemoryLeft;
+        let mut left = MemoryLeft::default();
+        assert_eq!(memory_left_line("a", &left), None);
+        left.shmem = Some(0);
+        assert_eq!(memory_left_line("a", &left), None);
+        left.shmem = Some(64 << 20);
+        let l = memory_left_line("a", &left).unwrap();
+        assert!(
+            l.contains("64.0M") || l.contains("64M") || l.contains("MiB"),
+            "{l}"
+        );
     }
 
     #[test]

@@ -418,6 +418,9 @@ impl Output {
         if let Some(line) = super::oomd_lines::kills_line(&r.module, &r.kills) {
             eprintln!("ck-cgroup: {line}");
         }
+        if let Some(line) = super::oomd_lines::memory_left_line(&r.module, &r.memory_left) {
+            eprintln!("ck-cgroup: {line}");
+        }
         Ok(())
     }
 
@@ -542,6 +545,9 @@ fn stop_text(r: &StopReport) -> String {
     ));
     let mut s = format!("{}: {}\n", shown(&r.module), parts.join("; "));
     if let Some(line) = super::oomd_lines::kills_line(&r.module, &r.kills) {
+        s += &format!("{line}\n");
+    }
+    if let Some(line) = super::oomd_lines::memory_left_line(&r.module, &r.memory_left) {
         s += &format!("{line}\n");
     }
     for f in &t.fell_through {

@@ -375,6 +375,7 @@ mod tests {
             "procs": fig("cgroup.procs"), "memory_current": fig("memory.current"),
             "memory_peak": fig("memory.peak"), "memory_swap_current": fig("memory.swap.current"),
             "memory_anon": fig("memory.stat anon"), "memory_file": fig("memory.stat file"),
+            "memory_shmem": fig("memory.stat shmem"),
             "memory_events": fig("memory.events"), "pids_current": fig("pids.current"),
             "cpu_usage_usec": fig("cpu.stat usage_usec"),
             "memory_pressure_avg10": fig("memory.pressure"),

@@ -69,7 +69,8 @@ fn a_stop_refused_by_permission_ends_at_once_naming_the_errno() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let r: ck_cgroup::module::StopReport = serde_json::from_str(&stdout(&o)).expect(&stdout(&o));
+    let r: ck_cgroup::module::StopReport =
+        serde_json::from_str(&stdout(&o)).unwrap_or_else(|_| panic!("{}", stdout(&o)));
     assert!(r.tree.method.is_none(), "{r:?}");
     let reasons: Vec<&str> = r
         .tree

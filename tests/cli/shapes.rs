@@ -51,6 +51,15 @@ pub struct Kill {
     pub restored: Vec<String>,
     pub error: Option<String>,
     pub kills: Kills,
+    pub memory_left: MemoryLeft,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct MemoryLeft {
+    pub shmem: Option<u64>,
+    pub file: Option<u64>,
 }
 
 #[derive(Deserialize)]

@@ -69,6 +69,10 @@ fn stop_report() -> StopReport {
             oomd_kill: Some(3),
             ck_stops: Some(1),
         },
+        memory_left: crate::cgroup::memory_left::MemoryLeft {
+            shmem: Some(1 << 20),
+            file: None,
+        },
     }
 }
 
@@ -246,6 +250,7 @@ fn telemetry_round_trips() {
         memory_swap_current: u(Some(0)),
         memory_anon: u(Some(2048)),
         memory_file: u(None),
+        memory_shmem: u(Some(0)),
         memory_events: Figure {
             value: Some(MemoryEvents {
                 oom_kill: Some(1),

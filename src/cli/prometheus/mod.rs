@@ -251,6 +251,12 @@ fn figures(series: &[Series<'_>]) -> Vec<Metric> {
             each(series, |m| m.memory_file.value.map(Num::Int)),
         ),
         Metric::new(
+            "ck_cgroup_memory_shmem_bytes",
+            "gauge",
+            "memory.stat shmem of the module: shared memory and tmpfs pages, which a kill does not free.",
+            each(series, |m| m.memory_shmem.value.map(Num::Int)),
+        ),
+        Metric::new(
             "ck_cgroup_memory_swap_proc_bytes",
             "gauge",
             "Sum of VmSwap of the module's processes (/proc; the memory controller is not enabled).",
@@ -437,6 +443,7 @@ mod tests {
             "memory_swap_current": fig(null.clone(), "memory.swap.current"),
             "memory_anon": fig(null.clone(), "memory.stat anon"),
             "memory_file": fig(null.clone(), "memory.stat file"),
+            "memory_shmem": fig(null.clone(), "memory.stat shmem"),
             "memory_events": fig(null.clone(), "memory.events"),
             "pids_current": fig(null.clone(), "pids.current"),
             "cpu_usage_usec": fig(1500000.into(), "cpu.stat"),

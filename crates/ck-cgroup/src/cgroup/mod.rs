@@ -8,6 +8,7 @@
 //! - [`procfs`]: `/proc/<pid>/` files read as bytes (a process's name may be any bytes).
 //! - `tree` (crate-private): walks of a subtree by directory fds (members, thaw, modes, depth-first removal).
 //! - [`wait`]: waits on `cgroup.events` (`populated 0`, `frozen 1`), never sleeps.
+//! - [`memory_left`]: what stayed charged to a module once its processes were gone (shmem).
 //! - [`mount`]: where cgroup2 is mounted.
 //! - [`oomd`]: systemd-oomd's xattrs (a directory's preference, its kill counters).
 //! - [`death_cause`]: why a module's main process died (exited, a signal, an OOM killer, a stop
@@ -17,6 +18,7 @@
 
 pub mod death_cause;
 pub mod dir;
+pub mod memory_left;
 pub mod mount;
 pub mod oom_cause;
 pub mod oomd;

@@ -121,6 +121,11 @@ pub struct StopReport {
     /// stop and before the `rmdir` (each `null` where it could not be read; all `null` when the
     /// module was already gone).
     pub kills: crate::cgroup::oomd::KillCounters,
+    /// What stayed charged to the module once its processes were gone, read before the `rmdir`
+    /// (`memory.stat` `shmem` and `file`; each `null` where it could not be read, all `null`
+    /// when the module was already gone): shared memory a kill cannot free.
+    #[serde(default)]
+    pub memory_left: crate::cgroup::memory_left::MemoryLeft,
 }
 
 impl StopReport {
@@ -141,6 +146,7 @@ impl StopReport {
             restored: Vec::new(),
             error: None,
             kills: crate::cgroup::oomd::KillCounters::default(),
+            memory_left: crate::cgroup::memory_left::MemoryLeft::default(),
         }
     }
 

@@ -269,7 +269,12 @@ impl Root {
                 return Err(e);
             }
         };
-        let (gone0, removed0, kills0) = (report.already_gone, report.removed, report.kills);
+        let (gone0, removed0, kills0, left0) = (
+            report.already_gone,
+            report.removed,
+            report.kills,
+            report.memory_left,
+        );
         // Re-checked after the last write: a directory of the name made while this stop ran
         // (a sibling's `mkdir -p` into the module, an exec racing the kill) is stopped and
         // removed too, until none is there or the deadline; then the stop failed, naming it.
@@ -329,6 +334,7 @@ impl Root {
             report.already_gone = gone0;
             report.removed = removed0;
             report.kills = kills0;
+            report.memory_left = left0;
         }
     }
 
@@ -354,6 +360,7 @@ impl Root {
             }
             // Before the rmdir takes them with the directory.
             report.kills = crate::cgroup::oomd::kill_counters(mdir, "");
+            report.memory_left = crate::cgroup::memory_left::MemoryLeft::read(mdir, "");
             match self.remove_dir(&m, mdir) {
                 Ok(Gone::No) => {
                     report.removed = !cfg!(ck_mutation = "no-rmdir");

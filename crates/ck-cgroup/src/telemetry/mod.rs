@@ -167,6 +167,10 @@ pub struct ModuleStatus {
     /// `memory.stat` `file`: page cache (tmpfs and shared memory included), the part of
     /// `memory.current` the kernel can mostly reclaim.
     pub memory_file: Figure<u64>,
+    /// `memory.stat` `shmem`: shared memory and tmpfs pages (`/dev/shm`, memfds), the part of
+    /// `memory_file` that killing the module does not free (`kill`'s `memory_left`).
+    #[serde(default = "shmem_unread")]
+    pub memory_shmem: Figure<u64>,
     /// `memory.events`.
     pub memory_events: Figure<MemoryEvents>,
     /// `pids.current`.
@@ -194,6 +198,11 @@ pub struct ModuleStatus {
     /// `None`: it cannot be read, or a report from a helper that did not carry it).
     #[serde(default = "ck_stops_unread")]
     pub ck_stops: Figure<u64>,
+}
+
+/// The figure of a report that does not carry `memory_shmem`: unknown.
+fn shmem_unread() -> Figure<u64> {
+    Figure::new(None, "memory.stat shmem")
 }
 
 /// The figure of a report that does not carry `ck_stops`: unknown.
@@ -334,7 +343,7 @@ pub(crate) fn module_status_with(
             oom_group_kill: k.get("oom_group_kill").copied(),
         }
     });
-    let (memory_anon, memory_file) = memory_stat(f("memory.stat").as_deref());
+    let (memory_anon, memory_file, memory_shmem) = memory_stat(f("memory.stat").as_deref());
     let psi = |file: &str| {
         Figure::new(
             f(file).and_then(|t| parse::pressure(&t).some_avg10),
@@ -360,6 +369,7 @@ pub(crate) fn module_status_with(
         memory_swap_current,
         memory_anon,
         memory_file,
+        memory_shmem,
         memory_events: Figure::new(events, "memory.events"),
         pids_current: Figure::new(
             f("pids.current").as_deref().and_then(parse::number),
@@ -405,7 +415,7 @@ fn memory_now(
 
 /// `anon` and `file` of `memory.stat` (its text, `None` when absent): each `None` where the file
 /// or its key is absent (no /proc fallback: a process's RSS does not split so).
-fn memory_stat(text: Option<&str>) -> (Figure<u64>, Figure<u64>) {
+fn memory_stat(text: Option<&str>) -> (Figure<u64>, Figure<u64>, Figure<u64>) {
     let keys = text.map(parse::flat_keyed);
     let key = |k: &str| {
         Figure::new(
@@ -413,7 +423,7 @@ fn memory_stat(text: Option<&str>) -> (Figure<u64>, Figure<u64>) {
             format!("memory.stat {k}"),
         )
     };
-    (key("anon"), key("file"))
+    (key("anon"), key("file"), key("shmem"))
 }
 
 /// A module's memory in use, as `status` reports it, reading only what that needs (for `watch`'s
@@ -492,7 +502,12 @@ mod tests {
 
     #[test]
     fn anon_and_file_come_from_memory_stat_and_absent_is_none() {
-        let (anon, file) = memory_stat(Some("anon 1048576\nfile 4096\nkernel 8192\n"));
+        let (anon, file, shmem) =
+            memory_stat(Some("anon 1048576\nfile 4096\nshmem 8192\nkernel 8192\n"));
+        assert_eq!(
+            (shmem.value, shmem.source.as_str()),
+            (Some(8192), "memory.stat shmem")
+        );
         assert_eq!(
             (anon.value, anon.source.as_str()),
             (Some(1 << 20), "memory.stat anon")
@@ -502,10 +517,10 @@ mod tests {
             (Some(4096), "memory.stat file")
         );
         // A kernel without the key, and no file at all: unknown, never 0.
-        let (anon, file) = memory_stat(Some("kernel 8192\n"));
-        assert_eq!((anon.value, file.value), (None, None));
-        let (anon, file) = memory_stat(None);
-        assert_eq!((anon.value, file.value), (None, None));
+        let (anon, file, shmem) = memory_stat(Some("kernel 8192\n"));
+        assert_eq!((anon.value, file.value, shmem.value), (None, None, None));
+        let (anon, file, shmem) = memory_stat(None);
+        assert_eq!((anon.value, file.value, shmem.value), (None, None, None));
         assert_eq!(file.source, "memory.stat file");
     }
 }
