@@ -29,7 +29,7 @@ note "kill shm-json: $(jq -c '{removed, memory_left}' /tmp/shm-kill.json)"
 expect "kill removed the module and says its shared memory stays charged (memory_left.shmem >= 32M)" \
   jq -e --argjson n "$MB32" '.removed and .memory_left.shmem >= $n' /tmp/shm-kill.json
 "$CK" kill --timeout 5s shm-human > /tmp/shm-kill.txt 2>&1
-note "kill shm-human: $(cat /tmp/shm-kill.txt)"
+note "kill shm-human: $(tr "\n" " " < /tmp/shm-kill.txt)"
 expect "the human kill says the shared memory stays charged" grep -q 'stays charged after the kill' /tmp/shm-kill.txt
 "$CK" --json kill --timeout 5s plain > /tmp/shm-plain.json 2> /tmp/shm-plain.err
 "$CK" kill --timeout 5s plain > /tmp/shm-plain.txt 2>&1 || true
