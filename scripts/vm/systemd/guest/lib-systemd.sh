@@ -256,6 +256,7 @@ spin_in() {
 MEMCHURN=/lane/bin/memchurn
 OOMD_DURATION=${OOMD_DURATION:-2s}   # DefaultMemoryPressureDurationSec= (oomd's minimum is 1 s)
 OOMD_LIMIT=${OOMD_LIMIT:-20%}        # ManagedOOMMemoryPressureLimit= (PSI full avg10)
+OOMD_SWAP_LIMIT=${OOMD_SWAP_LIMIT:-10%}  # oomd.conf SwapUsedLimit= (user-oomd-swap)
 # swap_up [SIZE]: swap on /dev/zram0, SIZE (default 256M) of RAM at most (idempotent).
 swap_up() {
   grep -q '^/dev/zram0 ' /proc/swaps && return 0
@@ -279,6 +280,21 @@ oomd_up() {
   fi
   wait_until 30 systemctl -q is-active systemd-oomd.service
 }
+# oomd_swap_limit PERCENT: systemd-oomd's SwapUsedLimit= (oomd.conf; its swap path acts when
+# memory used and swap used are both above it) in a drop-in of its own, oomd restarted when it
+# changes (the drop-in stays: it matters only while a unit has ManagedOOMSwap=kill).
+oomd_swap_limit() {
+  local conf=/run/systemd/oomd.conf.d/60-lane-swap.conf want
+  want=$(printf '[OOM]\nSwapUsedLimit=%s' "$1")
+  if [ "$(cat "$conf" 2> /dev/null)" != "$want" ]; then
+    mkdir -p "${conf%/*}" && echo "$want" > "$conf"
+    sctl restart systemd-oomd.service || return 1
+  fi
+  wait_until 30 systemctl -q is-active systemd-oomd.service
+}
+# oomd_swap_monitored: systemd-oomd lists / among the cgroups it watches for swap (`oomctl dump`,
+# its "Swap Monitored CGroups"; -.slice's cgroup is /).
+oomd_swap_monitored() { oomctl dump 2> /dev/null | sed -n '/Swap Monitored CGroups/,/Memory Pressure Monitored CGroups/p' | grep -q 'Path: /$'; }
 # oomd_monitor UNIT [PROPERTY=VALUE...]: the system manager's UNIT gets
 # ManagedOOMMemoryPressure=kill, ManagedOOMMemoryPressureLimit=$OOMD_LIMIT and the PROPERTYs.
 # oomd_unmonitor UNIT [PROPERTY=VALUE...]: back to ManagedOOMMemoryPressure=auto (the default).
