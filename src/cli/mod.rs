@@ -10,6 +10,7 @@ pub mod format;
 pub mod generate;
 pub mod oomd_lines;
 pub mod output;
+pub mod output_file;
 pub mod program;
 pub mod prometheus;
 pub mod promises;

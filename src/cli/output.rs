@@ -363,7 +363,7 @@ impl Output {
     }
 
     /// `status`'s figures in `format`, to stdout, or with `output` (`--output FILE`) to FILE,
-    /// replaced whole (see [`super::prometheus::replace`]).
+    /// replaced whole (see [`super::output_file::replace_whole`]).
     pub fn status(
         &self,
         rows: &[ck_cgroup::telemetry::ModuleStatus],
@@ -394,7 +394,7 @@ impl Output {
             text.push(b'\n');
         }
         if let Some(file) = output {
-            return Ok(super::prometheus::replace(file, &text)?);
+            return Ok(super::output_file::replace_whole(file, &text)?);
         }
         let mut out = io::stdout().lock();
         out.write_all(&text)?;

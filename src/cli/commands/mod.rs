@@ -3,15 +3,20 @@
 //! several commands share is here: the context ([`Ctx`]), the limits a module is made with
 //! ([`module_limits`], the one place flags and policy merge) and [`create_with_limits`].
 
+mod create_set_apply;
+mod doctor;
 mod exec;
 mod freeze_thaw;
+mod init;
 mod kill_prune;
+mod list;
+mod place_remove;
 mod ps;
 mod run;
 mod sandbox;
-mod setup;
-mod show;
+mod status;
 mod top;
+mod watch;
 
 use std::path::PathBuf;
 
@@ -23,15 +28,20 @@ use super::args::LimitArgs;
 use super::exit::note;
 use super::output::Output;
 
+pub use create_set_apply::{cmd_apply, cmd_create, cmd_set};
+pub use doctor::cmd_doctor;
 pub use exec::cmd_exec;
 pub use freeze_thaw::cmd_freeze;
+pub use init::{cmd_init, cmd_init_daemon};
 pub use kill_prune::{PruneArgs, cmd_kill, cmd_prune};
+pub use list::cmd_list;
+pub use place_remove::{cmd_place, cmd_remove};
 pub use ps::cmd_ps;
 pub use run::{Namespaces, cmd_run};
 pub use sandbox::{cmd_sandbox, cmd_sandbox_prune};
-pub use setup::{cmd_apply, cmd_create, cmd_init, cmd_init_daemon, cmd_place, cmd_remove, cmd_set};
-pub use show::{StatusView, cmd_doctor, cmd_list, cmd_status, cmd_watch};
+pub use status::{StatusView, cmd_status};
 pub use top::cmd_top;
+pub use watch::cmd_watch;
 
 /// The global options every command may use.
 pub struct Ctx {

@@ -21,10 +21,6 @@ use ck_cgroup::id::decode_daemon_name;
 use ck_cgroup::limits::{LIMITS, Unit};
 use ck_cgroup::telemetry::{Figure, ModuleStatus, PROC_RSS_SOURCE};
 
-mod file;
-
-pub use file::{check_output, replace};
-
 /// A label value in the exposition format: a name as people see it (`id::shown`: a name that is
 /// not UTF-8 and any control character as `\xNN`), then `\`, `"` and newline escaped.
 fn escape(v: &str) -> String {

@@ -9,10 +9,11 @@ pub(super) enum Removal {
     Populated(usize, PathBuf),
 }
 
-/// Whether a module disappeared under a removal.
-pub(super) enum Gone {
-    Yes,
-    No,
+/// What [`Root::remove_dir`] did: the module's directory removed by its own `rmdir`, or found
+/// gone (someone else removed it, or made another of its name, under the removal).
+pub(super) enum Rmdir {
+    Removed,
+    Vanished,
 }
 
 /// The entry `name` in the directory `parent` is the directory `dir` (same device and inode).
@@ -79,8 +80,8 @@ impl Root {
             return Ok(Removal::Populated(procs.len(), path));
         }
         match self.remove_dir(&m, &mdir) {
-            Ok(Gone::No) => Ok(Removal::Removed(path)),
-            Ok(Gone::Yes) => Ok(Removal::Gone),
+            Ok(Rmdir::Removed) => Ok(Removal::Removed(path)),
+            Ok(Rmdir::Vanished) => Ok(Removal::Gone),
             Err(e) if e.errno() == Some(Errno::BUSY) => {
                 // Filled since it was read: not empty (any more).
                 let n = crate::cgroup::tree::members(&mdir, "").map_or(0, |p| p.len());
@@ -97,9 +98,9 @@ impl Root {
     /// Remove module `m`, open as `mdir`: its sub-cgroups (relative to `mdir`), then its
     /// directory by name in its layout's directory, only while that name still is `mdir` (a
     /// module of the same name made after ours was removed is not ours to remove).
-    pub(super) fn remove_dir(&self, m: &ModuleRef, mdir: &CgroupDir) -> Result<Gone> {
+    pub(super) fn remove_dir(&self, m: &ModuleRef, mdir: &CgroupDir) -> Result<Rmdir> {
         if cfg!(ck_mutation = "no-rmdir") {
-            return Ok(Gone::No);
+            return Ok(Rmdir::Removed);
         }
         let deadline = Instant::now() + Duration::from_secs(1);
         let parent_rel = m.layout.dir();
@@ -114,14 +115,14 @@ impl Root {
         loop {
             crate::cgroup::tree::walk(mdir, "", &mut crate::cgroup::tree::Remover { deadline })?;
             if !same_dir(&parent, name, mdir) {
-                return Ok(Gone::Yes);
+                return Ok(Rmdir::Vanished);
             }
             match crate::cgroup::tree::rmdir_at(
                 std::os::unix::io::AsFd::as_fd(&parent),
                 name,
                 deadline,
             ) {
-                Ok(()) => return Ok(Gone::No),
+                Ok(()) => return Ok(Rmdir::Removed),
                 // A child cgroup made meanwhile (before the kill): walk again.
                 Err(Errno::BUSY)
                     if Instant::now() < deadline

@@ -1,6 +1,6 @@
 //! `kill`, `stop` and `prune`: a module's whole tree stopped ([`crate::stop`]) and its directory removed, and what is left described.
 
-use super::remove::{Gone, Removal, same_dir};
+use super::remove::{Removal, Rmdir, same_dir};
 use super::*;
 
 /// What `prune`'s removal of a module it listed as empty did.
@@ -362,11 +362,11 @@ impl Root {
             report.kills = crate::cgroup::oomd::kill_counters(mdir, "");
             report.memory_left = crate::cgroup::memory_left::MemoryLeft::read(mdir, "");
             match self.remove_dir(&m, mdir) {
-                Ok(Gone::No) => {
+                Ok(Rmdir::Removed) => {
                     report.removed = !cfg!(ck_mutation = "no-rmdir");
                     return Ok(report);
                 }
-                Ok(Gone::Yes) => return Ok(gone_meanwhile(report)),
+                Ok(Rmdir::Vanished) => return Ok(gone_meanwhile(report)),
                 // Populated again: a process entered after the kill. Kill again.
                 Err(e)
                     if e.errno() == Some(Errno::BUSY)

@@ -1,8 +1,7 @@
-//! The commands whose output is their result: `list`, `status`, `doctor`, `watch`. Output that
-//! cannot be written is their failure (exit 1; 0 on a closed pipe).
+//! `watch`: events as JSON Lines. Output that cannot be written is its failure (exit 1; 0 on a
+//! closed pipe).
 
 use std::io::{self, Write};
-use std::path::Path;
 use std::process::ExitCode;
 
 use ck_cgroup::cgroup::parse::Limit;
@@ -11,76 +10,9 @@ use ck_cgroup::telemetry::watch::{WatchEvent, WatchOptions};
 use ck_cgroup::{DirName, ModuleRef};
 
 use super::Ctx;
-use crate::cli::args::{Format, SortKey};
-use crate::cli::backend::{Backend, Cgroupfs};
+use crate::cli::backend::Cgroupfs;
 use crate::cli::exit::Fail;
 use crate::cli::format::{Versioned, versioned};
-use crate::cli::status::{Col, Columns, STATUS_DEFAULT, STATUS_WIDE};
-
-/// `list`.
-pub fn cmd_list(ctx: &Ctx, backend: Backend) -> Result<ExitCode, Fail> {
-    let (dir, r) = backend.list()?;
-    ctx.out.list(dir.as_deref(), &r)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// How `status` shows its figures: the format, `--output`, `--sort`, and the table's columns.
-pub struct StatusView<'a> {
-    pub format: Format,
-    pub output: Option<&'a Path>,
-    pub sort: Option<SortKey>,
-    pub wide: bool,
-    pub columns: Option<&'a [Col]>,
-}
-
-/// `status` (`--json` is `--format json`), in the order of `--sort` when given; `--output FILE`
-/// is checked before anything is read.
-pub fn cmd_status(
-    ctx: &Ctx,
-    backend: Backend,
-    ids: &[String],
-    v: StatusView<'_>,
-) -> Result<ExitCode, Fail> {
-    if let Some(file) = v.output {
-        crate::cli::prometheus::check_output(file)?;
-    }
-    let mut r = backend.status(ids)?;
-    if let Some(key) = v.sort {
-        crate::cli::status::sort(&mut r, key);
-        // An order by a figure no module has is the order by name: said, not silent.
-        if !r.is_empty()
-            && r.iter()
-                .all(|m| crate::cli::status::sort_figure(m, key).is_none())
-        {
-            crate::cli::exit::note(format_args!(
-                "--sort {}: the figure is unknown for every module, so they are in name order",
-                key.name()
-            ));
-        }
-    }
-    let format = if ctx.json { Format::Json } else { v.format };
-    let columns = match (v.columns, v.wide) {
-        (Some(c), _) => Columns::All(c),
-        (None, true) => Columns::All(STATUS_WIDE),
-        (None, false) => Columns::Fold(
-            STATUS_DEFAULT,
-            "(--wide shows every column, -o COLS picks them)",
-        ),
-    };
-    ctx.out.status(&r, format, v.output, columns)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `doctor`: exit 1 when the host or the service is not ready.
-pub fn cmd_doctor(ctx: &Ctx, backend: Backend, unit: Option<&str>) -> Result<ExitCode, Fail> {
-    let r = ck_cgroup::doctor::doctor_for(ctx.root.as_deref(), unit, backend.scopes_bus());
-    ctx.out.doctor(&r)?;
-    Ok(if r.ready {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
-}
 
 /// `watch`: events as JSON Lines until the output cannot be written: a closed pipe (the reader
 /// is done) is exit 0, any other failure (a full disk) exit 1. A trigger the kernel refuses

@@ -1,5 +1,6 @@
-//! The file `status --output` replaces whole, for the node exporter's textfile collector, which
-//! may read it at any moment: a temporary file beside it, written, synced, then renamed over it.
+//! The file `status --output` replaces whole, in every format (the node exporter's textfile
+//! collector reads the Prometheus one at any moment): a temporary file beside it, written,
+//! synced, then renamed over it.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write as _};
@@ -69,7 +70,7 @@ fn failed(what: &str, path: &Path, e: &io::Error) -> Error {
 /// `O_EXCL`, mode 0644 whatever the umask), written, fsynced, then renamed over `file`. A reader
 /// sees the old file or the new one, never a part. On any failure the new file is removed and
 /// `file` is as it was (exit 1, the errno).
-pub fn replace(file: &Path, bytes: &[u8]) -> Result<(), Error> {
+pub fn replace_whole(file: &Path, bytes: &[u8]) -> Result<(), Error> {
     if cfg!(ck_mutation = "prometheus-no-rename") {
         // The mutation control: written in place, so a reader can see it empty or cut.
         let mut f = File::create(file).map_err(|e| failed("write", file, &e))?;
