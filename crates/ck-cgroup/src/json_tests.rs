@@ -19,7 +19,7 @@ use crate::policy::Difference;
 use crate::sandbox::{SweepFailure, SweepReport, Swept};
 use crate::stop::{FellThrough, KillMethod, Method, TreeStop};
 use crate::telemetry::watch::WatchEvent;
-use crate::telemetry::{Figure, Limits, MemoryEvents, ModuleStatus};
+use crate::telemetry::{Figure, LimitFigures, MemoryEvents, ModuleStatus};
 
 /// `v` to JSON and back is `v`, and the JSON of the copy is the same text.
 fn round_trip<T: Serialize + DeserializeOwned + PartialEq + Debug>(v: &T) {
@@ -272,7 +272,7 @@ fn telemetry_round_trips() {
             value: None,
             source: "io.pressure".into(),
         },
-        limits: Limits {
+        limits: LimitFigures {
             memory_high: l(Some(Limit::Max)),
             memory_max: l(Some(Limit::Value(1 << 30))),
             memory_swap_max: l(None),

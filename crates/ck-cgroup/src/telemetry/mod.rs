@@ -59,64 +59,55 @@ pub struct MemoryEvents {
     pub oom_group_kill: Option<u64>,
 }
 
-/// The limits in force on a module: one figure per row of [`crate::limits::LIMITS`] shown in
-/// `status` ([`LimitSpec::status`](crate::limits::LimitSpec::status)), named as its file with `_`
-/// for `.`, its source the file.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-#[non_exhaustive]
-pub struct Limits {
-    /// `memory.high`.
-    pub memory_high: Figure<Limit>,
-    /// `memory.max`.
-    pub memory_max: Figure<Limit>,
-    /// `memory.swap.max`.
-    pub memory_swap_max: Figure<Limit>,
-    /// `pids.max`.
-    pub pids_max: Figure<Limit>,
-    /// `cpu.weight`.
-    pub cpu_weight: Figure<Limit>,
-    /// `memory.oom.group`.
-    pub memory_oom_group: Figure<Limit>,
+/// The struct of the limits `status` shows, written from one list of (field, file): the fields,
+/// their sources, and the walks over them all come from it, so a limit is named once here (its
+/// row of [`crate::limits::LIMITS`] is the other place, held together by a unit test).
+macro_rules! limit_figures {
+    ($($field:ident => $file:literal),* $(,)?) => {
+        /// The limits in force on a module: one figure per row of [`crate::limits::LIMITS`]
+        /// shown in `status` ([`LimitSpec::status`](crate::limits::LimitSpec::status)), named as
+        /// its file with `_` for `.`, its source the file.
+        #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+        #[non_exhaustive]
+        pub struct LimitFigures {
+            $(
+                #[doc = concat!("`", $file, "`.")]
+                pub $field: Figure<Limit>,
+            )*
+        }
+
+        impl LimitFigures {
+            /// Every figure, `None` each (nothing read yet), its source its file.
+            fn unread() -> LimitFigures {
+                LimitFigures { $($field: Figure::new(None, $file),)* }
+            }
+
+            /// Every figure, in the order of the struct.
+            fn each(&self) -> Vec<&Figure<Limit>> {
+                vec![$(&self.$field,)*]
+            }
+
+            /// Every figure, mutable, in the order of the struct.
+            fn each_mut(&mut self) -> Vec<&mut Figure<Limit>> {
+                vec![$(&mut self.$field,)*]
+            }
+        }
+    };
 }
 
-impl Limits {
-    /// Every figure, `None` each (nothing read yet), its source its file.
-    fn unread() -> Limits {
-        let f = |file: &str| Figure::new(None, file);
-        Limits {
-            memory_high: f("memory.high"),
-            memory_max: f("memory.max"),
-            memory_swap_max: f("memory.swap.max"),
-            pids_max: f("pids.max"),
-            cpu_weight: f("cpu.weight"),
-            memory_oom_group: f("memory.oom.group"),
-        }
-    }
+limit_figures! {
+    memory_high => "memory.high",
+    memory_max => "memory.max",
+    memory_swap_max => "memory.swap.max",
+    pids_max => "pids.max",
+    cpu_weight => "cpu.weight",
+    memory_oom_group => "memory.oom.group",
+}
 
-    /// The figure read from `file` (the field named as the file, `_` for `.`).
-    fn figure_mut(&mut self, file: &str) -> Option<&mut Figure<Limit>> {
-        [
-            &mut self.memory_high,
-            &mut self.memory_max,
-            &mut self.memory_swap_max,
-            &mut self.pids_max,
-            &mut self.cpu_weight,
-            &mut self.memory_oom_group,
-        ]
-        .into_iter()
-        .find(|f| f.source == file)
-    }
-
+impl LimitFigures {
     /// Every figure, in the order of [`crate::limits::LIMITS`].
     pub fn figures(&self) -> Vec<&Figure<Limit>> {
-        let all = [
-            &self.memory_high,
-            &self.memory_max,
-            &self.memory_swap_max,
-            &self.pids_max,
-            &self.cpu_weight,
-            &self.memory_oom_group,
-        ];
+        let all = self.each();
         crate::limits::LIMITS
             .iter()
             .filter_map(|s| all.iter().find(|f| f.source == s.file).copied())
@@ -125,10 +116,10 @@ impl Limits {
 
     /// Read every limit `status` shows, each from its row's file, with `read` (a file that
     /// cannot be read is `None`).
-    fn read(read: impl Fn(&str) -> Option<String>) -> Limits {
-        let mut l = Limits::unread();
+    fn read(read: impl Fn(&str) -> Option<String>) -> LimitFigures {
+        let mut l = LimitFigures::unread();
         for s in crate::limits::LIMITS.iter().filter(|s| s.status) {
-            if let Some(f) = l.figure_mut(s.file) {
+            if let Some(f) = l.each_mut().into_iter().find(|f| f.source == s.file) {
                 f.value = read(s.file).as_deref().and_then(parse::limit);
             }
         }
@@ -184,7 +175,7 @@ pub struct ModuleStatus {
     /// `io.pressure` `some avg10`, percent.
     pub io_pressure_avg10: Figure<f64>,
     /// The limits in force.
-    pub limits: Limits,
+    pub limits: LimitFigures,
     /// systemd-oomd's preference for the module (`user.oomd_avoid`, `user.oomd_omit`); `None`
     /// where the attributes cannot be read.
     pub oomd_preference: Figure<crate::cgroup::oomd::OomdPreference>,
@@ -382,7 +373,7 @@ pub(crate) fn module_status_with(
         memory_pressure_avg10: psi("memory.pressure"),
         cpu_pressure_avg10: psi("cpu.pressure"),
         io_pressure_avg10: psi("io.pressure"),
-        limits: Limits::read(f),
+        limits: LimitFigures::read(f),
         oomd_preference: Figure::new(oomd::preference_of(dir, rel), oomd::PREFERENCE_SOURCE),
         oomd_ooms: Figure::new(ooms, format!("{} xattr", oomd::OOMS)),
         oomd_kill: Figure::new(killed, format!("{} xattr", oomd::KILL)),
@@ -484,10 +475,16 @@ mod tests {
 
     #[test]
     fn every_limit_status_shows_has_its_figure_and_no_other() {
-        let mut l = Limits::unread();
+        let l = LimitFigures::unread();
         for s in crate::limits::LIMITS {
-            assert_eq!(l.figure_mut(s.file).is_some(), s.status, "{}", s.key);
+            let has = l.each().iter().any(|f| f.source == s.file);
+            assert_eq!(has, s.status, "{}", s.key);
         }
+        assert_eq!(
+            l.each().len(),
+            l.figures().len(),
+            "a figure with no row of LIMITS"
+        );
         let files: Vec<&str> = l.figures().iter().map(|f| f.source.as_str()).collect();
         let shown: Vec<&str> = crate::limits::LIMITS
             .iter()
@@ -495,7 +492,7 @@ mod tests {
             .map(|s| s.file)
             .collect();
         assert_eq!(files, shown);
-        let read = Limits::read(|file| (file == "pids.max").then(|| "max\n".to_string()));
+        let read = LimitFigures::read(|file| (file == "pids.max").then(|| "max\n".to_string()));
         assert_eq!(read.pids_max.value, Some(Limit::Max));
         assert_eq!(read.memory_max.value, None);
     }
