@@ -9,12 +9,7 @@ pub(super) enum Removal {
     Populated(usize, PathBuf),
 }
 
-/// What [`Root::remove_dir`] did: the module's directory removed by its own `rmdir`, or found
-/// gone (someone else removed it, or made another of its name, under the removal).
-pub(super) enum Rmdir {
-    Removed,
-    Vanished,
-}
+pub(super) use crate::cgroup::tree::Rmdir;
 
 /// The entry `name` in the directory `parent` is the directory `dir` (same device and inode).
 pub(super) fn same_dir(parent: &OwnedFd, name: &str, dir: &CgroupDir) -> bool {
@@ -102,7 +97,6 @@ impl Root {
         if cfg!(ck_mutation = "no-rmdir") {
             return Ok(Rmdir::Removed);
         }
-        let deadline = Instant::now() + Duration::from_secs(1);
         let parent_rel = m.layout.dir();
         let parent = self
             .dir
@@ -112,27 +106,13 @@ impl Root {
             )
             .map_err(|e| Error::io("open", self.dir.display_path(parent_rel), e))?;
         let name = m.name.as_str();
-        loop {
-            crate::cgroup::tree::walk(mdir, "", &mut crate::cgroup::tree::Remover { deadline })?;
+        crate::cgroup::tree::remove_subtree_then(mdir, "", |deadline| {
             if !same_dir(&parent, name, mdir) {
                 return Ok(Rmdir::Vanished);
             }
-            match crate::cgroup::tree::rmdir_at(
-                std::os::unix::io::AsFd::as_fd(&parent),
-                name,
-                deadline,
-            ) {
-                Ok(()) => return Ok(Rmdir::Removed),
-                // A child cgroup made meanwhile (before the kill): walk again.
-                Err(Errno::BUSY)
-                    if Instant::now() < deadline
-                        && crate::cgroup::tree::members(mdir, "").is_ok_and(|p| p.is_empty()) =>
-                {
-                    continue;
-                }
-                Err(e) => return Err(Error::io("rmdir", mdir.path(), e)),
-            }
-        }
+            crate::cgroup::tree::rmdir_at(std::os::unix::io::AsFd::as_fd(&parent), name, deadline)
+                .map(|()| Rmdir::Removed)
+        })
     }
 
     /// Restore the modes of the directories that hold modules (a module sharing this process's

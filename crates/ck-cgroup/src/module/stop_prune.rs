@@ -116,6 +116,28 @@ fn unseal(mdir: &CgroupDir, old: Option<String>) {
     }
 }
 
+/// Stop `mdir`'s tree again with no grace, in the time left before `deadline` (a process that
+/// entered after the kill, a directory of the name made again), and add what it did to `report`.
+fn restop(
+    report: &mut StopReport,
+    mdir: &CgroupDir,
+    opts: &StopOptions,
+    start: Instant,
+    deadline: Instant,
+) -> Result<()> {
+    let again = stop_tree(
+        mdir,
+        "",
+        &StopOptions {
+            grace: Duration::ZERO,
+            timeout: deadline.saturating_duration_since(Instant::now()),
+            ..*opts
+        },
+    )?;
+    merge_again(report, again, start);
+    Ok(())
+}
+
 /// A further stop of the same module's tree (a late entrant, a directory made again) added to
 /// `report`.
 fn merge_again(report: &mut StopReport, again: TreeStop, start: Instant) {
@@ -313,16 +335,7 @@ impl Root {
                 crate::cgroup::tree::restore_modes(&self.dir, &rel),
             );
             let sealed = seal(&mdir);
-            let again = stop_tree(
-                &mdir,
-                "",
-                &StopOptions {
-                    grace: Duration::ZERO,
-                    timeout: deadline.saturating_duration_since(Instant::now()),
-                    ..*opts
-                },
-            )?;
-            merge_again(&mut report, again, start);
+            restop(&mut report, &mdir, opts, start, deadline)?;
             report = match self.finish_stop(report, m, &mdir, opts, start, deadline) {
                 Ok(r) => r,
                 Err(e) => {
@@ -373,16 +386,7 @@ impl Root {
                         && Instant::now() < deadline
                         && !cfg!(ck_mutation = "no-rekill") =>
                 {
-                    let again = stop_tree(
-                        mdir,
-                        "",
-                        &StopOptions {
-                            grace: Duration::ZERO,
-                            timeout: deadline.saturating_duration_since(Instant::now()),
-                            ..*opts
-                        },
-                    )?;
-                    merge_again(&mut report, again, start);
+                    restop(&mut report, mdir, opts, start, deadline)?;
                 }
                 Err(e) => {
                     report.error = Some(e.to_string());

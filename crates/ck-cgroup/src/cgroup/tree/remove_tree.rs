@@ -41,15 +41,27 @@ impl Visitor for Remover {
     }
 }
 
-/// Remove `rel` under `dir` and every cgroup below it, deepest first, at any depth, each
-/// directory relative to its parent's fd; `EBUSY` of a cgroup that holds no process is retried
-/// for a bounded time. A cgroup that is already gone is fine.
-pub(crate) fn remove_tree(dir: &CgroupDir, rel: &str) -> Result<()> {
+/// What the `rmdir` of a subtree's top did: removed it, or found it no longer the directory the
+/// walk removed below (someone removed it, or made another of its name).
+pub(crate) enum Rmdir {
+    Removed,
+    Vanished,
+}
+
+/// Remove every cgroup below `rel` under `dir`, deepest first, each relative to its parent's fd,
+/// then the top with `rmdir_top`; while that says `EBUSY` and the top holds no process (a child
+/// cgroup made meanwhile, its last process still exiting), walk and try again, until a bounded
+/// deadline. Any other errno is the failure, named with `rel`'s path.
+pub(crate) fn remove_subtree_then(
+    dir: &CgroupDir,
+    rel: &str,
+    mut rmdir_top: impl FnMut(Instant) -> std::result::Result<Rmdir, Errno>,
+) -> Result<Rmdir> {
     let deadline = Instant::now() + Duration::from_secs(1);
     loop {
         walk(dir, rel, &mut Remover { deadline })?;
-        match dir.rmdir_raw(rel) {
-            Ok(()) | Err(Errno::NOENT) => return Ok(()),
+        match rmdir_top(deadline) {
+            Ok(done) => return Ok(done),
             Err(Errno::BUSY)
                 if Instant::now() < deadline && members(dir, rel).is_ok_and(|p| p.is_empty()) =>
             {
@@ -58,4 +70,14 @@ pub(crate) fn remove_tree(dir: &CgroupDir, rel: &str) -> Result<()> {
             Err(e) => return Err(Error::io("rmdir", dir.display_path(rel), e)),
         }
     }
+}
+
+/// Remove `rel` under `dir` and every cgroup below it, deepest first, at any depth
+/// ([`remove_subtree_then`]). A cgroup that is already gone is fine.
+pub(crate) fn remove_tree(dir: &CgroupDir, rel: &str) -> Result<()> {
+    remove_subtree_then(dir, rel, |_| match dir.rmdir_raw(rel) {
+        Ok(()) | Err(Errno::NOENT) => Ok(Rmdir::Removed),
+        Err(e) => Err(e),
+    })
+    .map(|_| ())
 }
