@@ -240,6 +240,9 @@ fn ps_lists_a_process_whose_name_and_arguments_are_not_utf8() {
 #[test]
 fn ps_says_when_it_could_not_list_every_process_and_exits_1() {
     use std::os::unix::fs::PermissionsExt;
+    if !needs_root("the module handed to nobody (chown)") {
+        return;
+    }
     let w = World::new();
     ok(w.run(&["init"]));
     let o = ck_as_nobody(&w, &["create", "m"]).output().unwrap();
@@ -310,4 +313,40 @@ fn a_command_line_past_the_cap_is_cut_and_marked() {
     );
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// A process whose main thread exited while another thread lives on (a zombie leader: state Z,
+/// its command line empty, as `pthread_exit` in `main` leaves it) is still the module's and
+/// holds memory: ps lists it by its name, in state Z, in the table too. A walk that skipped
+/// zombies, or took an empty command line for a process gone, would hide it.
+#[test]
+fn ps_lists_a_process_whose_leader_exited_while_a_thread_lives_on() {
+    let w = World::new();
+    let rdy = w.tmp("zombie-leader");
+    let mut c = w
+        .ck()
+        .args(["exec", "zl", "--", hostile(), "zombie-leader", "worker"])
+        .arg(&rdy)
+        .spawn()
+        .unwrap();
+    w.track(c.id());
+    eventually("the leader exited, its thread on", || rdy.exists());
+    let p = ps(&w, &["zl"]);
+    let m = &p.modules[0];
+    let z = m
+        .processes
+        .iter()
+        .find(|q| q.pid == c.id())
+        .unwrap_or_else(|| panic!("pid {} not listed: {:?}", c.id(), m.processes));
+    assert_eq!(z.state, "Z", "{z:?}");
+    assert_eq!(z.name, "hostile", "{z:?}");
+    assert!(z.command.as_deref().is_none_or(|a| a.is_empty()), "{z:?}");
+    let text = ok(w.run(&["ps", "zl"]));
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with(&format!("{} ", c.id())) && l.contains("hostile")),
+        "{text}"
+    );
+    ok(w.run(&["kill", "zl", "--timeout", "5s"]));
+    c.wait().unwrap();
 }

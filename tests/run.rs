@@ -312,6 +312,9 @@ fn run_with_a_limit_whose_controller_is_off_is_refused_and_makes_nothing() {
 /// in a cgroup namespace rooted at its module, and nothing says there is no PID namespace.
 #[test]
 fn unprivileged_run_gets_a_pid_namespace_through_a_user_namespace() {
+    if !needs_root("the root handed to nobody (chown)") {
+        return;
+    }
     let w = World::new();
     let o = ck_as_nobody(
         &w,
@@ -347,6 +350,9 @@ fn unprivileged_run_gets_a_pid_namespace_through_a_user_namespace() {
 /// included.
 #[test]
 fn sigkill_of_an_unprivileged_run_leaves_no_process_of_the_module() {
+    if !needs_root("the root handed to nobody (chown)") {
+        return;
+    }
     let w = World::new();
     let errs = sigkill_of_run_rounds(&w, 5, |args| ck_as_nobody(&w, args));
     for (round, err) in errs.iter().enumerate() {
@@ -409,6 +415,9 @@ fn sigkill_of_run_rounds(
 /// uid, `SI_QUEUE`), and TERM stops the module, CMD's exit code returned.
 #[test]
 fn usr1_to_an_unprivileged_run_reaches_cmd_once_across_its_user_namespace() {
+    if !needs_root("the root handed to nobody (chown)") {
+        return;
+    }
     let w = World::new();
     let got = w.tmp("got");
     let script = trapping_sh(
@@ -576,6 +585,9 @@ fn ends_at_once_saying(w: &World, mut c: std::process::Child, code: i32, note: &
 /// cover the tracee's); the stopped init below is that user's case.
 #[test]
 fn run_ends_when_cmd_exits_while_a_process_of_the_module_traces_the_init() {
+    if !needs_root("as a user the init is in a user namespace that CMD may not trace (EPERM)") {
+        return;
+    }
     let w = World::new();
     let rdy = w.tmp("traced");
     let script = format!(
@@ -614,6 +626,9 @@ fn run_ends_when_cmd_exits_while_the_init_is_stopped_as_a_delegated_user() {
 }
 
 fn run_ends_with_a_stopped_init(nobody: bool) {
+    if nobody && !needs_root("the root handed to nobody (chown)") {
+        return;
+    }
     let w = World::new();
     let init = w.tmp("init.pid");
     let go = w.tmp("go");
@@ -662,6 +677,9 @@ fn run_ends_with_a_stopped_init(nobody: bool) {
 /// `use-libc-auxv`).
 #[test]
 fn run_and_exec_find_cmd_in_path_by_the_effective_uid_as_execve_does() {
+    if !needs_root("the helper run as nobody (setpriv)") {
+        return;
+    }
     use std::os::unix::fs::PermissionsExt;
     let w = World::new();
     let dir = w.tmp("bin");

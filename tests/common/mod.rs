@@ -83,6 +83,16 @@ pub fn skip(reason: &str) {
     }
 }
 
+/// Whether the test runs as root; where it does not (lane 2's `74-user-suite` runs the suite as
+/// a user), the test is skipped ([`skip`]) saying what needs root. Call it, and return on false.
+pub fn needs_root(what: &str) -> bool {
+    if rustix::process::geteuid().is_root() {
+        return true;
+    }
+    skip(&format!("needs root: {what}"));
+    false
+}
+
 /// One test's world: a sandbox and the pids to kill if the test fails.
 pub struct World {
     pub sb: Sandbox,
