@@ -202,8 +202,10 @@ fn ps_lists_a_process_whose_name_and_arguments_are_not_utf8() {
     let dir = w.root().join("subc-modules/odd");
     std::fs::create_dir_all(&dir).unwrap();
     let ready = w.tmp("odd.pid");
+    // It places itself before it forks anything: no `sleep` of it runs in the test's cgroup.
     let script = format!(
-        "printf '\\377\\376odd' > /proc/$$/comm; echo $$ > {}; while :; do sleep 1; done",
+        "echo $$ > {}; printf '\\377\\376odd' > /proc/$$/comm; echo $$ > {}; while :; do sleep 1; done",
+        dir.join("cgroup.procs").display(),
         ready.display()
     );
     let mut c = std::process::Command::new("sh");
@@ -214,7 +216,6 @@ fn ps_lists_a_process_whose_name_and_arguments_are_not_utf8() {
         .arg(std::ffi::OsStr::from_bytes(b"\xff\xfe"));
     let mut child = c.spawn().unwrap();
     w.track(child.id());
-    std::fs::write(dir.join("cgroup.procs"), child.id().to_string()).unwrap();
     let pid = w.pid_from("odd.pid");
     let p = ps(&w, &["odd"]);
     let q = p.modules[0]
@@ -289,13 +290,18 @@ fn a_command_line_past_the_cap_is_cut_and_marked() {
     let w = World::new();
     ok(w.run(&["init"]));
     let big = "x".repeat(100_000);
-    let dir = w.root().join("subc-modules/big");
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut c = std::process::Command::new("sh");
-    c.args(["-c", "sleep 600", "big"]).args([&big, &big, &big]);
-    let mut child = c.spawn().unwrap();
+    // Placed by the helper before sh runs: sh's `sleep` is forked in the module, never in the
+    // test runner's cgroup (a spawn moved afterwards could fork it first, and leak it there).
+    let mut child = w
+        .ck()
+        .args(["exec", "big", "--", "sh", "-c", "sleep 600", "big"])
+        .args([&big, &big, &big])
+        .spawn()
+        .unwrap();
     w.track(child.id());
-    std::fs::write(dir.join("cgroup.procs"), child.id().to_string()).unwrap();
+    eventually("sh runs in the module", || {
+        std::fs::read(format!("/proc/{}/cmdline", child.id())).is_ok_and(|c| c.starts_with(b"sh\0"))
+    });
     let p = ps(&w, &["big"]);
     let q = p.modules[0]
         .processes
@@ -311,7 +317,7 @@ fn a_command_line_past_the_cap_is_cut_and_marked() {
         ck_cgroup::telemetry::procs::COMMAND_CAP,
         "cut at the cap"
     );
-    let _ = child.kill();
+    ok(w.run(&["kill", "big", "--timeout", "5s"]));
     let _ = child.wait();
 }
 
