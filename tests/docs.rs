@@ -87,12 +87,12 @@ fn help_exit_codes() -> Vec<(String, String)> {
         .collect()
 }
 
-/// README.md's exit codes table, as `code | meaning` pairs.
-fn readme_exit_codes() -> Vec<(String, String)> {
-    let readme = read("README.md");
-    let section = readme
+/// The exit codes table of `file` (its `## Exit codes` section), as `code | meaning` pairs.
+fn doc_exit_codes(file: &str) -> Vec<(String, String)> {
+    let text = read(file);
+    let section = text
         .split_once("## Exit codes\n")
-        .expect("README.md has ## Exit codes")
+        .unwrap_or_else(|| panic!("{file} has ## Exit codes"))
         .1;
     section
         .lines()
@@ -114,11 +114,13 @@ fn readme_help_and_man_page_give_the_same_exit_codes() {
         ["0", "1", "2", "126, 127"],
         "--help's exit codes"
     );
-    assert_eq!(
-        readme_exit_codes(),
-        help,
-        "README.md's exit codes against --help's"
-    );
+    for file in ["README.md", "docs/commands.md"] {
+        assert_eq!(
+            doc_exit_codes(file),
+            help,
+            "{file}'s exit codes against --help's"
+        );
+    }
     // The man page's EXIT STATUS is made from the same lines.
     let page = top_man_page();
     let exit = page

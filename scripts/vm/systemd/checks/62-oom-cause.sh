@@ -2,12 +2,14 @@
 # oom-cause: which limit made the kernel's OOM killer kill in a module, as `watch` reports it on
 # `memory_oom_kill` (`oom_cause`), in a `ck-cgroup sandbox` (every controller). Module own hogs
 # past its own memory.max (16M): the cause is the module. Module anc, without a limit of its own,
-# hogs past subc-modules/'s memory.max (32M): the cause is that ancestor, named. (The third
-# cause, the whole machine, is left to the library's tests: a global OOM in the guest would take
-# the lane's own processes.) The same two deaths through `run --json`: its `death` (the library's
-# death report, `Root::death`) names the same limit and charges only the module's own.
+# hogs past subc-modules/'s memory.max (32M): the cause is that ancestor, named. The same two
+# deaths through `run --json`: its `death` (the library's death report, `Root::death`) names the
+# same limit and charges only the module's own. Then the third cause, the whole machine: a run
+# whose hog (2 GiB, no limit, no swap) has oom_score_adj 1000, so that the kernel's global OOM
+# kill takes it and none of the lane's processes.
 #   oom-cause  own's kill is {"at":"module"}; anc's is {"at":"ancestor","cgroup":".../subc-modules"};
-#              run's death: kernel_oom at the module, charged; at subc-modules/, not charged
+#              run's death: kernel_oom at the module, charged; at subc-modules/, not charged;
+#              at the machine, not charged
 set -euo pipefail
 # shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
@@ -51,6 +53,17 @@ note "run anc-run: $(cat /tmp/oomc-run-anc.json)"
 expect "run's death: the kernel's OOM kill for subc-modules/'s limit, named, not charged" \
   jq -e '.death.cause.kind == "kernel_oom" and .death.cause.limit.at == "ancestor" and (.death.cause.limit.cgroup | endswith("/subc-modules")) and .death.charged == false' \
   /tmp/oomc-run-anc.json
+# The third cause, the whole machine: no limit anywhere, no swap (the guest's 1 GiB), a hog of
+# 2 GiB that makes itself the OOM killer's first choice (oom_score_adj 1000), so that the
+# kernel's global OOM kill takes it and none of the lane's own processes.
+"$CK" --json run mach-run --memory-swap-max 0 -- \
+  sh -c "echo 1000 > /proc/self/oom_score_adj && exec $MEMHOG 2048" \
+  > /dev/null 2> /tmp/oomc-run-mach.err || true
+tail -n 1 /tmp/oomc-run-mach.err > /tmp/oomc-run-mach.json
+note "run mach-run: $(cat /tmp/oomc-run-mach.json)"
+expect "run's death: the kernel's OOM kill for the whole machine, not charged" \
+  jq -e '.death.cause.kind == "kernel_oom" and .death.cause.limit.at == "machine" and .death.charged == false' \
+  /tmp/oomc-run-mach.json
 kill "$wpid" 2> /dev/null || true
 wait "$wpid" 2> /dev/null || true
 sandbox_down
