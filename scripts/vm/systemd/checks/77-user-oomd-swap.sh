@@ -11,7 +11,8 @@
 # daemon's pid, b and c keep theirs, the daemon restarts a, and ck-cgroup's status and watch (as
 # the user) say systemd-oomd killed it. daemon/'s user.oomd_omit is the user's mark, which this
 # path ignores (71-user-doctor-marks has doctor say so); each module is a candidate of its own
-# (memory.oom.group 1), so the kill ends at the module, not at the service.
+# (memory.oom.group 1), so the kill ends at the module, not at the service. -.slice's
+# ManagedOOMSwap is set back to what it was (Debian's systemd-oomd ships it kill).
 set -euo pipefail
 # shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
@@ -30,6 +31,8 @@ expect "systemd-oomd acts on swap above SwapUsedLimit=$OOMD_SWAP_LIMIT" oomd_swa
 awk '/^(MemTotal|MemAvailable|SwapTotal|SwapFree):/ { printf "%s %s kB  ", $1, $2 } END { print "" }' /proc/meminfo
 u "$CK" watch --root "$USVC" > /tmp/uswap-watch.out 2> /tmp/uswap-watch.err &
 watch_pid=$!
+# What -.slice had (Debian's systemd-oomd package may ship it kill already): set back at the end.
+swap0=$(sctl show -P ManagedOOMSwap -- -.slice)
 rc=0; sctl set-property --runtime -- -.slice ManagedOOMSwap=kill || rc=$?
 expect "-.slice gets ManagedOOMSwap=kill ($rc)" [ "$rc" = 0 ]
 expect "systemd-oomd monitors / for swap (oomctl dump)" wait_until 30 oomd_swap_monitored
@@ -82,7 +85,8 @@ expect "watch's emptied event for a says systemd-oomd killed it" \
 journal=$(ujournal_since "$t0")
 stops=$(grep -E 'Stopping|Stopped|Deactivated|Failed with result|Main process exited' <<< "$journal" || true)
 expect "the journal shows no stop of the user service (${stops:-none})" [ -z "$stops" ]
-sctl set-property --runtime -- -.slice ManagedOOMSwap=auto || true
+sctl set-property --runtime -- -.slice "ManagedOOMSwap=${swap0:-auto}" || true
+note "-.slice's ManagedOOMSwap is back to ${swap0:-auto} ($(sctl show -P ManagedOOMSwap -- -.slice))"
 rc=0; u systemctl --user stop ck-subc.service || rc=$?
 expect "systemctl --user stop exit 0 ($rc)" [ "$rc" = 0 ]
 timeout 30 loginctl disable-linger lane || true
