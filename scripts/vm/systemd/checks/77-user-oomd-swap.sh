@@ -87,6 +87,7 @@ stops=$(grep -E 'Stopping|Stopped|Deactivated|Failed with result|Main process ex
 expect "the journal shows no stop of the user service (${stops:-none})" [ -z "$stops" ]
 sctl set-property --runtime -- -.slice "ManagedOOMSwap=${swap0:-auto}" || true
 note "-.slice's ManagedOOMSwap is back to ${swap0:-auto} ($(sctl show -P ManagedOOMSwap -- -.slice))"
+expect "systemd-oomd's SwapUsedLimit is back to its default" oomd_swap_limit_default
 rc=0; u systemctl --user stop ck-subc.service || rc=$?
 expect "systemctl --user stop exit 0 ($rc)" [ "$rc" = 0 ]
 timeout 30 loginctl disable-linger lane || true

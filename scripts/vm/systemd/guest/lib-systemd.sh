@@ -282,7 +282,13 @@ oomd_up() {
 }
 # oomd_swap_limit PERCENT: systemd-oomd's SwapUsedLimit= (oomd.conf; its swap path acts when
 # memory used and swap used are both above it) in a drop-in of its own, oomd restarted when it
-# changes (the drop-in stays: it matters only while a unit has ManagedOOMSwap=kill).
+# changes. oomd_swap_limit_default: the drop-in removed, oomd restarted (the default 90% again:
+# -.slice has ManagedOOMSwap=kill from boot, so a low limit left behind would act in later checks).
+oomd_swap_limit_default() {
+  rm -f /run/systemd/oomd.conf.d/60-lane-swap.conf
+  sctl restart systemd-oomd.service || return 1
+  wait_until 30 systemctl -q is-active systemd-oomd.service
+}
 oomd_swap_limit() {
   local conf=/run/systemd/oomd.conf.d/60-lane-swap.conf want
   want=$(printf '[OOM]\nSwapUsedLimit=%s' "$1")
