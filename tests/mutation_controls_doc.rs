@@ -3,7 +3,9 @@
 //! ("Mutation controls") has one row a control, in the list's order, with the list's description,
 //! and no row for a name that is no control; every control a doc or the README names
 //! (`CK_MUTATION=NAME`, "mutation control `NAME`") is one; and docs/guest-lane.md names each
-//! control that has guest checks (`CK_MUTATION=NAME`) with each of its checks.
+//! control that has guest checks (`CK_MUTATION=NAME`) with each of its checks. Every test the list
+//! says a control fails is where the list says it is (a rename fails `make test`, not only
+//! `make mutation`).
 
 use std::path::{Path, PathBuf};
 
@@ -205,4 +207,83 @@ fn named_finds_both_forms_across_line_breaks() {
     let text = "Mutation control:\n`stop-no-seal`. The mutation control `a-b` and\n\
                 CK_MUTATION=x,y-2 but CK_MUTATION=NAME and the mutation controls (`make mutation`).";
     assert_eq!(named(text), ["x", "y-2", "stop-no-seal", "a-b"]);
+}
+
+/// Where a test the list names lives: `lib PATH` in the library's module PATH (less `tests::`
+/// and the test's name: `cgroup::oom_cause` is `crates/ck-cgroup/src/cgroup/oom_cause.rs`, its
+/// `mod.rs`, or its `tests.rs`, a `mod tests;` of its own), `bin PATH` the same under `src/`, `cli MOD::NAME` in `tests/cli/MOD.rs`,
+/// `ck-cgroup:BIN NAME` in `crates/ck-cgroup/tests/BIN.rs`, any other `BIN NAME` in
+/// `tests/BIN.rs`.
+fn test_file(target: &str, path: &str) -> Vec<PathBuf> {
+    let mut segs: Vec<&str> = path.split("::").collect();
+    segs.pop();
+    segs.retain(|s| *s != "tests");
+    let module = |root: &str| {
+        let base = repo().join(root).join(segs.join("/"));
+        vec![
+            base.with_extension("rs"),
+            base.join("mod.rs"),
+            base.join("tests.rs"),
+        ]
+    };
+    match target {
+        "lib" => module("crates/ck-cgroup/src"),
+        "bin" => module("src"),
+        "cli" => vec![
+            repo()
+                .join("tests/cli")
+                .join(format!("{}.rs", segs.join("/"))),
+        ],
+        t => match t.strip_prefix("ck-cgroup:") {
+            Some(bin) => vec![repo().join(format!("crates/ck-cgroup/tests/{bin}.rs"))],
+            None => vec![repo().join(format!("tests/{t}.rs"))],
+        },
+    }
+}
+
+/// `word` is an identifier of `text` (not part of a longer one): a test's `fn NAME` or a
+/// macro's `NAME:` row.
+fn has_identifier(text: &str, word: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(word).any(|(i, _)| {
+        !text[..i].chars().next_back().is_some_and(ident)
+            && !text[i + word.len()..].chars().next().is_some_and(ident)
+    })
+}
+
+/// Every test a control says it fails is where the list says: a test renamed or moved to
+/// another module fails here, in `make test`, not only when `make mutation` finds no such test.
+#[test]
+fn every_test_a_control_names_is_where_the_list_says() {
+    let mut missing = Vec::new();
+    for line in read(LIST).lines() {
+        let t = line.trim();
+        if !line.starts_with(char::is_whitespace) || t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let Some((target, path)) = t.split_once(char::is_whitespace) else {
+            continue;
+        };
+        if target == "guest" {
+            continue;
+        }
+        let path = path.trim();
+        let name = path.rsplit("::").next().unwrap_or(path);
+        let files = test_file(target, path);
+        let found = files
+            .iter()
+            .any(|f| std::fs::read_to_string(f).is_ok_and(|text| has_identifier(&text, name)));
+        if !found {
+            let shown: Vec<String> = files
+                .iter()
+                .map(|f| f.strip_prefix(repo()).unwrap_or(f).display().to_string())
+                .collect();
+            missing.push(format!("{target} {path} (not in {})", shown.join(" or ")));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "{LIST} names tests that are not where it says:\n{}",
+        missing.join("\n")
+    );
 }
