@@ -24,7 +24,6 @@ use serde::{Deserialize, Serialize};
 use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::oom_cause::{self, OomCause, OomCounters, each_ancestor};
 use crate::cgroup::oomd::{self, KillCounters};
-use crate::cgroup::parse;
 
 /// Why a module's main process died.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,17 +106,13 @@ impl DeathCounters {
         mount: Option<&CgroupDir>,
     ) -> DeathCounters {
         let kills = oomd::kill_counters(module, "");
-        let events = module
-            .read_raw("memory.events")
-            .ok()
-            .map(|t| parse::flat_keyed(&t));
+        let events = module.read_flat_keyed("memory.events");
         let mut ancestors = Vec::new();
         let mut oomd_above = Vec::new();
         each_ancestor(root, rel, mount, |path, dir, r| {
             let local = dir
-                .read_raw(&crate::cgroup::wait::join(r, "memory.events.local"))
-                .ok()
-                .and_then(|t| parse::flat_keyed(&t).get("oom").copied());
+                .read_flat_keyed(&crate::cgroup::wait::join(r, "memory.events.local"))
+                .and_then(|m| m.get("oom").copied());
             ancestors.push((path.clone(), local));
             oomd_above.push((path, oomd::oomd_counters(dir, r).0));
         });

@@ -122,6 +122,15 @@ impl CgroupDir {
         read_fd(&fd)
     }
 
+    /// A flat-keyed kernel file beneath this directory (`memory.events`, `memory.stat`: a
+    /// `key value` per line, [`crate::cgroup::parse::flat_keyed`]); `None` where it cannot be
+    /// read (no such controller), never an empty map taken for zeros.
+    pub fn read_flat_keyed(&self, rel: &str) -> Option<std::collections::BTreeMap<String, u64>> {
+        self.read_raw(rel)
+            .ok()
+            .map(|t| crate::cgroup::parse::flat_keyed(&t))
+    }
+
     /// Write `data` to a kernel file beneath this directory in one `write(2)`.
     pub fn write(&self, rel: &str, data: &str) -> Result<()> {
         self.write_raw(rel, data)

@@ -8,7 +8,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cgroup::dir::CgroupDir;
-use crate::cgroup::parse;
 use crate::cgroup::wait::join;
 
 /// What stayed charged to a module after its processes were gone. Each figure is `None` where
@@ -25,10 +24,7 @@ pub struct MemoryLeft {
 impl MemoryLeft {
     /// `memory.stat` of the directory `rel` beneath `dir` (`memory.stat`).
     pub fn read(dir: &CgroupDir, rel: &str) -> MemoryLeft {
-        let stat = dir
-            .read_raw(&join(rel, "memory.stat"))
-            .ok()
-            .map(|t| parse::flat_keyed(&t));
+        let stat = dir.read_flat_keyed(&join(rel, "memory.stat"));
         let key = |k: &str| stat.as_ref().and_then(|m| m.get(k).copied());
         MemoryLeft {
             shmem: key("shmem"),

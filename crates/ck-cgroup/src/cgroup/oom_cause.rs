@@ -17,7 +17,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cgroup::dir::CgroupDir;
-use crate::cgroup::parse;
 use crate::cgroup::wait::join;
 
 /// Where the limit was that made the kernel's OOM killer kill in a module.
@@ -55,15 +54,11 @@ impl OomCounters {
     /// each directory above the root up to the cgroup2 mount (read beneath the mount's own
     /// handle, `mount`; `None` skips those).
     pub fn read(root: &CgroupDir, rel: &str, mount: Option<&CgroupDir>) -> OomCounters {
-        let events = root
-            .read_raw(&join(rel, "memory.events"))
-            .ok()
-            .map(|t| parse::flat_keyed(&t));
+        let events = root.read_flat_keyed(&join(rel, "memory.events"));
         let key = |k: &str| events.as_ref().and_then(|m| m.get(k).copied());
         let local_oom = |dir: &CgroupDir, r: &str| {
-            dir.read_raw(&join(r, "memory.events.local"))
-                .ok()
-                .and_then(|t| parse::flat_keyed(&t).get("oom").copied())
+            dir.read_flat_keyed(&join(r, "memory.events.local"))
+                .and_then(|m| m.get("oom").copied())
         };
         let mut ancestors = Vec::new();
         each_ancestor(root, rel, mount, |path, dir, r| {

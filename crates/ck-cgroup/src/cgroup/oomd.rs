@@ -20,7 +20,6 @@ use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 use super::dir::CgroupDir;
-use super::parse;
 use super::wait::join;
 use crate::error::{Error, Result};
 
@@ -391,10 +390,7 @@ pub fn ck_stops(dir: &CgroupDir, rel: &str) -> Option<u64> {
 /// Every kill counter of the directory `rel`: read before it is removed (a removed directory
 /// takes them with it).
 pub fn kill_counters(dir: &CgroupDir, rel: &str) -> KillCounters {
-    let events = dir
-        .read_raw(&join(rel, "memory.events"))
-        .ok()
-        .map(|t| parse::flat_keyed(&t));
+    let events = dir.read_flat_keyed(&join(rel, "memory.events"));
     let key = |k: &str| events.as_ref().and_then(|m| m.get(k).copied());
     let (oomd_ooms, oomd_kill) = oomd_counters(dir, rel);
     let fd = open(dir, rel);
