@@ -12,6 +12,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "support/skip.rs"]
+#[allow(dead_code)] // needs_root: the CLI's tests call it
+mod support_skip;
+use support_skip::skip;
+
 use rustix::fs::{Mode, OFlags};
 
 /// A scratch cgroup: the `cmd/` leaf of a [`Sandbox`] of its own, which kills what is left and
@@ -437,27 +442,6 @@ fn placement_serializes_kebab_case() {
 }
 
 /// The `Uid:`, `Gid:` and `Groups:` lines of `/proc/<pid>/status`.
-/// A test's case that cannot run here: `SKIPPED spawn::<test>: <why>` on stderr and, when
-/// `CK_TEST_SKIP_LOG` names a file, appended there (as the CLI's tests/common `skip` does), so
-/// the suite's summary lists it instead of counting it as passed.
-fn skip(why: &str) {
-    let name = std::thread::current()
-        .name()
-        .unwrap_or("an unnamed test")
-        .to_string();
-    let line = format!("SKIPPED spawn::{name}: {why}\n");
-    eprint!("{line}");
-    if let Some(log) = std::env::var_os("CK_TEST_SKIP_LOG") {
-        use std::io::Write;
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-            .and_then(|mut f| f.write_all(line.as_bytes()))
-            .expect("CK_TEST_SKIP_LOG: a file the tests can append to");
-    }
-}
-
 fn ids_of(status: &str) -> Vec<String> {
     status
         .lines()
