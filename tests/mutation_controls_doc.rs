@@ -209,11 +209,11 @@ fn named_finds_both_forms_across_line_breaks() {
     assert_eq!(named(text), ["x", "y-2", "stop-no-seal", "a-b"]);
 }
 
-/// Where a test the list names lives: `lib PATH` in the library's module PATH (less `tests::`
-/// and the test's name: `cgroup::oom_cause` is `crates/ck-cgroup/src/cgroup/oom_cause.rs`, its
-/// `mod.rs`, or its `tests.rs`, a `mod tests;` of its own), `bin PATH` the same under `src/`, `cli MOD::NAME` in `tests/cli/MOD.rs`,
-/// `ck-cgroup:BIN NAME` in `crates/ck-cgroup/tests/BIN.rs`, any other `BIN NAME` in
-/// `tests/BIN.rs`.
+/// Where a test the list names lives: `lib PATH` in the library's module PATH, less `tests::`
+/// and the test's name (`cgroup::oom_cause` is `crates/ck-cgroup/src/cgroup/oom_cause.rs`, its
+/// `mod.rs`, or its `tests.rs`, a `mod tests;` of its own); `bin PATH` the same under `src/`;
+/// `cli MOD::NAME` in `tests/cli/MOD.rs`; `ck-cgroup:BIN NAME` in
+/// `crates/ck-cgroup/tests/BIN.rs`; any other `BIN NAME` in `tests/BIN.rs`.
 fn test_file(target: &str, path: &str) -> Vec<PathBuf> {
     let mut segs: Vec<&str> = path.split("::").collect();
     segs.pop();

@@ -331,7 +331,7 @@ fn ps_lists_a_process_whose_leader_exited_while_a_thread_lives_on() {
     let rdy = w.tmp("zombie-leader");
     let mut c = w
         .ck()
-        .args(["exec", "zl", "--", hostile(), "zombie-leader", "worker"])
+        .args(["exec", "zl", "--", hostile(), "zombie-leader"])
         .arg(&rdy)
         .spawn()
         .unwrap();

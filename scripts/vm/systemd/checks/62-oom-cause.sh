@@ -37,33 +37,30 @@ expect "anc's OOM kill is subc-modules/'s limit's, named" wait_until 20 jq_lines
   '.module == "anc" and .event == "memory_oom_kill" and .oom_cause.at == "ancestor" and (.oom_cause.cgroup | endswith("/subc-modules"))'
 grep -E '"memory_oom_kill"' /tmp/oomc-watch.out || true
 # run --json: the death report, read before the module is removed, counted from the spawn.
-"$CK" --json run own-run --memory-max 16M --memory-swap-max 0 -- "$MEMHOG" 64 \
-  > /dev/null 2> /tmp/oomc-run-own.err || true
-tail -n 1 /tmp/oomc-run-own.err > /tmp/oomc-run-own.json
-note "run own-run: $(cat /tmp/oomc-run-own.json)"
-expect "run's death: the kernel's OOM kill for the module's own limit, charged" \
-  jq -e '.death.cause.kind == "kernel_oom" and .death.cause.limit.at == "module" and .death.charged == true' \
-  /tmp/oomc-run-own.json
+# run_death NAME WHAT FILTER RUN-ARGS...: `run --json NAME RUN-ARGS`; its result (the last line
+# of stderr) must satisfy the jq FILTER on its `death`.
+run_death() {
+  local name=$1 what=$2 filter=$3
+  shift 3
+  "$CK" --json run "$name" "$@" > /dev/null 2> "/tmp/oomc-$name.err" || true
+  tail -n 1 "/tmp/oomc-$name.err" > "/tmp/oomc-$name.json"
+  note "run $name: $(cat "/tmp/oomc-$name.json")"
+  expect "run's death: $what" jq -e ".death | .cause.kind == \"kernel_oom\" and $filter" "/tmp/oomc-$name.json"
+}
+run_death own-run "the kernel's OOM kill for the module's own limit, charged" \
+  '.cause.limit.at == "module" and .charged == true' \
+  --memory-max 16M --memory-swap-max 0 -- "$MEMHOG" 64
 echo $((32 * 1048576)) > "$M/memory.max"
-"$CK" --json run anc-run --memory-swap-max 0 -- "$MEMHOG" 64 \
-  > /dev/null 2> /tmp/oomc-run-anc.err || true
+run_death anc-run "the kernel's OOM kill for subc-modules/'s limit, named, not charged" \
+  '.cause.limit.at == "ancestor" and (.cause.limit.cgroup | endswith("/subc-modules")) and .charged == false' \
+  --memory-swap-max 0 -- "$MEMHOG" 64
 echo max > "$M/memory.max"
-tail -n 1 /tmp/oomc-run-anc.err > /tmp/oomc-run-anc.json
-note "run anc-run: $(cat /tmp/oomc-run-anc.json)"
-expect "run's death: the kernel's OOM kill for subc-modules/'s limit, named, not charged" \
-  jq -e '.death.cause.kind == "kernel_oom" and .death.cause.limit.at == "ancestor" and (.death.cause.limit.cgroup | endswith("/subc-modules")) and .death.charged == false' \
-  /tmp/oomc-run-anc.json
 # The third cause, the whole machine: no limit anywhere, no swap (the guest's 1 GiB), a hog of
 # 2 GiB that makes itself the OOM killer's first choice (oom_score_adj 1000), so that the
 # kernel's global OOM kill takes it and none of the lane's own processes.
-"$CK" --json run mach-run --memory-swap-max 0 -- \
-  sh -c "echo 1000 > /proc/self/oom_score_adj && exec $MEMHOG 2048" \
-  > /dev/null 2> /tmp/oomc-run-mach.err || true
-tail -n 1 /tmp/oomc-run-mach.err > /tmp/oomc-run-mach.json
-note "run mach-run: $(cat /tmp/oomc-run-mach.json)"
-expect "run's death: the kernel's OOM kill for the whole machine, not charged" \
-  jq -e '.death.cause.kind == "kernel_oom" and .death.cause.limit.at == "machine" and .death.charged == false' \
-  /tmp/oomc-run-mach.json
+run_death mach-run "the kernel's OOM kill for the whole machine, not charged" \
+  '.cause.limit.at == "machine" and .charged == false' \
+  --memory-swap-max 0 -- sh -c "echo 1000 > /proc/self/oom_score_adj && exec $MEMHOG 2048"
 kill "$wpid" 2> /dev/null || true
 wait "$wpid" 2> /dev/null || true
 sandbox_down

@@ -37,54 +37,10 @@ rc=0; sctl set-property --runtime -- -.slice ManagedOOMSwap=kill || rc=$?
 expect "-.slice gets ManagedOOMSwap=kill ($rc)" [ "$rc" = 0 ]
 expect "systemd-oomd monitors / for swap (oomctl dump)" wait_until 30 oomd_swap_monitored
 oomctl dump 2> /dev/null | head -n 12 || true
-ump=$(u systemctl --user show -P MainPID ck-subc.service)
-pa=$(umod_pid a) pb=$(umod_pid b) pc=$(umod_pid c) sa=$(ustarts a)
-k0=$(keyed "$A/memory.events" oom_kill) o0=$(xattr "$A" user.oomd_ooms)
-echo "before: daemon $ump, a $pa, b $pb, c $pc, a started $sa times, a's oom_kill $k0, user.oomd_ooms ${o0:-none}"
-echo "--memory-max 64M --memory-swap-max 256M" > "$UT/a.limits"
-echo "exec $MEMCHURN 128" > "$UT/a.once"
-chown lane "$UT/a.limits" "$UT/a.once"
-kill "$pa"
-expect "the daemon restarted a with the hoard" wait_until 30 urestarted a "$sa"
-s1=$(date +%s.%N)
-rm -f "$UT/a.limits"
-expect "a may swap: memory.swap.max 256M ($(cat "$A/memory.swap.max" 2> /dev/null))" \
-  [ "$(cat "$A/memory.swap.max")" = $((256 << 20)) ]
-expect "a's hoard died and the daemon restarted a" wait_until 90 urestarted a $((sa + 1))
-s2=$(date +%s.%N)
+uoomd_hoard
 echo "swaps: $(swaps)"
-o1=$(xattr "$A" user.oomd_ooms)
-expect "systemd-oomd killed a (user.oomd_ooms on subc-modules/a: ${o0:-none} before, ${o1:-none} after)" \
-  eval '[ -n "$o1" ] && [ "$o1" -gt "${o0:-0}" ]'
-ojournal=$(oomd_journal_since "$t0")
-echo "$ojournal"
-killed=$(grep -m1 'Killed ' <<< "$ojournal" | sed 's/^[^]]*] //' || true)
-expect "systemd-oomd's journal names the user service's subc-modules/a and the swap (${killed:-no Killed line})" \
-  grep -q "Killed ${USVC#"$CG"}/subc-modules/a due to memory used .* and swap used " <<< "$ojournal"
-expect "the kernel's OOM killer did not kill a (oom_kill $k0 before, $(keyed "$A/memory.events" oom_kill) after)" \
-  [ "$(keyed "$A/memory.events" oom_kill)" = "$k0" ]
-expect "the user service is active" eval '[ "$(u systemctl --user is-active ck-subc.service)" = active ]'
-expect "the daemon kept its pid ($ump)" eval '[ "$(u systemctl --user show -P MainPID ck-subc.service)" = "$ump" ]'
-expect "b and c kept their pids ($pb $pc)" eval '[ "$(umod_pid b)" = "$pb" ] && [ "$(umod_pid c)" = "$pc" ] && alive "$pb" && alive "$pc"'
-for d in daemon subc-modules/b subc-modules/c; do
-  expect "oomd killed nothing in $d (user.oomd_ooms: $(xattr "$USVC/$d" user.oomd_ooms))" \
-    [ -z "$(xattr "$USVC/$d" user.oomd_ooms)" ]
-done
-json=$(u "$CK" status --json a --root "$USVC")
-echo "$json"
-expect "ck-cgroup status --json a (as the user): oomd_ooms >= 1 from user.oomd_ooms ($(jq -c '.modules[0].oomd_ooms' <<< "$json"))" \
-  jq_is "$json" '.modules[0].oomd_ooms.value >= 1 and (.modules[0].oomd_ooms.source | test("user.oomd_ooms"))'
-kill "$watch_pid" 2> /dev/null || true
-wait "$watch_pid" 2> /dev/null || true
-grep -v '"memory_max"' /tmp/uswap-watch.out || true
 cat /tmp/uswap-watch.err
-expect "watch (as the user) reported a's oomd_kill" \
-  jq_lines_any /tmp/uswap-watch.out '.module == "a" and .event == "oomd_kill" and .value >= 1'
-expect "watch's emptied event for a says systemd-oomd killed it" \
-  jq_lines_any /tmp/uswap-watch.out '.module == "a" and .event == "emptied" and (.killed_by // [] | index("systemd-oomd"))'
-journal=$(ujournal_since "$t0")
-stops=$(grep -E 'Stopping|Stopped|Deactivated|Failed with result|Main process exited' <<< "$journal" || true)
-expect "the journal shows no stop of the user service (${stops:-none})" [ -z "$stops" ]
+uoomd_judge "$watch_pid" /tmp/uswap-watch.out "memory used .* and swap used " "and the swap"
 sctl set-property --runtime -- -.slice "ManagedOOMSwap=${swap0:-auto}" || true
 note "-.slice's ManagedOOMSwap is back to ${swap0:-auto} ($(sctl show -P ManagedOOMSwap -- -.slice))"
 expect "systemd-oomd's SwapUsedLimit is back to its default" oomd_swap_limit_default

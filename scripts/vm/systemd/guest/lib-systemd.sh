@@ -75,6 +75,73 @@ ujournal_since() {
     _SYSTEMD_USER_UNIT=ck-subc.service + USER_UNIT=ck-subc.service 2> /dev/null || true
 }
 
+# The user manager's systemd-oomd replays (73: the pressure path, 77: the swap path) are one
+# scenario with two triggers; these are its two halves, on the user service $USVC (module a at
+# $A, the stand-in's files in $UT), from the check's start $t0.
+# uoomd_hoard: module a restarted with a hoard (`memchurn 128` past its memory.max 64M,
+# memory.swap.max 256M), then waited on until it died and the daemon restarted it again. Sets
+# what uoomd_judge compares: ump pa pb pc k0 o0 (before), s1 s2 (the hoard's start, a's restart).
+uoomd_hoard() {
+  local sa
+  ump=$(u systemctl --user show -P MainPID ck-subc.service)
+  pa=$(umod_pid a) pb=$(umod_pid b) pc=$(umod_pid c) sa=$(ustarts a)
+  k0=$(keyed "$A/memory.events" oom_kill) o0=$(xattr "$A" user.oomd_ooms)
+  echo "before: daemon $ump, a $pa, b $pb, c $pc, a started $sa times, a's oom_kill $k0, user.oomd_ooms ${o0:-none}"
+  echo "--memory-max 64M --memory-swap-max 256M" > "$UT/a.limits"
+  echo "exec $MEMCHURN 128" > "$UT/a.once"
+  chown lane "$UT/a.limits" "$UT/a.once"
+  kill "$pa"
+  expect "the daemon restarted a with the hoard" wait_until 30 urestarted a "$sa"
+  # shellcheck disable=SC2034 # s1, s2: for the check's closing note
+  s1=$(date +%s.%N)
+  rm -f "$UT/a.limits"
+  expect "a may swap: memory.swap.max 256M ($(cat "$A/memory.swap.max" 2> /dev/null))" \
+    [ "$(cat "$A/memory.swap.max")" = $((256 << 20)) ]
+  expect "a's hoard died and the daemon restarted a" wait_until 90 urestarted a $((sa + 1))
+  # shellcheck disable=SC2034 # see s1
+  s2=$(date +%s.%N)
+}
+# uoomd_judge WATCH_PID WATCH_OUT KILLED WHY: systemd-oomd killed a alone and ck-cgroup says so.
+# Its journal has "Killed <a's cgroup> due to KILLED" (a grep pattern; WHY says it in words); the
+# kernel's OOM killer did not kill a; the user service, the daemon, b and c live on, oomd marked
+# none of daemon/ b c; status and watch (WATCH_PID, writing WATCH_OUT, stopped here), as the
+# user, say systemd-oomd killed a; the user service's journal shows no stop.
+uoomd_judge() {
+  local watch_pid=$1 watch_out=$2 killed_re=$3 why=$4 o1 ojournal killed d json journal stops
+  o1=$(xattr "$A" user.oomd_ooms)
+  expect "systemd-oomd killed a (user.oomd_ooms on subc-modules/a: ${o0:-none} before, ${o1:-none} after)" \
+    eval '[ -n "$o1" ] && [ "$o1" -gt "${o0:-0}" ]'
+  # shellcheck disable=SC2154 # t0: the check's start, set by the check
+  ojournal=$(oomd_journal_since "$t0")
+  echo "$ojournal"
+  killed=$(grep -m1 'Killed ' <<< "$ojournal" | sed 's/^[^]]*] //' || true)
+  expect "systemd-oomd's journal names the user service's subc-modules/a, $why (${killed:-no Killed line})" \
+    grep -q "Killed ${USVC#"$CG"}/subc-modules/a due to $killed_re" <<< "$ojournal"
+  expect "the kernel's OOM killer did not kill a (oom_kill $k0 before, $(keyed "$A/memory.events" oom_kill) after)" \
+    [ "$(keyed "$A/memory.events" oom_kill)" = "$k0" ]
+  expect "the user service is active" eval '[ "$(u systemctl --user is-active ck-subc.service)" = active ]'
+  expect "the daemon kept its pid ($ump)" eval '[ "$(u systemctl --user show -P MainPID ck-subc.service)" = "$ump" ]'
+  expect "b and c kept their pids ($pb $pc)" eval '[ "$(umod_pid b)" = "$pb" ] && [ "$(umod_pid c)" = "$pc" ] && alive "$pb" && alive "$pc"'
+  for d in daemon subc-modules/b subc-modules/c; do
+    expect "oomd killed nothing in $d (user.oomd_ooms: $(xattr "$USVC/$d" user.oomd_ooms))" \
+      [ -z "$(xattr "$USVC/$d" user.oomd_ooms)" ]
+  done
+  json=$(u "$CK" status --json a --root "$USVC")
+  echo "$json"
+  expect "ck-cgroup status --json a (as the user): oomd_ooms >= 1 from user.oomd_ooms ($(jq -c '.modules[0].oomd_ooms' <<< "$json"))" \
+    jq_is "$json" '.modules[0].oomd_ooms.value >= 1 and (.modules[0].oomd_ooms.source | test("user.oomd_ooms"))'
+  kill "$watch_pid" 2> /dev/null || true
+  wait "$watch_pid" 2> /dev/null || true
+  grep -v '"memory_max"' "$watch_out" || true
+  expect "watch (as the user) reported a's oomd_kill" \
+    jq_lines_any "$watch_out" '.module == "a" and .event == "oomd_kill" and .value >= 1'
+  expect "watch's emptied event for a says systemd-oomd killed it" \
+    jq_lines_any "$watch_out" '.module == "a" and .event == "emptied" and (.killed_by // [] | index("systemd-oomd"))'
+  journal=$(ujournal_since "$t0")
+  stops=$(grep -E 'Stopping|Stopped|Deactivated|Failed with result|Main process exited' <<< "$journal" || true)
+  expect "the journal shows no stop of the user service (${stops:-none})" [ -z "$stops" ]
+}
+
 # twenty_restarts WHERE DIR PROCS RESTART: replay 2's loop (checks 30, 72, 80). Twenty rounds
 # of RESTART (a function that ends b's main process and waits for the new b with its orphan),
 # b's processes (the file PROCS) remembered before each; then none of them may be alive, and
