@@ -45,6 +45,7 @@ struct Module {
     oomd_ooms: Fig,
     oomd_kill: Fig,
     ck_stops: Fig,
+    gpu_memory: Value,
 }
 
 #[derive(Deserialize)]
@@ -352,7 +353,7 @@ fn status_fits_80_columns_and_names_the_columns_it_left_out() {
     }
     let wide = ok(w.run(&["status", "--wide"]));
     let wide_head: Vec<&str> = wide.lines().next().unwrap().split_whitespace().collect();
-    assert_eq!(wide_head.len(), 16, "{wide}");
+    assert_eq!(wide_head.len(), 17, "{wide}");
     assert!(!wide.contains("not shown"), "{wide}");
     let picked = ok(w.run(&["status", "-o", "id,peak,procs"]));
     let picked_head: Vec<&str> = picked.lines().next().unwrap().split_whitespace().collect();

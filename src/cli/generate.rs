@@ -249,6 +249,12 @@ fn environment() -> String {
                 "PATH",
                 "Where exec, run, sandbox and init -- CMD look CMD up, as execvp(3) does.",
             ),
+            (
+                "CK_CGROUP_NVIDIA_SMI",
+                "The nvidia-smi that status and ps run for NVIDIA's device memory: unset, the \
+                 one on PATH where the driver is loaded (/proc/driver/nvidia); a path, that \
+                 program; empty, none (NVIDIA's figures unknown).",
+            ),
         ])],
     )
 }

@@ -5,7 +5,7 @@ use ck_cgroup::id::shown;
 use ck_cgroup::telemetry::procs::{ModuleProcesses, Process};
 
 use super::args::PsSort;
-use super::format::{size, table};
+use super::format::{size, table_vec};
 
 /// Each module's processes, in place: the order of `--sort` (unknown figures last, ties by pid),
 /// else the tree's (parents before their children, siblings by pid).
@@ -86,6 +86,12 @@ fn depths(procs: &[Process]) -> Vec<usize> {
 /// `width` cuts each line to the terminal's width (`None`: not a terminal, whole lines).
 pub fn text(mods: &[ModuleProcesses], sorted: bool, width: Option<usize>) -> String {
     let mut s = String::new();
+    // GPU_MEM where the host has a GPU (a process's figure is other than "no GPU here").
+    let gpu = mods
+        .iter()
+        .flat_map(|m| &m.processes)
+        .any(|p| !p.gpu_memory.no_gpu());
+    let mut why: Vec<&str> = Vec::new();
     for (i, m) in mods.iter().enumerate() {
         if i > 0 {
             s.push('\n');
@@ -106,15 +112,18 @@ pub fn text(mods: &[ModuleProcesses], sorted: bool, width: Option<usize>) -> Str
         } else {
             depths(&m.processes)
         };
-        let mut rows = vec![[
+        let mut head = vec![
             "PID".to_string(),
             "PPID".into(),
             "S".into(),
             "RSS".into(),
             "SWAP".into(),
-            "CGROUP".into(),
-            "COMMAND".into(),
-        ]];
+        ];
+        if gpu {
+            head.push("GPU_MEM".into());
+        }
+        head.extend(["CGROUP".into(), "COMMAND".into()]);
+        let mut rows = vec![head];
         for (p, d) in m.processes.iter().zip(depth) {
             // What the process chose (its argv, its comm) is shown escaped: a control byte
             // would move the terminal's cursor or forge a row.
@@ -128,12 +137,23 @@ pub fn text(mods: &[ModuleProcesses], sorted: bool, width: Option<usize>) -> Str
                 format!("{}`- ", "   ".repeat(d - 1))
             };
             let orphan = if p.orphan { "  (orphan)" } else { "" };
-            rows.push([
+            let mut row = vec![
                 p.pid.to_string(),
                 p.ppid.to_string(),
                 p.state.clone(),
                 size(p.rss.value),
                 size(p.swap.value),
+            ];
+            if gpu {
+                row.push(size(p.gpu_memory.value));
+                if let Some(r) = p.gpu_memory.reason.as_deref()
+                    && p.gpu_memory.value.is_none()
+                    && !why.contains(&r)
+                {
+                    why.push(r);
+                }
+            }
+            row.extend([
                 if p.cgroup.is_empty() {
                     ".".into()
                 } else {
@@ -141,8 +161,9 @@ pub fn text(mods: &[ModuleProcesses], sorted: bool, width: Option<usize>) -> Str
                 },
                 format!("{indent}{cmd}{orphan}"),
             ]);
+            rows.push(row);
         }
-        for line in table(&rows).lines() {
+        for line in table_vec(&rows).lines() {
             match width {
                 Some(w) if line.chars().count() > w => {
                     s.extend(line.chars().take(w));
@@ -154,6 +175,9 @@ pub fn text(mods: &[ModuleProcesses], sorted: bool, width: Option<usize>) -> Str
     }
     if mods.is_empty() {
         s += "no modules\n";
+    }
+    for r in why {
+        s += &format!("GPU_MEM unknown: {}\n", shown(r));
     }
     s
 }

@@ -68,6 +68,8 @@ pub enum Col {
     /// `top`'s share of one CPU over the last interval, percent.
     CpuRate,
     PsiMem,
+    /// Device (GPU) memory, every device together.
+    GpuMem,
 }
 
 impl Col {
@@ -109,6 +111,7 @@ impl Col {
             Col::CpuS => "CPU_S",
             Col::CpuRate => "CPU%",
             Col::PsiMem => "PSI_MEM",
+            Col::GpuMem => "GPU_MEM",
         }
     }
 
@@ -154,6 +157,7 @@ impl Col {
                 .memory_pressure_avg10
                 .value
                 .map_or("-".into(), |v| format!("{v:.2}")),
+            Col::GpuMem => size(m.gpu_memory.value),
         }
     }
 }
@@ -171,6 +175,7 @@ pub const STATUS_DEFAULT: &[Col] = &[
     Col::OomKill,
     Col::CpuS,
     Col::PsiMem,
+    Col::GpuMem,
 ];
 
 /// `status --wide`: every column, each shown whether or not a figure in it is known.
@@ -191,6 +196,7 @@ pub const STATUS_WIDE: &[Col] = &[
     Col::PidsMax,
     Col::CpuS,
     Col::PsiMem,
+    Col::GpuMem,
 ];
 
 /// Which columns a human table shows.
@@ -235,6 +241,11 @@ pub fn table_of(
         let v = cells(c);
         // CPU% is `-` on a first screen: no file it could not read.
         let foldable = c.is_figure() && c != Col::CpuRate;
+        // GPU_MEM on a host without a GPU: nothing to show, and nothing to say either.
+        let no_gpu = c == Col::GpuMem && rows.iter().all(|m| m.gpu_memory.no_gpu());
+        if fold && !rows.is_empty() && no_gpu {
+            continue;
+        }
         if fold && !rows.is_empty() && foldable && v.iter().all(|x| x == "-") {
             folded.push(c.header());
         } else {
@@ -274,6 +285,23 @@ pub fn table_of(
             "frozen (cgroup.events frozen 1, its processes do not run): {}\n  `ck-cgroup thaw ID` lets it run again, `ck-cgroup kill ID` stops it\n",
             frozen.join(", ")
         );
+    }
+    // Why a module's device memory is unknown (no GPU, a tool that failed, a process whose
+    // files could not be read), each reason once.
+    let gpu_shown = shown.iter().any(|(c, _)| *c == Col::GpuMem);
+    let mut why: Vec<&str> = Vec::new();
+    for m in rows {
+        if let Some(r) = m.gpu_memory.reason.as_deref()
+            && m.gpu_memory.value.is_none()
+            && !why.contains(&r)
+        {
+            why.push(r);
+        }
+    }
+    if gpu_shown || folded.contains(&Col::GpuMem.header()) {
+        for r in why {
+            s += &format!("GPU_MEM unknown: {}\n", ck_cgroup::id::shown(r));
+        }
     }
     if !folded.is_empty() {
         s += &format!(

@@ -296,6 +296,17 @@ fn telemetry_round_trips() {
             value: Some(2),
             source: "user.ck_cgroup_stops xattr".into(),
         },
+        gpu_memory: crate::gpu::GpuMemory {
+            value: Some(2 << 30),
+            source: crate::gpu::nvidia_smi::SOURCE.into(),
+            reason: None,
+            devices: vec![crate::gpu::GpuDevice {
+                device: "0000:3b:00.0".into(),
+                driver: "nvidia".into(),
+                bytes: 2 << 30,
+                source: crate::gpu::nvidia_smi::SOURCE.into(),
+            }],
+        },
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),

@@ -42,7 +42,7 @@
 //! doctor/, sandbox            checks of a host; isolated roots for tests
 //! backend/                    Backend: cgroupfs (a Root) or systemd (Scopes, feature "systemd")
 //! policy, telemetry/, discover  limits from a file; status and watch; finding the service root
-//! module/, signals            Root: a service root's operations (init, create, place, spawn, stop, prune); run's relay
+//! module/, signals, gpu/      Root: a service root's operations (init, create, place, spawn, stop, prune); run's relay; device memory per process
 //! limits, stop/, spawn/        the limit table; one file per kill mechanism; clone3 and the pre-exec path
 //! cgroup/                     CgroupDir (every access beneath it by openat2), parse, tree walks, waits
 //! layout, id, error           where modules live and their names; ids; errors
@@ -71,6 +71,7 @@ pub mod cgroup;
 pub mod discover;
 pub mod doctor;
 pub mod error;
+pub mod gpu;
 pub mod id;
 pub mod layout;
 pub mod limits;

@@ -13,7 +13,8 @@ const LAYERS: &[&[&str]] = &[
     &["layout"],
     &["cgroup"],
     &["spawn", "stop", "limits"],
-    &["module", "signals"],
+    // gpu beside module: no spawn, stop or other operation of a Root can reach GPU code.
+    &["module", "signals", "gpu"],
     &["policy", "telemetry", "discover"],
     &["backend"],
     &["sandbox", "doctor"],

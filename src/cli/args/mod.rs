@@ -326,14 +326,15 @@ pub enum Command {
         #[arg(long, value_enum, value_name = "KEY")]
         sort: Option<SortKey>,
         /// The table with every column (NAME, MODULE, POP, PROCS, MEM, PEAK, ANON, FILE, SWAP,
-        /// HIGH, MAX, OOM_KILL, PIDS, PIDS_MAX, CPU_S, PSI_MEM), known or not. By default it
-        /// shows MODULE, PROCS, MEM, PEAK, SWAP, MAX, OOM_KILL, CPU_S and PSI_MEM, and leaves out
-        /// (naming them under the table) the columns no module has a figure for.
+        /// HIGH, MAX, OOM_KILL, PIDS, PIDS_MAX, CPU_S, PSI_MEM, GPU_MEM), known or not. By
+        /// default it shows MODULE, PROCS, MEM, PEAK, SWAP, MAX, OOM_KILL, CPU_S, PSI_MEM and
+        /// GPU_MEM, and leaves out (naming them under the table) the columns no module has a
+        /// figure for; GPU_MEM on a host without a GPU, silently.
         #[arg(long, conflicts_with = "columns")]
         wide: bool,
         /// The table with these columns, in this order (as `ps -o`): a comma-separated list of
         /// name, module, id, pop, procs, mem, peak, anon, file, swap, high, max, oom_kill, pids,
-        /// pids_max, cpu_s, psi_mem. Every one is shown, known or not.
+        /// pids_max, cpu_s, psi_mem, gpu_mem. Every one is shown, known or not.
         #[arg(short = 'o', long = "columns", value_name = "COLS", value_parser = status_columns)]
         columns: Option<ColumnList>,
         #[command(flatten)]

@@ -263,7 +263,9 @@ impl<'a> View<'a> {
     /// One refresh: the header and the table, sorted, with the CPU rates since the last one.
     fn frame(&mut self, interactive: bool) -> Result<String, Error> {
         let at = Instant::now();
-        let mut rows = self.root.status(ck_cgroup::module::ALL)?;
+        // `top` shows no device memory: no GPU census (no `nvidia-smi`) per refresh.
+        let no_gpu = ck_cgroup::gpu::GpuCensus::not_read();
+        let mut rows = self.root.status_with(ck_cgroup::module::ALL, &no_gpu)?;
         let mut rates = HashMap::new();
         let mut cpu = HashMap::new();
         for m in &rows {

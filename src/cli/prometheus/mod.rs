@@ -73,6 +73,7 @@ pub fn prometheus(rows: &[ModuleStatus]) -> String {
     let mut s = String::new();
     let metrics = figures(&series)
         .into_iter()
+        .chain(gpu(&series))
         .chain(counted(&series))
         .chain(limit_metrics(&series))
         .chain([
@@ -257,6 +258,43 @@ fn figures(series: &[Series<'_>]) -> Vec<Metric> {
             "gauge",
             "Sum of VmSwap of the module's processes (/proc; the memory controller is not enabled).",
             each(series, |m| proc(&m.memory_swap_current, m).map(Num::Int)),
+        ),
+    ]
+}
+
+/// The device-memory metrics: each module's total, and per device, where it is known (a module
+/// whose figure is unknown has neither: never 0).
+fn gpu(series: &[Series<'_>]) -> Vec<Metric> {
+    let mut devices = Vec::new();
+    for s in series {
+        let g = &s.m.gpu_memory;
+        if g.value.is_none() {
+            continue;
+        }
+        for d in &g.devices {
+            devices.push((
+                format!(
+                    "{},device=\"{}\",driver=\"{}\"",
+                    s.labels,
+                    escape(&d.device),
+                    escape(&d.driver)
+                ),
+                Num::Int(d.bytes),
+            ));
+        }
+    }
+    vec![
+        Metric::new(
+            "ck_cgroup_gpu_memory_bytes",
+            "gauge",
+            "Device (GPU) memory the module's processes hold, every device together (dmem.current, DRM fdinfo or nvidia-smi).",
+            each(series, |m| m.gpu_memory.value.map(Num::Int)),
+        ),
+        Metric::new(
+            "ck_cgroup_gpu_device_memory_bytes",
+            "gauge",
+            "Device (GPU) memory the module's processes hold on one device (its PCI address).",
+            devices,
         ),
     ]
 }

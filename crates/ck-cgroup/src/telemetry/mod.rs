@@ -19,6 +19,7 @@ use crate::cgroup::parse::{self, Limit};
 use crate::cgroup::tree::members;
 use crate::cgroup::wait::join;
 use crate::error::Result;
+use crate::gpu::{GpuCensus, GpuMemory, GpuProbe};
 use crate::layout::Layout;
 use crate::module::{ModuleEntry, Root};
 
@@ -189,6 +190,11 @@ pub struct ModuleStatus {
     /// `None`: it cannot be read, or a report from a helper that did not carry it).
     #[serde(default = "ck_stops_unread")]
     pub ck_stops: Figure<u64>,
+    /// Device (GPU) memory its processes hold, per device: `dmem.current`, DRM `fdinfo`, or
+    /// `nvidia-smi` ([`crate::gpu`]); unknown, with the reason, where there is no GPU or a reader
+    /// failed.
+    #[serde(default)]
+    pub gpu_memory: GpuMemory,
 }
 
 /// The figure of a report that does not carry `memory_shmem`: unknown.
@@ -228,6 +234,16 @@ impl Root {
     /// # }
     /// ```
     pub fn status<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<ModuleStatus>> {
+        self.status_with(names, &GpuCensus::take(&GpuProbe::from_env()))
+    }
+
+    /// [`Root::status`], its device-memory figures from `gpu` (taken once by the caller, e.g.
+    /// [`GpuCensus::take`], or recorded).
+    pub fn status_with<S: AsRef<str>>(
+        &self,
+        names: &[S],
+        gpu: &GpuCensus,
+    ) -> Result<Vec<ModuleStatus>> {
         let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
         let names = names.as_slice();
         // The controllers each layout's modules have: files of the others are not there, and
@@ -248,7 +264,7 @@ impl Root {
         Ok(self
             .selected_with(names, false)?
             .iter()
-            .map(|m| module_status_with(self.dir(), m, on(m)))
+            .map(|m| module_status_with(self.dir(), m, on(m), gpu))
             .collect())
     }
 
@@ -286,11 +302,12 @@ impl Root {
 }
 
 /// Read one module's figures. Never fails: what cannot be read is `None`. With `enabled`, the
-/// files of controllers not in it are not tried.
+/// files of controllers not in it are not tried. Device memory comes from `gpu`.
 pub(crate) fn module_status_with(
     dir: &CgroupDir,
     m: &ModuleEntry,
     enabled: Option<&[String]>,
+    gpu: &GpuCensus,
 ) -> ModuleStatus {
     // The module's directory opened once, its files read from it by one path component each
     // (not each by the whole path from the root); where it cannot be opened, each read from the
@@ -335,6 +352,13 @@ pub(crate) fn module_status_with(
         }
     });
     let (memory_anon, memory_file, memory_shmem) = memory_stat(f("memory.stat").as_deref());
+    // `dmem.current` only where a GPU is (no file tried per module on a host without one),
+    // and only where the controller is enabled for the modules, when that is known.
+    let dmem_on = enabled.is_none_or(|on| on.iter().any(|c| c == "dmem"));
+    let dmem = (gpu.has_reader() && dmem_on)
+        .then(|| read(dir, rel, "dmem.current"))
+        .flatten();
+    let gpu_memory = gpu.of_module(pids.as_deref(), dmem.as_deref());
     let psi = |file: &str| {
         Figure::new(
             f(file).and_then(|t| parse::pressure(&t).some_avg10),
@@ -378,6 +402,7 @@ pub(crate) fn module_status_with(
         oomd_ooms: Figure::new(ooms, format!("{} xattr", oomd::OOMS)),
         oomd_kill: Figure::new(killed, format!("{} xattr", oomd::KILL)),
         ck_stops: Figure::new(oomd::ck_stops(dir, rel), format!("{} xattr", oomd::STOPS)),
+        gpu_memory,
     }
 }
 

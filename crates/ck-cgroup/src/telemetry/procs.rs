@@ -15,6 +15,7 @@ use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::parse;
 use crate::cgroup::tree::{Cursor, Visitor, members_of, walk};
 use crate::error::{Error, ErrorKind, Result};
+use crate::gpu::GpuCensus;
 use crate::layout::Layout;
 use crate::module::{ModuleEntry, Root};
 
@@ -79,18 +80,32 @@ pub struct Process {
     pub orphan: bool,
     /// Its parent is a process of the same module (the table indents it under the parent).
     pub parent_in_module: bool,
+    /// Device (GPU) memory it holds: DRM `fdinfo` or `nvidia-smi` ([`crate::gpu`]); unknown,
+    /// with the reason, where there is no GPU or a reader failed.
+    #[serde(default)]
+    pub gpu_memory: crate::gpu::GpuMemory,
 }
 
 impl Root {
     /// The processes of every module (ours and the daemon's), or of those named; a name that is
     /// no module is an error of kind [`ErrorKind::NoSuchModule`], as in [`Root::status`].
     pub fn processes<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<ModuleProcesses>> {
+        let gpu = GpuCensus::take(&crate::gpu::GpuProbe::from_env());
+        self.processes_with(names, &gpu)
+    }
+
+    /// [`Root::processes`], each process's device memory from `gpu`.
+    pub fn processes_with<S: AsRef<str>>(
+        &self,
+        names: &[S],
+        gpu: &GpuCensus,
+    ) -> Result<Vec<ModuleProcesses>> {
         let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
         let names = names.as_slice();
         Ok(self
             .selected(names)?
             .iter()
-            .map(|m| module_processes(self.dir(), m))
+            .map(|m| module_processes(self.dir(), m, gpu))
             .collect())
     }
 }
@@ -116,7 +131,11 @@ impl Visitor for Found {
 
 /// One module's processes. A walk that failed keeps what it found and says why in
 /// [`ModuleProcesses::error`]: a process is never left out silently.
-pub(crate) fn module_processes(dir: &CgroupDir, m: &ModuleEntry) -> ModuleProcesses {
+pub(crate) fn module_processes(
+    dir: &CgroupDir,
+    m: &ModuleEntry,
+    gpu: &GpuCensus,
+) -> ModuleProcesses {
     let mut found = Found::default();
     // Mutation: the walk's error is dropped, and the processes it did not reach with it.
     let error = match walk(dir, &m.path, &mut found) {
@@ -129,6 +148,9 @@ pub(crate) fn module_processes(dir: &CgroupDir, m: &ModuleEntry) -> ModuleProces
         .into_iter()
         .filter_map(|(pid, cgroup)| read_process(pid, cgroup))
         .collect();
+    for (p, _) in &mut read {
+        p.gpu_memory = gpu.of_process(p.pid);
+    }
     let members: Vec<u32> = read.iter().map(|(p, _)| p.pid).collect();
     // The namespace inits among them (`run`'s): their children other than the command (pid 2
     // in the namespace) were reparented to them.
@@ -224,6 +246,7 @@ fn read_process(pid: u32, cgroup: String) -> Option<(Process, Option<u32>)> {
             name,
             orphan: false,
             parent_in_module: false,
+            gpu_memory: crate::gpu::GpuMemory::default(),
         },
         inner,
     ))

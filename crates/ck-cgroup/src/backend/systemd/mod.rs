@@ -219,10 +219,11 @@ impl Scopes {
         let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
         let names = names.as_slice();
         let (dir, chosen) = self.selected(names)?;
+        let gpu = crate::gpu::GpuCensus::take(&crate::gpu::GpuProbe::from_env());
         Ok(match dir {
             Some(dir) => chosen
                 .iter()
-                .map(|e| module_status_with(&dir, e, None))
+                .map(|e| module_status_with(&dir, e, None, &gpu))
                 .collect(),
             None => Vec::new(),
         })
@@ -234,7 +235,13 @@ impl Scopes {
         let names = names.as_slice();
         let (dir, chosen) = self.selected(names)?;
         Ok(match dir {
-            Some(dir) => chosen.iter().map(|e| module_processes(&dir, e)).collect(),
+            Some(dir) => {
+                let gpu = crate::gpu::GpuCensus::take(&crate::gpu::GpuProbe::from_env());
+                chosen
+                    .iter()
+                    .map(|e| module_processes(&dir, e, &gpu))
+                    .collect()
+            }
             None => Vec::new(),
         })
     }
