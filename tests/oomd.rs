@@ -332,6 +332,30 @@ fn watch_says_systemd_oomd_killed_a_module_and_who_emptied_it() {
 }
 
 #[test]
+fn a_forged_oomd_mark_whose_processes_live_on_is_unconfirmed_and_names_no_killer() {
+    let w = World::new();
+    let watch = Watch::start(&w);
+    ok(w.run(&["create", "forger"]));
+    assert_eq!(watch.next("forger")["event"], "appeared");
+    let mut cmd = w.exec_sleep("forger");
+    assert_eq!(watch.next("forger")["event"], "populated");
+    // What a process of the daemon's uid can do: raise systemd-oomd's counter, and kill nobody.
+    let m = w.root().join("subc-modules/forger");
+    set_xattr(&m, "user.oomd_ooms", "1");
+    assert_eq!(watch.next("forger")["event"], "oomd_kill");
+    // Its process lives on: when the kill would long have ended it, the mark is doubted.
+    let e = watch.next("forger");
+    assert_eq!(e["event"], "oomd_kill_unconfirmed", "{e}");
+    assert_eq!(e["value"], 1, "the one process held still runs: {e}");
+    // Then it goes by itself: the forged mark names no killer.
+    cmd.kill().unwrap();
+    cmd.wait().unwrap();
+    let e = watch.next("forger");
+    assert_eq!(e["event"], "emptied", "{e}");
+    assert_eq!(e["killed_by"], serde_json::json!([]), "{e}");
+}
+
+#[test]
 fn doctor_explains_oomd_here_without_a_bus_and_does_not_crash() {
     let w = World::new();
     let o = w.run(&["--json", "doctor"]);

@@ -40,7 +40,7 @@ mod control;
 mod freeze_kill;
 mod signal;
 mod why;
-mod witness;
+pub(crate) mod witness;
 
 pub(crate) use signal::signal_members;
 pub(crate) use why::not_ended;

@@ -31,7 +31,7 @@ fn cap() -> usize {
 
 /// The members a stop saw, by pidfd.
 #[derive(Default)]
-pub(super) struct Witness {
+pub(crate) struct Witness {
     held: Vec<(u32, OwnedFd)>,
     /// No more descriptors (EMFILE, ENFILE): nothing more is held.
     full: bool,
@@ -39,7 +39,7 @@ pub(super) struct Witness {
 
 impl Witness {
     /// Hold a pidfd on each of `pids` not held yet (a pid that has exited is skipped).
-    pub(super) fn saw(&mut self, pids: &[u32]) {
+    pub(crate) fn saw(&mut self, pids: &[u32]) {
         let cap = cap();
         for &pid in pids {
             if self.full || self.held.len() >= cap {
@@ -92,6 +92,21 @@ impl Witness {
             }
         }
         let mut pids: Vec<u32> = left.iter().map(|(p, _)| *p).collect();
+        pids.sort_unstable();
+        pids
+    }
+}
+
+impl Witness {
+    /// The pids of those held that still run now (sorted), without waiting: `watch`'s check
+    /// that a kill systemd-oomd's mark claims took place.
+    pub(crate) fn running_now(&self) -> Vec<u32> {
+        let mut pids: Vec<u32> = self
+            .held
+            .iter()
+            .filter(|(_, fd)| !exited(fd))
+            .map(|(p, _)| *p)
+            .collect();
         pids.sort_unstable();
         pids
     }

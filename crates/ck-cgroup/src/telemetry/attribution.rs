@@ -5,16 +5,55 @@
 //! `IN_ATTRIB` on the directory, which `watch` watches), and the `killed_by` of `emptied`: the
 //! killers whose counters grew since the module was last populated.
 //!
-//! Kept apart from watch/ so that its event loop calls in at two points only: [`Kills::observe`]
-//! on each re-read and [`Kills::killed_by`] on `emptied`.
+//! A process of the daemon's uid can raise `user.oomd_ooms` itself (docs/operations.md, "What
+//! such a module can forge"). What can be told is checked: systemd-oomd kills every process of
+//! the cgroup it picks, so at each rise `watch` holds a pidfd on some of the module's processes
+//! ([`Kills::expect_kill`]), and [`OOMD_CONFIRM`] later ([`Kills::confirm`]) a process of those
+//! that still runs makes an `oomd_kill_unconfirmed` event, and the rise no longer names
+//! systemd-oomd in `emptied`'s `killed_by`.
+//!
+//! Kept apart from watch/ so that its event loop calls in at a few points only:
+//! [`Kills::observe`] on each re-read, [`Kills::expect_kill`] at a rise, [`Kills::confirm`] when
+//! due, and [`Kills::killed_by`] on `emptied`.
+
+use std::time::{Duration, Instant};
 
 use crate::cgroup::oomd::{self, KillCounters};
+use crate::stop::witness::Witness;
+
+/// How long after a rise of `user.oomd_ooms` every process that was in the module then must
+/// have exited for the kill it claims to be taken as systemd-oomd's: its `SIGKILL` to the whole
+/// cgroup ends them in milliseconds; the rest is room for a loaded host.
+pub const OOMD_CONFIRM: Duration = Duration::from_secs(10);
+
+/// How many of the module's processes are held to check a rise (one that lives on is enough).
+const CONFIRM_HOLD: usize = 8;
+
+/// The name of `watch`'s event for a rise that was not followed by the kill it claims.
+pub(super) const OOMD_KILL_UNCONFIRMED: &str = "oomd_kill_unconfirmed";
+
+/// The source of that event.
+pub(super) const OOMD_UNCONFIRMED_SOURCE: &str =
+    "user.oomd_ooms rose, and processes that were in the module then still run";
+
+/// A rise whose kill is to be checked: when, and the processes held.
+struct Pending {
+    due: Instant,
+    witness: Witness,
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending").field("due", &self.due).finish()
+    }
+}
 
 /// A module's kill counters: as last read, and as they were when it was last populated.
 #[derive(Debug, Default)]
 pub(super) struct Kills {
     last: Option<KillCounters>,
     since: Option<KillCounters>,
+    pending: Option<Pending>,
 }
 
 /// The growth of `user.oomd_ooms` from one read to the next: `(value, previous)`.
@@ -58,6 +97,44 @@ impl Kills {
         merged.oomd_kill = or(now.oomd_kill, last.oomd_kill);
         merged.ck_stops = or(now.ck_stops, last.ck_stops);
         self.observe(merged, false);
+    }
+
+    /// A rise of `user.oomd_ooms` was just reported while `pids` were the module's processes:
+    /// hold some of them, to check at [`Kills::confirm`] that they were killed.
+    pub(super) fn expect_kill(&mut self, pids: &[u32]) {
+        let mut witness = Witness::default();
+        witness.saw(&pids[..pids.len().min(CONFIRM_HOLD)]);
+        self.pending = Some(Pending {
+            due: Instant::now() + OOMD_CONFIRM,
+            witness,
+        });
+    }
+
+    /// When the pending check is due, if there is one.
+    pub(super) fn due(&self) -> Option<Instant> {
+        self.pending.as_ref().map(|p| p.due)
+    }
+
+    /// At or after the pending check's time: the pids of the processes held that still run,
+    /// when any does (the mark was not followed by systemd-oomd's kill; that rise then no
+    /// longer counts for `killed_by`); `None` when all were killed or nothing is due.
+    pub(super) fn confirm(&mut self, now: Instant) -> Option<Vec<u32>> {
+        if self.pending.as_ref().is_none_or(|p| p.due > now) {
+            return None;
+        }
+        let p = self.pending.take()?;
+        // Mutation: every mark is taken at its word.
+        if cfg!(ck_mutation = "oomd-mark-trusted") {
+            return None;
+        }
+        let running = p.witness.running_now();
+        if running.is_empty() {
+            return None;
+        }
+        if let (Some(since), Some(last)) = (self.since.as_mut(), self.last) {
+            since.oomd_ooms = last.oomd_ooms;
+        }
+        Some(running)
     }
 
     /// The killers whose counters grew since the module was last populated: `systemd-oomd`

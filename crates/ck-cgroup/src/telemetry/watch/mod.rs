@@ -49,7 +49,9 @@ pub struct WatchEvent {
     pub layout: Layout,
     /// `appeared`, `populated`, `emptied`, `removed`, `memory_low`, `memory_high`, `memory_max`,
     /// `memory_oom`, `memory_oom_kill`, `memory_oom_group_kill`, `pids_max`, `memory_above`,
-    /// `memory_below`, `oomd_kill` (systemd-oomd killed it: `user.oomd_ooms` grew), `pressure`
+    /// `memory_below`, `oomd_kill` (systemd-oomd killed it: `user.oomd_ooms` grew),
+    /// `oomd_kill_unconfirmed` (that rise was not followed by the kill: processes that were in
+    /// the module then still ran 10 s later: the mark may be forged), `pressure`
     /// (a PSI trigger fired), `pressure_unavailable` (the module has
     /// no pressure file for a trigger, or the kernel ended the trigger while the module stays:
     /// it is not set; `error` says why).
@@ -155,10 +157,25 @@ pub fn watch(
             tv_sec: 0,
             tv_nsec: 10_000_000,
         };
+        // A rise of user.oomd_ooms to check (attribution.rs) wakes the loop when it is due.
+        let due = w.next_due().map(|d| {
+            let left = d.saturating_duration_since(std::time::Instant::now());
+            Timespec {
+                tv_sec: left.as_secs() as _,
+                tv_nsec: left.subsec_nanos() as _,
+            }
+        });
         let timeout = if sampling {
             Some(&tick)
         } else {
-            thresholds.then_some(&ts)
+            match (thresholds.then_some(&ts), due.as_ref()) {
+                (Some(a), Some(b)) => Some(if (b.tv_sec, b.tv_nsec) < (a.tv_sec, a.tv_nsec) {
+                    b
+                } else {
+                    a
+                }),
+                (a, b) => a.or(b),
+            }
         };
         // The inotify descriptor, then every module's PSI triggers.
         let (inotify_ready, triggers) = {
@@ -184,6 +201,7 @@ pub fn watch(
         };
         // A trigger's report comes before what inotify says of its module (a `removed`).
         w.pressure(triggers, &mut out);
+        w.confirm_oomd(&mut out);
         if !inotify_ready {
             if sampling {
                 w.sample();

@@ -588,6 +588,13 @@ impl<'a> Watcher<'a> {
                 let source = crate::telemetry::attribution::OOMD_KILL_SOURCE;
                 let name = crate::telemetry::attribution::OOMD_KILL;
                 out.push(event(k, name, Some(v), prev, Some(source.into())));
+                // The processes the kill must end, held to check that it did.
+                let pids = st
+                    .dir
+                    .as_ref()
+                    .and_then(|d| crate::cgroup::tree::members(d, "").ok())
+                    .unwrap_or_default();
+                st.kills.expect_kill(&pids);
             }
             if Some(populated) != st.populated {
                 let name = if populated { "populated" } else { "emptied" };
@@ -619,6 +626,37 @@ impl<'a> Watcher<'a> {
         }
         st.populated = Some(populated);
         st.counters.extend(counters);
+    }
+}
+
+impl Watcher<'_> {
+    /// When the next check of a rise of `user.oomd_ooms` is due, if any is pending.
+    pub fn next_due(&self) -> Option<std::time::Instant> {
+        self.modules.values().filter_map(|st| st.kills.due()).min()
+    }
+
+    /// The checks that are due: an `oomd_kill_unconfirmed` event for each module whose
+    /// processes outlived the kill its mark claimed (value: how many of those held still run).
+    pub fn confirm_oomd(&mut self, out: &mut Vec<WatchEvent>) {
+        use crate::telemetry::attribution::{OOMD_KILL_UNCONFIRMED, OOMD_UNCONFIRMED_SOURCE};
+        let now = std::time::Instant::now();
+        let mut keys: Vec<&Key> = self.modules.keys().collect();
+        keys.sort();
+        let keys: Vec<Key> = keys.into_iter().cloned().collect();
+        for k in keys {
+            let Some(st) = self.modules.get_mut(&k) else {
+                continue;
+            };
+            if let Some(running) = st.kills.confirm(now) {
+                out.push(event(
+                    &k,
+                    OOMD_KILL_UNCONFIRMED,
+                    Some(running.len() as u64),
+                    None,
+                    Some(OOMD_UNCONFIRMED_SOURCE.into()),
+                ));
+            }
+        }
     }
 }
 
