@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
 
-use cli::args::{Cli, Command};
+use cli::args::*;
 use cli::backend::Backend;
 use cli::commands::*;
 use cli::exit::{self, Fail};
@@ -25,14 +25,21 @@ fn main() -> ExitCode {
     // With --json errors are JSON, a usage error too: clap finds one before --json is parsed.
     exit::set_json(exit::json_in_args(std::env::args_os()));
     exit::code(parse().and_then(|(cli, name)| {
-        exit::set_json(cli.json);
+        exit::set_json(cli.globals.json);
         run(cli, &name)
     }))
 }
 
 /// The arguments, and the command's name as clap knows it (the one a refusal names).
 fn parse() -> Result<(Cli, String), Fail> {
-    let matches = Cli::command().try_get_matches().map_err(Fail::Usage)?;
+    // The top level and the one command named, where that parses as the whole tree does
+    // (cli::args::lazy); else the whole tree.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let matches = match cli::args::lazy::tree_for(&args) {
+        Some(tree) => tree.try_get_matches_from(&args),
+        None => Cli::command().try_get_matches_from(&args),
+    }
+    .map_err(Fail::Usage)?;
     let mut cli =
         Cli::from_arg_matches(&matches).map_err(|e| Fail::Usage(e.format(&mut Cli::command())))?;
     // The root's sources: the command line before the environment; of the two variables
@@ -48,8 +55,8 @@ fn parse() -> Result<(Cli, String), Fail> {
                     "--root and --unit both name the root: pass one",
                 )));
             }
-            (false, true) => cli.root = None,
-            _ if cli.root.is_some() => cli.unit = None,
+            (false, true) => cli.globals.root = None,
+            _ if cli.globals.root.is_some() => cli.globals.unit = None,
             _ => {}
         }
     }
@@ -67,44 +74,48 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
     }
     // Mutation: --json where a command has none is not refused.
     if !cfg!(ck_mutation = "json-unrefused") {
-        cli::validate::json(&cli.command, cli.json)?;
+        cli::validate::json(&cli.command, cli.globals.json)?;
     }
     let loaded = if cfg!(ck_mutation = "input-checked-late") {
         None
     } else {
-        cli::validate::policy(&cli.command, cli.policy.as_deref())?
+        cli::validate::policy(&cli.command, cli.globals.policy.as_deref())?
     };
     // Then a closed stdout of a command whose output is its result (exit 1), before any work.
     if let Some(e) = cli::stdio::result_cannot_be_written(&cli.command) {
         return Err(e.into());
     }
     let root = cli::backend::root(&cli)?;
-    let mut ctx = Ctx::new(root.clone(), cli.policy, cli.json);
+    let mut ctx = Ctx::new(root.clone(), cli.globals.policy, cli.globals.json);
     ctx.loaded = loaded;
     let fs = || Backend::from_env(root.clone()).cgroupfs(name);
     let chosen = |a| cli::backend::from_args(a, root.clone());
     match cli.command {
-        Command::Init { cmd, oomd_daemon } if cmd.is_empty() => cmd_init(&ctx, fs()?, oomd_daemon),
-        Command::Init { cmd, oomd_daemon } => {
+        Command::Init(InitOpts { cmd, oomd_daemon }) if cmd.is_empty() => {
+            cmd_init(&ctx, fs()?, oomd_daemon)
+        }
+        Command::Init(InitOpts { cmd, oomd_daemon }) => {
             cmd_init_daemon(&ctx, Backend::from_env(root.clone()), &cmd, oomd_daemon)
         }
-        Command::Create { id, limits } => cmd_create(&ctx, fs()?, &id, &limits),
-        Command::Set { id, limits } => cmd_set(&ctx, fs()?, &id, &limits),
-        Command::Place { id, pids } => cmd_place(&ctx, fs()?, &id, &pids),
-        Command::Remove { id } => cmd_remove(&ctx, fs()?, &id),
-        Command::Apply {
+        Command::Create(CreateOpts { id, limits }) => cmd_create(&ctx, fs()?, &id, &limits),
+        Command::Set(SetOpts { id, limits }) => cmd_set(&ctx, fs()?, &id, &limits),
+        Command::Place(PlaceOpts { id, pids }) => cmd_place(&ctx, fs()?, &id, &pids),
+        Command::Remove(RemoveOpts { id }) => cmd_remove(&ctx, fs()?, &id),
+        Command::Apply(ApplyOpts {
             dry_run,
             best_effort,
-        } => cmd_apply(&ctx, fs()?, dry_run, best_effort),
-        Command::Kill { id, stop, backend } => cmd_kill(&ctx, chosen(&backend), &id, &stop),
-        Command::Prune {
+        }) => cmd_apply(&ctx, fs()?, dry_run, best_effort),
+        Command::Kill(KillOpts { id, stop, backend }) => {
+            cmd_kill(&ctx, chosen(&backend), &id, &stop)
+        }
+        Command::Prune(PruneOpts {
             dry_run,
             kill,
             keep,
             if_laid_out,
             stop,
             backend,
-        } => cmd_prune(
+        }) => cmd_prune(
             &ctx,
             chosen(&backend),
             PruneArgs {
@@ -115,8 +126,8 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
             &keep,
             &stop,
         ),
-        Command::List { backend } => cmd_list(&ctx, chosen(&backend)),
-        Command::Status {
+        Command::List(ListOpts { backend }) => cmd_list(&ctx, chosen(&backend)),
+        Command::Status(StatusOpts {
             ids,
             format,
             output,
@@ -124,7 +135,7 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
             wide,
             columns,
             backend,
-        } => cmd_status(
+        }) => cmd_status(
             &ctx,
             chosen(&backend),
             &ids,
@@ -136,24 +147,26 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
                 columns: columns.as_ref().map(|c| c.0.as_slice()),
             },
         ),
-        Command::Ps { ids, sort, backend } => cmd_ps(&ctx, chosen(&backend), &ids, sort),
-        Command::Doctor { backend } => cmd_doctor(&ctx, chosen(&backend), cli.unit.as_deref()),
-        Command::Freeze { id, timeout } => cmd_freeze(&ctx, fs()?, &id, true, timeout),
-        Command::Thaw { id, timeout } => cmd_freeze(&ctx, fs()?, &id, false, timeout),
-        Command::Watch {
+        Command::Ps(PsOpts { ids, sort, backend }) => cmd_ps(&ctx, chosen(&backend), &ids, sort),
+        Command::Doctor(DoctorOpts { backend }) => {
+            cmd_doctor(&ctx, chosen(&backend), cli.globals.unit.as_deref())
+        }
+        Command::Freeze(FreezeOpts { id, timeout }) => cmd_freeze(&ctx, fs()?, &id, true, timeout),
+        Command::Thaw(ThawOpts { id, timeout }) => cmd_freeze(&ctx, fs()?, &id, false, timeout),
+        Command::Watch(WatchOpts {
             ids,
             report_above,
             pressure,
-        } => cmd_watch(&ctx, fs()?, ids, report_above, pressure),
-        Command::Top {
+        }) => cmd_watch(&ctx, fs()?, ids, report_above, pressure),
+        Command::Top(TopOpts {
             sort,
             interval,
             iterations,
-        } => cmd_top(fs()?, sort, interval, iterations),
-        other @ (Command::Exec { .. }
-        | Command::Run { .. }
-        | Command::Sandbox { .. }
-        | Command::Generate { .. }) => run_process(&ctx, other, root, name),
+        }) => cmd_top(fs()?, sort, interval, iterations),
+        other @ (Command::Exec(ExecOpts { .. })
+        | Command::Run(RunOpts { .. })
+        | Command::Sandbox(SandboxOpts { .. })
+        | Command::Generate(GenerateOpts { .. })) => run_process(&ctx, other, root, name),
     }
 }
 
@@ -168,13 +181,13 @@ fn run_process(
     let fs = || Backend::from_env(root.clone()).cgroupfs(name);
     let chosen = |a| cli::backend::from_args(a, root.clone());
     match command {
-        Command::Exec {
+        Command::Exec(ExecOpts {
             id,
             limits,
             backend,
             no_cgroup_namespace,
             cmd,
-        } => cmd_exec(
+        }) => cmd_exec(
             ctx,
             chosen(&backend),
             &id,
@@ -182,35 +195,35 @@ fn run_process(
             !no_cgroup_namespace,
             &cmd,
         ),
-        Command::Run {
+        Command::Run(RunOpts {
             id,
             stop,
             limits,
             no_pid_namespace,
             no_cgroup_namespace,
             cmd,
-        } => {
+        }) => {
             let ns = Namespaces {
                 pid: !no_pid_namespace,
                 cgroup: !no_cgroup_namespace,
             };
             cmd_run(ctx, fs()?, &id, &stop, &limits, ns, &cmd)
         }
-        Command::Sandbox {
+        Command::Sandbox(SandboxOpts {
             prune: true,
             parent,
             backend,
             ..
-        } => cmd_sandbox_prune(ctx, backend, parent),
-        Command::Sandbox {
+        }) => cmd_sandbox_prune(ctx, backend, parent),
+        Command::Sandbox(SandboxOpts {
             parent,
             backend,
             manager,
             keep,
             cmd,
             ..
-        } => cmd_sandbox(ctx, backend, manager, parent, keep, &cmd),
-        Command::Generate { kind, out_dir } => {
+        }) => cmd_sandbox(ctx, backend, manager, parent, keep, &cmd),
+        Command::Generate(GenerateOpts { kind, out_dir }) => {
             cli::generate::generate(kind, out_dir.as_deref())?;
             Ok(ExitCode::SUCCESS)
         }

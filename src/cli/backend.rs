@@ -39,23 +39,27 @@ fn bus(manager: Option<ManagerArg>) -> Bus {
 /// root ([`RootUse`]): not `sandbox`, `generate`, nor a command on the systemd backend. For `doctor` a unit
 /// whose cgroup cannot be had leaves the root to discovery: doctor reports systemd itself.
 pub fn root(cli: &Cli) -> Result<Option<PathBuf>, Error> {
-    let Some(unit) = cli.unit.as_deref() else {
-        return Ok(cli.root.clone());
+    let Some(unit) = cli.globals.unit.as_deref() else {
+        return Ok(cli.globals.root.clone());
     };
     let on_systemd = cli
         .command
         .backend_args()
         .is_some_and(|b| b.backend == args::BackendArg::Systemd);
     let doctor = match cli.command.kind().root() {
-        RootUse::None => return Ok(cli.root.clone()),
-        _ if on_systemd => return Ok(cli.root.clone()),
+        RootUse::None => return Ok(cli.globals.root.clone()),
+        _ if on_systemd => return Ok(cli.globals.root.clone()),
         RootUse::Checks => true,
         RootUse::Service | RootUse::LaysOut => false,
     };
-    if cli.root.is_some() {
-        return Ok(cli.root.clone());
+    if cli.globals.root.is_some() {
+        return Ok(cli.globals.root.clone());
     }
-    let bus = if cli.user { Bus::User } else { Bus::System };
+    let bus = if cli.globals.user {
+        Bus::User
+    } else {
+        Bus::System
+    };
     match ck_cgroup::backend::systemd::unit_root(bus, unit) {
         Ok(p) => Ok(Some(p)),
         Err(_) if doctor => Ok(None),

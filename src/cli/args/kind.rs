@@ -2,59 +2,63 @@
 //! each an exhaustive match over the commands (so a new command does not compile until it is
 //! decided here too).
 
-use super::{BackendArgs, Command, GenerateKind};
+use super::{
+    ApplyOpts, BackendArgs, Command, CreateOpts, DoctorOpts, ExecOpts, FreezeOpts, GenerateKind,
+    GenerateOpts, InitOpts, KillOpts, ListOpts, PlaceOpts, PruneOpts, PsOpts, RemoveOpts, RunOpts,
+    SandboxOpts, SetOpts, StatusOpts, ThawOpts, TopOpts, WatchOpts,
+};
 use crate::cli::promises::{Kind, Stdout};
 
 impl Command {
     /// This command's kind.
     pub fn kind(&self) -> Kind {
         match self {
-            Command::Init { .. } => Kind::Init,
-            Command::Create { .. } => Kind::Create,
-            Command::Set { .. } => Kind::Set,
-            Command::Exec { .. } => Kind::Exec,
-            Command::Place { .. } => Kind::Place,
-            Command::Kill { .. } => Kind::Kill,
-            Command::Prune { .. } => Kind::Prune,
-            Command::Run { .. } => Kind::Run,
-            Command::Freeze { .. } => Kind::Freeze,
-            Command::Thaw { .. } => Kind::Thaw,
-            Command::Remove { .. } => Kind::Remove,
-            Command::List { .. } => Kind::List,
-            Command::Doctor { .. } => Kind::Doctor,
-            Command::Apply { .. } => Kind::Apply,
-            Command::Watch { .. } => Kind::Watch,
-            Command::Status { .. } => Kind::Status,
-            Command::Ps { .. } => Kind::Ps,
-            Command::Top { .. } => Kind::Top,
-            Command::Sandbox { .. } => Kind::Sandbox,
-            Command::Generate { .. } => Kind::Generate,
+            Command::Init(InitOpts { .. }) => Kind::Init,
+            Command::Create(CreateOpts { .. }) => Kind::Create,
+            Command::Set(SetOpts { .. }) => Kind::Set,
+            Command::Exec(ExecOpts { .. }) => Kind::Exec,
+            Command::Place(PlaceOpts { .. }) => Kind::Place,
+            Command::Kill(KillOpts { .. }) => Kind::Kill,
+            Command::Prune(PruneOpts { .. }) => Kind::Prune,
+            Command::Run(RunOpts { .. }) => Kind::Run,
+            Command::Freeze(FreezeOpts { .. }) => Kind::Freeze,
+            Command::Thaw(ThawOpts { .. }) => Kind::Thaw,
+            Command::Remove(RemoveOpts { .. }) => Kind::Remove,
+            Command::List(ListOpts { .. }) => Kind::List,
+            Command::Doctor(DoctorOpts { .. }) => Kind::Doctor,
+            Command::Apply(ApplyOpts { .. }) => Kind::Apply,
+            Command::Watch(WatchOpts { .. }) => Kind::Watch,
+            Command::Status(StatusOpts { .. }) => Kind::Status,
+            Command::Ps(PsOpts { .. }) => Kind::Ps,
+            Command::Top(TopOpts { .. }) => Kind::Top,
+            Command::Sandbox(SandboxOpts { .. }) => Kind::Sandbox,
+            Command::Generate(GenerateOpts { .. }) => Kind::Generate,
         }
     }
 
     /// The modules given on the command line, in order: ids or names as [`Kind::modules`] says.
     pub fn modules(&self) -> Vec<&str> {
         match self {
-            Command::Create { id, .. }
-            | Command::Set { id, .. }
-            | Command::Place { id, .. }
-            | Command::Exec { id, .. }
-            | Command::Run { id, .. }
-            | Command::Kill { id, .. }
-            | Command::Remove { id }
-            | Command::Freeze { id, .. }
-            | Command::Thaw { id, .. } => vec![id],
-            Command::Status { ids, .. } | Command::Ps { ids, .. } | Command::Watch { ids, .. } => {
-                ids.iter().map(String::as_str).collect()
-            }
-            Command::Prune { keep, .. } => keep.iter().map(String::as_str).collect(),
-            Command::Init { .. }
-            | Command::List { .. }
-            | Command::Doctor { .. }
-            | Command::Apply { .. }
-            | Command::Top { .. }
-            | Command::Sandbox { .. }
-            | Command::Generate { .. } => vec![],
+            Command::Create(CreateOpts { id, .. })
+            | Command::Set(SetOpts { id, .. })
+            | Command::Place(PlaceOpts { id, .. })
+            | Command::Exec(ExecOpts { id, .. })
+            | Command::Run(RunOpts { id, .. })
+            | Command::Kill(KillOpts { id, .. })
+            | Command::Remove(RemoveOpts { id })
+            | Command::Freeze(FreezeOpts { id, .. })
+            | Command::Thaw(ThawOpts { id, .. }) => vec![id],
+            Command::Status(StatusOpts { ids, .. })
+            | Command::Ps(PsOpts { ids, .. })
+            | Command::Watch(WatchOpts { ids, .. }) => ids.iter().map(String::as_str).collect(),
+            Command::Prune(PruneOpts { keep, .. }) => keep.iter().map(String::as_str).collect(),
+            Command::Init(InitOpts { .. })
+            | Command::List(ListOpts { .. })
+            | Command::Doctor(DoctorOpts { .. })
+            | Command::Apply(ApplyOpts { .. })
+            | Command::Top(TopOpts { .. })
+            | Command::Sandbox(SandboxOpts { .. })
+            | Command::Generate(GenerateOpts { .. }) => vec![],
         }
     }
 
@@ -62,8 +66,8 @@ impl Command {
     /// flag sends it elsewhere.
     pub fn result_on_stdout(&self) -> bool {
         match self {
-            Command::Status { output, .. } => output.is_none(),
-            Command::Generate { kind, .. } => !matches!(kind, GenerateKind::Man),
+            Command::Status(StatusOpts { output, .. }) => output.is_none(),
+            Command::Generate(GenerateOpts { kind, .. }) => !matches!(kind, GenerateKind::Man),
             other => matches!(other.kind().stdout(), Stdout::Result { .. }),
         }
     }
@@ -71,26 +75,26 @@ impl Command {
     /// Its `--backend` and `--manager`, for the commands that take them ([`Kind::backend`]).
     pub fn backend_args(&self) -> Option<&BackendArgs> {
         match self {
-            Command::Exec { backend, .. }
-            | Command::Kill { backend, .. }
-            | Command::Prune { backend, .. }
-            | Command::List { backend }
-            | Command::Status { backend, .. }
-            | Command::Ps { backend, .. }
-            | Command::Doctor { backend } => Some(backend),
-            Command::Init { .. }
-            | Command::Create { .. }
-            | Command::Set { .. }
-            | Command::Place { .. }
-            | Command::Run { .. }
-            | Command::Freeze { .. }
-            | Command::Thaw { .. }
-            | Command::Remove { .. }
-            | Command::Apply { .. }
-            | Command::Watch { .. }
-            | Command::Top { .. }
-            | Command::Sandbox { .. }
-            | Command::Generate { .. } => None,
+            Command::Exec(ExecOpts { backend, .. })
+            | Command::Kill(KillOpts { backend, .. })
+            | Command::Prune(PruneOpts { backend, .. })
+            | Command::List(ListOpts { backend })
+            | Command::Status(StatusOpts { backend, .. })
+            | Command::Ps(PsOpts { backend, .. })
+            | Command::Doctor(DoctorOpts { backend }) => Some(backend),
+            Command::Init(InitOpts { .. })
+            | Command::Create(CreateOpts { .. })
+            | Command::Set(SetOpts { .. })
+            | Command::Place(PlaceOpts { .. })
+            | Command::Run(RunOpts { .. })
+            | Command::Freeze(FreezeOpts { .. })
+            | Command::Thaw(ThawOpts { .. })
+            | Command::Remove(RemoveOpts { .. })
+            | Command::Apply(ApplyOpts { .. })
+            | Command::Watch(WatchOpts { .. })
+            | Command::Top(TopOpts { .. })
+            | Command::Sandbox(SandboxOpts { .. })
+            | Command::Generate(GenerateOpts { .. }) => None,
         }
     }
 }

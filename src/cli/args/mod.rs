@@ -79,6 +79,18 @@ pub fn exit_codes() -> Vec<(String, String)> {
 #[derive(Debug, Parser)]
 #[command(name = "ck-cgroup", version, about, after_long_help = exit_codes_help(), after_help = "Exit codes: 0 done, 1 failed, 2 bad input or unsupported (see --help).")]
 pub struct Cli {
+    /// The options every command takes.
+    #[command(flatten)]
+    pub globals: Globals,
+
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The options every command takes (`global`: before or after the command's name).
+#[derive(Debug, clap::Args)]
+pub struct Globals {
     /// The service's cgroup directory (a cgroup2 directory below the hierarchy's root). The
     /// command line comes before the environment: --unit beats CK_CGROUP_ROOT, --root beats
     /// CK_CGROUP_UNIT, and of the two variables CK_CGROUP_ROOT wins (a `sandbox`'s CMD gets its
@@ -110,10 +122,6 @@ pub struct Cli {
     /// most 1 MiB (/dev/null: none). Default: /etc/ck-cgroup/policy.toml when it exists.
     #[arg(long, global = true, env = "CK_CGROUP_POLICY", value_name = "PATH")]
     pub policy: Option<PathBuf>,
-
-    /// The command.
-    #[command(subcommand)]
-    pub command: Command,
 }
 
 /// The commands.
@@ -122,224 +130,58 @@ pub enum Command {
     /// Make daemon/ and subc-modules/, move the root's processes into daemon/, enable controllers.
     /// With CMD: then execute CMD in daemon/ (same pid, nothing printed), as the unit's
     /// ExecStart= does for a daemon that does not run `init` itself.
-    Init {
-        /// daemon/'s preference for systemd-oomd: omit (user.oomd_omit: never picked; the
-        /// default), avoid (user.oomd_avoid: picked last) or none (neither); over the policy's
-        /// top-level oomd_daemon. Read back and reported; where the filesystem refuses the
-        /// attribute, one line says so and init goes on.
-        #[arg(long, value_parser = limit_flags::oomd_preference, value_name = "omit|avoid|none")]
-        oomd_daemon: Option<ck_cgroup::cgroup::oomd::OomdPreference>,
-        /// The daemon's command and its arguments (optional).
-        #[arg(last = true, value_name = "CMD")]
-        cmd: Vec<String>,
-    },
+    Init(InitOpts),
     /// Make a module's cgroup subc-modules/<ID> (idempotent), with limits.
-    Create {
-        /// Module id: 1 to 64 of [A-Za-z0-9_-], starting with a letter or digit.
-        id: String,
-        #[command(flatten)]
-        limits: LimitArgs,
-    },
+    Create(CreateOpts),
     /// Change the limits of a module.
-    Set {
-        /// Module id.
-        id: String,
-        #[command(flatten)]
-        limits: LimitArgs,
-    },
+    Set(SetOpts),
     /// Move this process into the module, then execute CMD (same pid; the caller stays its
     /// parent), in a cgroup namespace rooted at the module.
-    Exec {
-        /// Module id.
-        id: String,
-        #[command(flatten)]
-        limits: LimitArgs,
-        #[command(flatten)]
-        backend: BackendArgs,
-        /// No cgroup namespace: CMD sees the host's cgroup paths and, on a cgroup2 mounted with
-        /// nsdelegate, may move itself out of the module and write the module's limits where
-        /// its uid may write.
-        #[arg(long)]
-        no_cgroup_namespace: bool,
-        /// The module's command and its arguments.
-        #[arg(last = true, required = true, value_name = "CMD")]
-        cmd: Vec<String>,
-    },
+    Exec(ExecOpts),
     /// Move existing processes into a module. Every pid is checked before anything is made or
     /// moved: PID 1, this process, kernel threads, zombies and thread ids that are not their
     /// process's are refused (exit 2).
-    Place {
-        /// Module id.
-        id: String,
-        /// Pids of processes (thread group leaders) to move.
-        #[arg(required = true, value_name = "PID")]
-        pids: Vec<u32>,
-    },
+    Place(PlaceOpts),
     /// Stop a module's whole tree (SIG and a grace, then SIGKILL), wait until it is empty, remove it.
-    Kill {
-        /// Module id, or a directory name as `list` shows it (the daemon's own m-<name>_<n>).
-        id: String,
-        #[command(flatten)]
-        stop: StopArgs,
-        #[command(flatten)]
-        backend: BackendArgs,
-    },
+    Kill(KillOpts),
     /// Remove empty modules; with --kill also stop and remove populated ones (orphans).
-    Prune {
-        /// Say what would be done; change nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Also stop and remove populated modules that are not kept.
-        #[arg(long)]
-        kill: bool,
-        /// A module to leave alone (id, or directory name as `list` shows it); repeatable.
-        #[arg(long, value_name = "ID")]
-        keep: Vec<String>,
-        /// A root not laid out yet (neither daemon/ nor subc-modules/: a service's first start,
-        /// before `init`) has nothing to prune: say so on stderr and exit 0 instead of refusing
-        /// it. For the unit's ExecStartPre=; an operator's shell should name the root instead.
-        #[arg(long)]
-        if_laid_out: bool,
-        #[command(flatten)]
-        stop: StopArgs,
-        #[command(flatten)]
-        backend: BackendArgs,
-    },
+    Prune(PruneOpts),
     /// Start CMD in a module, in a PID namespace of its own under an init that dies with this
     /// helper (kill-on-close) and a cgroup namespace rooted at the module, and stay as its
     /// parent. TERM, INT or HUP stop the whole module
     /// (the signal to every process, --grace, SIGKILL); USR1 and USR2 go to CMD. When CMD exits,
     /// stop what is left of the module, remove it, and exit with CMD's status. stdout is CMD's:
     /// with --json the result (the module's stop) is the last line on stderr.
-    Run {
-        /// Module id.
-        id: String,
-        #[command(flatten)]
-        stop: StopArgs,
-        #[command(flatten)]
-        limits: LimitArgs,
-        /// No PID namespace: CMD sees host pids, and a SIGKILL of this helper kills CMD alone
-        /// (its parent-death signal), not the rest of the module.
-        #[arg(long)]
-        no_pid_namespace: bool,
-        /// No cgroup namespace: CMD sees the host's cgroup paths and, on a cgroup2 mounted with
-        /// nsdelegate, may move itself out of the module and write the module's limits where
-        /// its uid may write.
-        #[arg(long)]
-        no_cgroup_namespace: bool,
-        /// The module's command and its arguments.
-        #[arg(last = true, required = true, value_name = "CMD")]
-        cmd: Vec<String>,
-    },
+    Run(RunOpts),
     /// Freeze a module (pause it): 1 to its cgroup.freeze, then wait until its cgroup.events
     /// says frozen 1. Every process of the module stops where it is until `thaw`; `kill` takes
     /// a frozen module as it is. Exit 1 when it is not frozen within --timeout.
-    Freeze {
-        /// Module id, or a directory name as `list` shows it.
-        id: String,
-        /// How long to wait for the kernel to say frozen 1.
-        #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
-        timeout: Duration,
-    },
+    Freeze(FreezeOpts),
     /// Thaw a frozen module (resume it): 0 to its cgroup.freeze, then wait until its
     /// cgroup.events says frozen 0. Exit 1 when it is still frozen after --timeout (an
     /// ancestor's cgroup.freeze can hold it).
-    Thaw {
-        /// Module id, or a directory name as `list` shows it.
-        id: String,
-        /// How long to wait for the kernel to say frozen 0.
-        #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
-        timeout: Duration,
-    },
+    Thaw(ThawOpts),
     /// Remove an empty module's cgroup (a populated one is refused).
-    Remove {
-        /// Module id, or a directory name as `list` shows it.
-        id: String,
-    },
+    Remove(RemoveOpts),
     /// Every module (ours and the daemon's own placement) with its populated state and processes.
-    List {
-        #[command(flatten)]
-        backend: BackendArgs,
-    },
+    List(ListOpts),
     /// Check the host and the service: cgroup2, the root, controllers, kernel features, and the
     /// unit's Delegate=, OOMPolicy=, KillMode=, TimeoutStopSec= from systemd over D-Bus. Exit 0
     /// when ready, 1 when not.
     /// The unit checked is --unit (default: the unit of the calling process); a root that
     /// --unit cannot give (no systemd) is a failed check, not a refusal.
-    Doctor {
-        /// With --backend systemd: check the manager and the controllers for module scopes
-        /// instead of the service's root; Delegate=no is then fine.
-        #[command(flatten)]
-        backend: BackendArgs,
-    },
+    Doctor(DoctorOpts),
     /// Re-apply the policy's limits to every existing module; report what differed.
-    Apply {
-        /// Say what differs; write nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Apply the limits whose controller is enabled; list the others as skipped.
-        #[arg(long)]
-        best_effort: bool,
-    },
+    Apply(ApplyOpts),
     /// Module events as JSON Lines as they happen (appeared, emptied, removed, OOM and pids
     /// counters rising, memory above a threshold, pressure triggers firing). Reports; never kills.
-    Watch {
-        /// Modules to watch (ids or directory names); all when none, new ones included.
-        ids: Vec<String>,
-        /// Report when a module's memory rises above SIZE (and when it falls back). Default: the
-        /// policy's memory_report.
-        #[arg(long, value_parser = size, value_name = "SIZE")]
-        report_above: Option<Limit>,
-        /// Report a `pressure` event when a module's tasks stall on RES for THRESHOLD in total
-        /// within a WINDOW (repeatable): SPEC is RES:KIND:THRESHOLD/WINDOW, RES memory, cpu or
-        /// io, KIND some (at least one task waited) or full (all of them at once), durations
-        /// whole numbers with us, ms or s, e.g. cpu:some:100ms/1s or memory:full:50ms/2s. The
-        /// kernel's PSI trigger on each module's RES.pressure wakes watch (no sampling), at most
-        /// once per window. The window must be 500ms to 10s, the threshold not longer than it
-        /// (else exit 2, nothing opened); a trigger the kernel refuses is exit 1 naming the
-        /// file and the errno (without CAP_SYS_RESOURCE the window must be a multiple of 2s:
-        /// EINVAL; PSI off: EOPNOTSUPP); a module without the file is a pressure_unavailable
-        /// event.
-        #[arg(long, value_parser = pressure_trigger, value_name = "SPEC")]
-        pressure: Vec<PressureTrigger>,
-    },
+    Watch(WatchOpts),
     /// Per-module figures: memory, swap, OOM events, pids, cpu, pressure, and the limits in force.
     ///
     /// Memory includes anon and file from memory.stat (ANON, FILE). The table's NAME is the
     /// directory, MODULE the module id (for the daemon's own m-<escaped>_<n> directories decoded
     /// from NAME, as `list` shows it). Unknown figures are `-` (JSON null), never 0.
-    Status {
-        /// Modules to show (ids or directory names as `list` shows them); all when none.
-        ids: Vec<String>,
-        /// Output format (--json is the same as --format json).
-        #[arg(long, value_enum, default_value = "table")]
-        format: Format,
-        /// Write to FILE instead of stdout, replacing it whole: a new file beside it (mode 0644),
-        /// fsynced, then renamed over FILE, so a reader (the node exporter's textfile collector)
-        /// never sees a part of it; on a failure FILE is left as it was. FILE's directory must
-        /// exist.
-        #[arg(long, value_name = "FILE")]
-        output: Option<PathBuf>,
-        /// Order the modules by KEY, the biggest first; a module whose figure is unknown comes
-        /// after every known one (never counted as 0); ties by name. Every format takes it.
-        /// Default: the order of `list`.
-        #[arg(long, value_enum, value_name = "KEY")]
-        sort: Option<SortKey>,
-        /// The table with every column (NAME, MODULE, POP, PROCS, MEM, PEAK, ANON, FILE, SWAP,
-        /// HIGH, MAX, OOM_KILL, PIDS, PIDS_MAX, CPU_S, PSI_MEM, GPU_MEM), known or not. By
-        /// default it shows MODULE, PROCS, MEM, PEAK, SWAP, MAX, OOM_KILL, CPU_S, PSI_MEM and
-        /// GPU_MEM, and leaves out (naming them under the table) the columns no module has a
-        /// figure for; GPU_MEM on a host without a GPU, silently.
-        #[arg(long, conflicts_with = "columns")]
-        wide: bool,
-        /// The table with these columns, in this order (as `ps -o`): a comma-separated list of
-        /// name, module, id, pop, procs, mem, peak, anon, file, swap, high, max, oom_kill, pids,
-        /// pids_max, cpu_s, psi_mem, gpu_mem. Every one is shown, known or not.
-        #[arg(short = 'o', long = "columns", value_name = "COLS", value_parser = status_columns)]
-        columns: Option<ColumnList>,
-        #[command(flatten)]
-        backend: BackendArgs,
-    },
+    Status(StatusOpts),
     /// Every process of each module, as a tree: which process holds the memory.
     ///
     /// Membership is the cgroup's (cgroup.procs of the module and every sub-cgroup), so a
@@ -348,16 +190,7 @@ pub enum Command {
     /// the sub-cgroup (`.` for the module's own) and the command line, indented under its
     /// parent when the parent is in the module. `status --sort mem` names the module, `ps ID
     /// --sort rss` the process.
-    Ps {
-        /// Modules to show (ids or directory names as `list` shows them); all when none.
-        ids: Vec<String>,
-        /// Order each module's processes by KEY, the biggest first, as a flat list (unknown
-        /// figures last; ties by pid). Default: the tree.
-        #[arg(long, value_enum, value_name = "KEY")]
-        sort: Option<PsSort>,
-        #[command(flatten)]
-        backend: BackendArgs,
-    },
+    Ps(PsOpts),
     /// A live view of every module, sorted and refreshed, like systemd-cgtop.
     ///
     /// The figures of `status`, read every --interval, the biggest first; CPU% is the share of
@@ -367,17 +200,7 @@ pub enum Command {
     /// quits; the terminal's settings are restored however it ends, SIGTERM and SIGHUP included.
     /// Elsewhere (a pipe, a file, ssh without -t) each refresh is the plain table, after a blank
     /// line, without escape codes.
-    Top {
-        /// Order the modules by KEY, the biggest first (unknown figures last; ties by name).
-        #[arg(long, value_enum, default_value = "mem", value_name = "KEY")]
-        sort: SortKey,
-        /// Seconds between refreshes (at least 0.1; a fraction is fine).
-        #[arg(long, default_value = "2", value_parser = parse_interval, value_name = "SECS")]
-        interval: Duration,
-        /// Stop after N refreshes (default: until `q`, Ctrl-C or a signal).
-        #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-        iterations: Option<u64>,
-    },
+    Top(TopOpts),
     /// Run CMD with CK_CGROUP_ROOT set to a fresh isolated root; remove it afterwards. The
     /// sandbox is PARENT/ck-sandbox-*-locked, locked by this helper while it lives, holding CMD
     /// (cmd/, which CMD enters before it runs and which dies with the helper) and the root
@@ -385,42 +208,308 @@ pub enum Command {
     /// a systemd host (without --parent) it is a transient delegated scope ck-sandbox-*.scope
     /// that holds the helper (helper/), CMD (cmd/) and the root (root/). stdout is CMD's: with
     /// --json the result is the last line on stderr.
-    Sandbox {
-        /// Where to make the sandbox (default: a delegated scope on a systemd host, else the
-        /// cgroup2 mount's root, when writable).
-        #[arg(long, value_name = "PATH")]
-        parent: Option<PathBuf>,
-        /// systemd: a transient delegated scope; cgroupfs: a directory under --parent or the
-        /// mount's root. Default: systemd when systemd is PID 1 and --parent is not given.
-        #[arg(long, value_enum, value_name = "BACKEND")]
-        backend: Option<BackendArg>,
-        /// The manager that makes the scope (default: system for root, user for everyone else).
-        #[arg(long, value_enum, value_name = "MANAGER")]
-        manager: Option<ManagerArg>,
-        /// Leave the sandbox in place and print its path (marked kept: `--prune` leaves it).
-        #[arg(long)]
-        keep: bool,
-        /// Run no command: remove the leftover directory sandboxes under the parent (those whose
-        /// helper is gone, SIGKILLed or crashed: every process in them killed, the directories
-        /// removed); those still held by a live helper and those kept are left alone.
-        #[arg(long, conflicts_with_all = ["keep", "cmd"])]
-        prune: bool,
-        /// The command to run and its arguments.
-        #[arg(last = true, required_unless_present = "prune", value_name = "CMD")]
-        cmd: Vec<String>,
-    },
+    Sandbox(SandboxOpts),
     /// Write the man pages, a shell completion script, or what each command promises (JSON
     /// Lines), for packagers and scripts
-    Generate {
-        /// What to generate.
-        kind: GenerateKind,
-        /// Directory for the man pages (ck-cgroup.1 and one page per command).
-        #[arg(long, value_name = "DIR", required_if_eq("kind", "man"))]
-        out_dir: Option<PathBuf>,
-    },
+    Generate(GenerateOpts),
+}
+
+// `init`'s arguments (its about and help are the variant `Command::Init`'s).
+#[derive(Debug, clap::Args)]
+pub struct InitOpts {
+    /// daemon/'s preference for systemd-oomd: omit (user.oomd_omit: never picked; the
+    /// default), avoid (user.oomd_avoid: picked last) or none (neither); over the policy's
+    /// top-level oomd_daemon. Read back and reported; where the filesystem refuses the
+    /// attribute, one line says so and init goes on.
+    #[arg(long, value_parser = limit_flags::oomd_preference, value_name = "omit|avoid|none")]
+    pub oomd_daemon: Option<ck_cgroup::cgroup::oomd::OomdPreference>,
+    /// The daemon's command and its arguments (optional).
+    #[arg(last = true, value_name = "CMD")]
+    pub cmd: Vec<String>,
+}
+
+// `create`'s arguments (its about and help are the variant `Command::Create`'s).
+#[derive(Debug, clap::Args)]
+pub struct CreateOpts {
+    /// Module id: 1 to 64 of [A-Za-z0-9_-], starting with a letter or digit.
+    pub id: String,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+// `set`'s arguments (its about and help are the variant `Command::Set`'s).
+#[derive(Debug, clap::Args)]
+pub struct SetOpts {
+    /// Module id.
+    pub id: String,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+// `exec`'s arguments (its about and help are the variant `Command::Exec`'s).
+#[derive(Debug, clap::Args)]
+pub struct ExecOpts {
+    /// Module id.
+    pub id: String,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// No cgroup namespace: CMD sees the host's cgroup paths and, on a cgroup2 mounted with
+    /// nsdelegate, may move itself out of the module and write the module's limits where
+    /// its uid may write.
+    #[arg(long)]
+    pub no_cgroup_namespace: bool,
+    /// The module's command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub cmd: Vec<String>,
+}
+
+// `place`'s arguments (its about and help are the variant `Command::Place`'s).
+#[derive(Debug, clap::Args)]
+pub struct PlaceOpts {
+    /// Module id.
+    pub id: String,
+    /// Pids of processes (thread group leaders) to move.
+    #[arg(required = true, value_name = "PID")]
+    pub pids: Vec<u32>,
+}
+
+// `kill`'s arguments (its about and help are the variant `Command::Kill`'s).
+#[derive(Debug, clap::Args)]
+pub struct KillOpts {
+    /// Module id, or a directory name as `list` shows it (the daemon's own m-<name>_<n>).
+    pub id: String,
+    #[command(flatten)]
+    pub stop: StopArgs,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+// `prune`'s arguments (its about and help are the variant `Command::Prune`'s).
+#[derive(Debug, clap::Args)]
+pub struct PruneOpts {
+    /// Say what would be done; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Also stop and remove populated modules that are not kept.
+    #[arg(long)]
+    pub kill: bool,
+    /// A module to leave alone (id, or directory name as `list` shows it); repeatable.
+    #[arg(long, value_name = "ID")]
+    pub keep: Vec<String>,
+    /// A root not laid out yet (neither daemon/ nor subc-modules/: a service's first start,
+    /// before `init`) has nothing to prune: say so on stderr and exit 0 instead of refusing
+    /// it. For the unit's ExecStartPre=; an operator's shell should name the root instead.
+    #[arg(long)]
+    pub if_laid_out: bool,
+    #[command(flatten)]
+    pub stop: StopArgs,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+// `run`'s arguments (its about and help are the variant `Command::Run`'s).
+#[derive(Debug, clap::Args)]
+pub struct RunOpts {
+    /// Module id.
+    pub id: String,
+    #[command(flatten)]
+    pub stop: StopArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// No PID namespace: CMD sees host pids, and a SIGKILL of this helper kills CMD alone
+    /// (its parent-death signal), not the rest of the module.
+    #[arg(long)]
+    pub no_pid_namespace: bool,
+    /// No cgroup namespace: CMD sees the host's cgroup paths and, on a cgroup2 mounted with
+    /// nsdelegate, may move itself out of the module and write the module's limits where
+    /// its uid may write.
+    #[arg(long)]
+    pub no_cgroup_namespace: bool,
+    /// The module's command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub cmd: Vec<String>,
+}
+
+// `freeze`'s arguments (its about and help are the variant `Command::Freeze`'s).
+#[derive(Debug, clap::Args)]
+pub struct FreezeOpts {
+    /// Module id, or a directory name as `list` shows it.
+    pub id: String,
+    /// How long to wait for the kernel to say frozen 1.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Duration,
+}
+
+// `thaw`'s arguments (its about and help are the variant `Command::Thaw`'s).
+#[derive(Debug, clap::Args)]
+pub struct ThawOpts {
+    /// Module id, or a directory name as `list` shows it.
+    pub id: String,
+    /// How long to wait for the kernel to say frozen 0.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Duration,
+}
+
+// `remove`'s arguments (its about and help are the variant `Command::Remove`'s).
+#[derive(Debug, clap::Args)]
+pub struct RemoveOpts {
+    /// Module id, or a directory name as `list` shows it.
+    pub id: String,
+}
+
+// `list`'s arguments (its about and help are the variant `Command::List`'s).
+#[derive(Debug, clap::Args)]
+pub struct ListOpts {
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+// `doctor`'s arguments (its about and help are the variant `Command::Doctor`'s).
+#[derive(Debug, clap::Args)]
+pub struct DoctorOpts {
+    /// With --backend systemd: check the manager and the controllers for module scopes
+    /// instead of the service's root; Delegate=no is then fine.
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+// `apply`'s arguments (its about and help are the variant `Command::Apply`'s).
+#[derive(Debug, clap::Args)]
+pub struct ApplyOpts {
+    /// Say what differs; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Apply the limits whose controller is enabled; list the others as skipped.
+    #[arg(long)]
+    pub best_effort: bool,
+}
+
+// `watch`'s arguments (its about and help are the variant `Command::Watch`'s).
+#[derive(Debug, clap::Args)]
+pub struct WatchOpts {
+    /// Modules to watch (ids or directory names); all when none, new ones included.
+    pub ids: Vec<String>,
+    /// Report when a module's memory rises above SIZE (and when it falls back). Default: the
+    /// policy's memory_report.
+    #[arg(long, value_parser = size, value_name = "SIZE")]
+    pub report_above: Option<Limit>,
+    /// Report a `pressure` event when a module's tasks stall on RES for THRESHOLD in total
+    /// within a WINDOW (repeatable): SPEC is RES:KIND:THRESHOLD/WINDOW, RES memory, cpu or
+    /// io, KIND some (at least one task waited) or full (all of them at once), durations
+    /// whole numbers with us, ms or s, e.g. cpu:some:100ms/1s or memory:full:50ms/2s. The
+    /// kernel's PSI trigger on each module's RES.pressure wakes watch (no sampling), at most
+    /// once per window. The window must be 500ms to 10s, the threshold not longer than it
+    /// (else exit 2, nothing opened); a trigger the kernel refuses is exit 1 naming the
+    /// file and the errno (without CAP_SYS_RESOURCE the window must be a multiple of 2s:
+    /// EINVAL; PSI off: EOPNOTSUPP); a module without the file is a pressure_unavailable
+    /// event.
+    #[arg(long, value_parser = pressure_trigger, value_name = "SPEC")]
+    pub pressure: Vec<PressureTrigger>,
+}
+
+// `status`'s arguments (its about and help are the variant `Command::Status`'s).
+#[derive(Debug, clap::Args)]
+pub struct StatusOpts {
+    /// Modules to show (ids or directory names as `list` shows them); all when none.
+    pub ids: Vec<String>,
+    /// Output format (--json is the same as --format json).
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Write to FILE instead of stdout, replacing it whole: a new file beside it (mode 0644),
+    /// fsynced, then renamed over FILE, so a reader (the node exporter's textfile collector)
+    /// never sees a part of it; on a failure FILE is left as it was. FILE's directory must
+    /// exist.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Order the modules by KEY, the biggest first; a module whose figure is unknown comes
+    /// after every known one (never counted as 0); ties by name. Every format takes it.
+    /// Default: the order of `list`.
+    #[arg(long, value_enum, value_name = "KEY")]
+    pub sort: Option<SortKey>,
+    /// The table with every column (NAME, MODULE, POP, PROCS, MEM, PEAK, ANON, FILE, SWAP,
+    /// HIGH, MAX, OOM_KILL, PIDS, PIDS_MAX, CPU_S, PSI_MEM, GPU_MEM), known or not. By
+    /// default it shows MODULE, PROCS, MEM, PEAK, SWAP, MAX, OOM_KILL, CPU_S, PSI_MEM and
+    /// GPU_MEM, and leaves out (naming them under the table) the columns no module has a
+    /// figure for; GPU_MEM on a host without a GPU, silently.
+    #[arg(long, conflicts_with = "columns")]
+    pub wide: bool,
+    /// The table with these columns, in this order (as `ps -o`): a comma-separated list of
+    /// name, module, id, pop, procs, mem, peak, anon, file, swap, high, max, oom_kill, pids,
+    /// pids_max, cpu_s, psi_mem, gpu_mem. Every one is shown, known or not.
+    #[arg(short = 'o', long = "columns", value_name = "COLS", value_parser = status_columns)]
+    pub columns: Option<ColumnList>,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+// `ps`'s arguments (its about and help are the variant `Command::Ps`'s).
+#[derive(Debug, clap::Args)]
+pub struct PsOpts {
+    /// Modules to show (ids or directory names as `list` shows them); all when none.
+    pub ids: Vec<String>,
+    /// Order each module's processes by KEY, the biggest first, as a flat list (unknown
+    /// figures last; ties by pid). Default: the tree.
+    #[arg(long, value_enum, value_name = "KEY")]
+    pub sort: Option<PsSort>,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+// `top`'s arguments (its about and help are the variant `Command::Top`'s).
+#[derive(Debug, clap::Args)]
+pub struct TopOpts {
+    /// Order the modules by KEY, the biggest first (unknown figures last; ties by name).
+    #[arg(long, value_enum, default_value = "mem", value_name = "KEY")]
+    pub sort: SortKey,
+    /// Seconds between refreshes (at least 0.1; a fraction is fine).
+    #[arg(long, default_value = "2", value_parser = parse_interval, value_name = "SECS")]
+    pub interval: Duration,
+    /// Stop after N refreshes (default: until `q`, Ctrl-C or a signal).
+    #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub iterations: Option<u64>,
+}
+
+// `sandbox`'s arguments (its about and help are the variant `Command::Sandbox`'s).
+#[derive(Debug, clap::Args)]
+pub struct SandboxOpts {
+    /// Where to make the sandbox (default: a delegated scope on a systemd host, else the
+    /// cgroup2 mount's root, when writable).
+    #[arg(long, value_name = "PATH")]
+    pub parent: Option<PathBuf>,
+    /// systemd: a transient delegated scope; cgroupfs: a directory under --parent or the
+    /// mount's root. Default: systemd when systemd is PID 1 and --parent is not given.
+    #[arg(long, value_enum, value_name = "BACKEND")]
+    pub backend: Option<BackendArg>,
+    /// The manager that makes the scope (default: system for root, user for everyone else).
+    #[arg(long, value_enum, value_name = "MANAGER")]
+    pub manager: Option<ManagerArg>,
+    /// Leave the sandbox in place and print its path (marked kept: `--prune` leaves it).
+    #[arg(long)]
+    pub keep: bool,
+    /// Run no command: remove the leftover directory sandboxes under the parent (those whose
+    /// helper is gone, SIGKILLed or crashed: every process in them killed, the directories
+    /// removed); those still held by a live helper and those kept are left alone.
+    #[arg(long, conflicts_with_all = ["keep", "cmd"])]
+    pub prune: bool,
+    /// The command to run and its arguments.
+    #[arg(last = true, required_unless_present = "prune", value_name = "CMD")]
+    pub cmd: Vec<String>,
+}
+
+// `generate`'s arguments (its about and help are the variant `Command::Generate`'s).
+#[derive(Debug, clap::Args)]
+pub struct GenerateOpts {
+    /// What to generate.
+    pub kind: GenerateKind,
+    /// Directory for the man pages (ck-cgroup.1 and one page per command).
+    #[arg(long, value_name = "DIR", required_if_eq("kind", "man"))]
+    pub out_dir: Option<PathBuf>,
 }
 
 mod kind;
+pub mod lazy;
 mod limit_flags;
 mod stop_flags;
 
@@ -570,7 +659,7 @@ mod tests {
     fn every_limit_has_a_flag() {
         use ck_cgroup::limits::LIMITS;
         let none = Cli::try_parse_from(["ck-cgroup", "create", "x"]).unwrap();
-        let Command::Create { limits, .. } = none.command else {
+        let Command::Create(CreateOpts { limits, .. }) = none.command else {
             panic!("create");
         };
         assert!(
@@ -585,7 +674,7 @@ mod tests {
             }
             let cli = Cli::try_parse_from(&argv)
                 .unwrap_or_else(|e| panic!("{}: no flag {flag}: {e}", spec.key));
-            let Command::Create { limits, .. } = cli.command else {
+            let Command::Create(CreateOpts { limits, .. }) = cli.command else {
                 panic!("create");
             };
             let want = (spec.parse)(spec.example).unwrap();
