@@ -275,13 +275,16 @@ fn split_parent(rel: &str) -> (&str, &str) {
     }
 }
 
-/// Read an fd to its end from offset 0 (kernel files are small).
+/// Read an fd to its end from offset 0 (kernel files are small), into the buffer's spare
+/// capacity (no zeroed scratch buffer per read: `status` reads nine files per module).
 pub(crate) fn read_fd(fd: &OwnedFd) -> std::result::Result<String, Errno> {
-    let mut buf = Vec::with_capacity(256);
-    let mut chunk = [0u8; 4096];
+    let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let mut off = 0u64;
     loop {
-        let n = match rustix::io::pread(fd, &mut chunk, off) {
+        if buf.capacity() - buf.len() < 1024 {
+            buf.reserve(4096);
+        }
+        let n = match rustix::io::pread(fd, rustix::buffer::spare_capacity(&mut buf), off) {
             Ok(n) => n,
             Err(Errno::INTR) => continue,
             Err(e) => return Err(e),
@@ -289,10 +292,12 @@ pub(crate) fn read_fd(fd: &OwnedFd) -> std::result::Result<String, Errno> {
         if n == 0 {
             break;
         }
-        buf.extend_from_slice(&chunk[..n]);
         off += n as u64;
     }
-    Ok(String::from_utf8_lossy(&buf).into_owned())
+    Ok(match String::from_utf8(buf) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
 }
 
 fn write_all(fd: &OwnedFd, data: &[u8]) -> std::result::Result<(), Errno> {

@@ -36,6 +36,19 @@ pub fn flat_keyed(text: &str) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// One key of a flat-keyed file, as [`flat_keyed`] reads it, without building the map (for
+/// the keys `status` reads of every module: `cpu.stat` has a dozen, `memory.stat` forty).
+pub fn flat_key(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let (k, v) = line.split_once(' ')?;
+        if k == key {
+            v.trim().parse().ok()
+        } else {
+            None
+        }
+    })
+}
+
 /// `cgroup.procs` / `cgroup.threads`: one pid per line. Lines that do not parse are skipped.
 pub fn pids(text: &str) -> Vec<u32> {
     text.lines().filter_map(|l| l.trim().parse().ok()).collect()
@@ -163,6 +176,14 @@ fn unescape_octal(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_key_reads_as_the_map_does() {
+        let t = "usage_usec 12\nuser_usec 5\nbad line\nx notanumber\nlast 7";
+        for k in ["usage_usec", "user_usec", "x", "last", "absent", "bad"] {
+            assert_eq!(flat_key(t, k), flat_keyed(t).get(k).copied(), "{k}");
+        }
+    }
     use std::path::Path;
 
     pub(super) fn fixture(name: &str) -> String {

@@ -391,7 +391,7 @@ pub(crate) fn module_status_with(
             "pids.current",
         ),
         cpu_usage_usec: Figure::new(
-            f("cpu.stat").and_then(|t| parse::flat_keyed(&t).get("usage_usec").copied()),
+            f("cpu.stat").and_then(|t| parse::flat_key(&t, "usage_usec")),
             "cpu.stat usage_usec",
         ),
         memory_pressure_avg10: psi("memory.pressure"),
@@ -432,10 +432,9 @@ fn memory_now(
 /// `anon` and `file` of `memory.stat` (its text, `None` when absent): each `None` where the file
 /// or its key is absent (no /proc fallback: a process's RSS does not split so).
 fn memory_stat(text: Option<&str>) -> (Figure<u64>, Figure<u64>, Figure<u64>) {
-    let keys = text.map(parse::flat_keyed);
     let key = |k: &str| {
         Figure::new(
-            keys.as_ref().and_then(|m| m.get(k).copied()),
+            text.and_then(|t| parse::flat_key(t, k)),
             format!("memory.stat {k}"),
         )
     };

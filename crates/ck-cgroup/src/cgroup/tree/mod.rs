@@ -121,7 +121,7 @@ pub(crate) fn read_at(at: BorrowedFd<'_>, name: &str) -> std::result::Result<Str
 pub(crate) fn child_dirs(fd: BorrowedFd<'_>) -> std::result::Result<Vec<String>, Errno> {
     // cgroup.stat's nr_descendants 0 (a leaf, the usual module) needs no listing.
     if let Ok(stat) = read_at(fd, "cgroup.stat")
-        && crate::cgroup::parse::flat_keyed(&stat).get("nr_descendants") == Some(&0)
+        && crate::cgroup::parse::flat_key(&stat, "nr_descendants") == Some(0)
     {
         return Ok(Vec::new());
     }
