@@ -167,14 +167,38 @@ pub fn ms_since(t0: std::time::Instant) -> f64 {
 /// wait4(pid): the raw wait status and ru_maxrss (KiB).
 #[allow(dead_code)] // the vm and native benches use it
 pub fn wait4(pid: i32) -> Res<(i32, u64)> {
+    wait4_usage(pid).map(|(status, u)| (status, u.kib))
+}
+
+/// What `wait4` says a process used: peak RSS, page faults, CPU time.
+#[allow(dead_code)] // the native bench uses it
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Usage {
+    /// `ru_maxrss`, KiB.
+    pub kib: u64,
+    /// `ru_minflt + ru_majflt`.
+    pub faults: u64,
+    /// `ru_utime + ru_stime`, milliseconds (the kernel's task clock, at its accounting grain).
+    pub cpu_ms: f64,
+}
+
+/// wait4(pid): the raw wait status and what the process used.
+#[allow(dead_code)] // the vm and native benches use it
+pub fn wait4_usage(pid: i32) -> Res<(i32, Usage)> {
     let mut status = 0;
     // SAFETY: rusage is plain data; wait4 fills it.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
     loop {
         // SAFETY: valid pointers to locals.
         let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
         if r == pid {
-            return Ok((status, ru.ru_maxrss as u64));
+            let u = Usage {
+                kib: ru.ru_maxrss as u64,
+                faults: (ru.ru_minflt + ru.ru_majflt) as u64,
+                cpu_ms: ms(ru.ru_utime) + ms(ru.ru_stime),
+            };
+            return Ok((status, u));
         }
         let e = std::io::Error::last_os_error();
         if e.raw_os_error() != Some(libc::EINTR) {

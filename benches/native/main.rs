@@ -20,6 +20,12 @@
 //! - [`scale`]: `--json status` vs the limit loop, both as processes, at 100 and 1,000 modules
 //!   (10,000 with `CK_BENCH_STATUS_10K=1`: making and removing them adds about a minute here).
 //!
+//! - `--version` vs a static C program that writes one line (the floor, built here with `cc
+//!   -static`), and per process the CPU time and page faults of each start-up row (`wait4`'s
+//!   `ru_utime + ru_stime`, `ru_minflt + ru_majflt`).
+//! - [`resident`]: what a `run` module keeps resident (both helper processes' `Pss_Anon` and page
+//!   tables) at 1, 100 and 1,000 modules.
+//!
 //! Peak RSS is `wait4`'s `ru_maxrss` of each run (the largest over its runs): for `exec` the
 //! helper's own peak, kept across its `execve` of `/bin/true`.
 //!
@@ -34,6 +40,7 @@ mod inotify;
 mod limit;
 mod proc;
 mod report;
+mod resident;
 mod scale;
 mod startup;
 
@@ -42,6 +49,9 @@ use std::path::Path;
 use ck_cgroup::discover::cgroup2_mount;
 use ck_cgroup::{Root, Sandbox};
 use common::{Res, binary, print_cgroup_and_binary, print_machine, reap_all, report_cleanup};
+
+/// How many `run` modules at once, for what they keep resident.
+const RUN_MODULES: [usize; 3] = [1, 100, 1000];
 
 /// Pairs of each status size: fewer for the larger ones, each of which takes longer.
 const SIZES: [(usize, usize); 3] = [(100, 31), (1000, 15), (10_000, 5)];
@@ -86,7 +96,7 @@ fn main() -> Res<()> {
     let measured = measure(sandbox.root(), &sandbox_path, &bin, pairs, &sizes);
     let destroyed = sandbox.destroy();
     reap_all();
-    let (starts, scales) = match measured {
+    let (starts, resident, scales) = match measured {
         Ok(m) => m,
         Err(e) => {
             report_cleanup(&mount, &sandbox_path)?;
@@ -94,11 +104,11 @@ fn main() -> Res<()> {
         }
     };
     destroyed?;
-    report::print(&starts, &scales);
+    report::print(&starts, &resident, &scales);
     report_cleanup(&mount, &sandbox_path)
 }
 
-type Measured = (startup::Starts, Vec<scale::Scale>);
+type Measured = (startup::Starts, Vec<resident::Resident>, Vec<scale::Scale>);
 
 fn measure(
     root: &Root,
@@ -108,6 +118,7 @@ fn measure(
     sizes: &[(usize, usize)],
 ) -> Res<Measured> {
     let starts = startup::measure(root, sandbox, bin, pairs)?;
+    let resident = resident::measure(sandbox, bin, &RUN_MODULES)?;
     let (scales, _seen) = scale::measure(root, sandbox, bin, sizes)?;
-    Ok((starts, scales))
+    Ok((starts, resident, scales))
 }

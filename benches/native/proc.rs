@@ -6,13 +6,16 @@ use std::io::Read;
 use std::process::Command;
 use std::time::Instant;
 
-use crate::common::{Res, median, ms_since, wait4};
+use crate::common::{Res, median, ms_since, wait4_usage};
 
-/// A run: milliseconds from the spawn to the reaped exit, peak RSS in KiB.
+/// A run: milliseconds from the spawn to the reaped exit, peak RSS in KiB, page faults and CPU
+/// milliseconds (0 where not measured: a spawn in this process).
 #[derive(Debug, Clone, Copy)]
 pub struct Run {
     pub ms: f64,
     pub kib: u64,
+    pub faults: u64,
+    pub cpu_ms: f64,
 }
 
 /// Run `cmd` to its end (its stdout read to the end when piped); fail unless it exits 0.
@@ -23,12 +26,17 @@ pub fn run(cmd: &mut Command, what: &str) -> Res<Run> {
         let mut out = Vec::new();
         o.read_to_end(&mut out)?;
     }
-    let (status, kib) = wait4(child.id() as i32)?;
+    let (status, u) = wait4_usage(child.id() as i32)?;
     let ms = ms_since(t0);
     if status != 0 {
         return Err(format!("{what}: wait status {status:#x}").into());
     }
-    Ok(Run { ms, kib })
+    Ok(Run {
+        ms,
+        kib: u.kib,
+        faults: u.faults,
+        cpu_ms: u.cpu_ms,
+    })
 }
 
 /// The samples of a pair of rows (A and B), taken interleaved in one run.
@@ -80,6 +88,18 @@ impl Pair {
             .map(|(a, b)| a.ms / b.ms)
             .collect();
         median(&r)
+    }
+
+    /// The medians of A's and B's page faults.
+    pub fn faults(&self) -> (f64, f64) {
+        let m = |v: &[Run]| median(&v.iter().map(|r| r.faults as f64).collect::<Vec<_>>());
+        (m(&self.a), m(&self.b))
+    }
+
+    /// The medians of A's and B's CPU milliseconds.
+    pub fn cpu_ms(&self) -> (f64, f64) {
+        let m = |v: &[Run]| median(&v.iter().map(|r| r.cpu_ms).collect::<Vec<_>>());
+        (m(&self.a), m(&self.b))
     }
 
     /// The largest peak RSS of A's runs, KiB.

@@ -1,6 +1,7 @@
 //! The table, the ratios and the goal lines (the goals in benches/native).
 
 use crate::proc::Pair;
+use crate::resident::Resident;
 use crate::scale::Scale;
 use crate::startup::Starts;
 
@@ -14,6 +15,10 @@ const GOAL_RUN: f64 = 1.3;
 const GOAL_STATUS: f64 = 1.3;
 /// The peak RSS of `exec`, KiB.
 const GOAL_EXEC_KIB: u64 = 4 << 10;
+/// Page faults of `--version` (the median).
+const GOAL_VERSION_FAULTS: f64 = 60.0;
+/// What a `run` module keeps resident, both helper processes together, KiB.
+const GOAL_RUN_KIB: f64 = 256.0;
 
 fn verdict(met: bool) -> &'static str {
     if met { "met" } else { "NOT met" }
@@ -39,12 +44,20 @@ fn row(label_a: &str, label_b: &str, p: &Pair, rss: bool) {
     );
 }
 
-pub fn print(s: &Starts, scales: &[Scale]) {
+pub fn print(s: &Starts, resident: &[Resident], scales: &[Scale]) {
     println!(
         "{:<36} {:>10} {:>9} | {:<30} {:>10} {:>9} | {:>7}",
         "row A", "median ms", "peak KiB", "baseline B", "median ms", "peak KiB", "A / B"
     );
     row("ck-cgroup --version", "/bin/true", &s.version, true);
+    if let Some(f) = &s.floor {
+        row(
+            "ck-cgroup --version",
+            "static C floor (cc -static)",
+            f,
+            true,
+        );
+    }
     row(
         "exec m -- /bin/true",
         "dash: echo $$ > procs; exec",
@@ -74,6 +87,39 @@ pub fn print(s: &Starts, scales: &[Scale]) {
     println!();
     println!("A / B: the median of the pairs' ratios; peak KiB: the largest ru_maxrss of the runs");
     println!();
+    println!(
+        "{:<36} {:>10} {:>9} | {:<30} {:>10} {:>9}",
+        "per process (medians)", "cpu ms", "faults", "baseline", "cpu ms", "faults"
+    );
+    let usage = |a: &str, b: &str, p: &Pair| {
+        let ((ca, cb), (fa, fb)) = (p.cpu_ms(), p.faults());
+        println!("{a:<36} {ca:>10.3} {fa:>9.0} | {b:<30} {cb:>10.3} {fb:>9.0}");
+    };
+    usage("ck-cgroup --version", "/bin/true", &s.version);
+    if let Some(f) = &s.floor {
+        usage("ck-cgroup --version", "static C floor", f);
+    }
+    usage("exec m -- /bin/true", "dash placement", &s.exec);
+    usage("run m -- /bin/true", "exec m -- /bin/true", &s.run);
+    println!(
+        "(cpu ms: ru_utime + ru_stime, at the kernel's accounting grain; exec's and dash's include /bin/true's)"
+    );
+    println!();
+    println!(
+        "{:<36} {:>10} {:>9} {:>9}",
+        "run modules at once", "KiB each", "parent", "init"
+    );
+    for r in resident {
+        println!(
+            "{:<36} {:>10.0} {:>9.0} {:>9.0}",
+            format!("run rN -- sleep 600, {} modules", r.modules),
+            r.kib,
+            r.parent_kib,
+            r.init_kib
+        );
+    }
+    println!("(KiB each: the median over the modules of both helpers' Pss_Anon + VmPTE)");
+    println!();
     let goal = |what: &str, x: f64, max: f64| {
         println!(
             "goal: {what} within {max} x: {x:.2} x -> {}",
@@ -81,6 +127,11 @@ pub fn print(s: &Starts, scales: &[Scale]) {
         );
     };
     goal("--version / /bin/true", s.version.ratio(), GOAL_VERSION);
+    let faults = s.version.faults().0;
+    println!(
+        "goal: page faults of --version at most {GOAL_VERSION_FAULTS}: {faults:.0} -> {}",
+        verdict(faults <= GOAL_VERSION_FAULTS)
+    );
     goal("exec / shell placement", s.exec.ratio(), GOAL_EXEC);
     goal("run / exec", s.run.ratio(), GOAL_RUN);
     for sc in scales {
@@ -88,6 +139,14 @@ pub fn print(s: &Starts, scales: &[Scale]) {
             &format!("status --json / limit loop at {}", sc.modules),
             sc.pair.ratio(),
             GOAL_STATUS,
+        );
+    }
+    for r in resident {
+        println!(
+            "goal: a run module keeps at most {GOAL_RUN_KIB} KiB resident at {}: {:.0} KiB -> {}",
+            r.modules,
+            r.kib,
+            verdict(r.kib <= GOAL_RUN_KIB)
         );
     }
     let kib = s.exec.max_kib_a();

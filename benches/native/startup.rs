@@ -41,9 +41,34 @@ fn plain(prog: &str, args: &[&str]) -> Command {
     cmd
 }
 
-/// The four pairs, in the order they are printed.
+/// The floor: a static C program that writes one line and exits, built by the bench (`cc
+/// -static`), so that the helper's start-up is seen against what any static program costs.
+const FLOOR_C: &str =
+    "#include <unistd.h>\nint main(void) { return write(1, \"x\\n\", 2) != 2; }\n";
+
+/// Build the floor program into `dir`; `None` (said on stdout) where `cc -static` fails here.
+fn build_floor(dir: &Path) -> Option<std::path::PathBuf> {
+    let src = dir.join("floor.c");
+    let bin = dir.join("floor");
+    std::fs::write(&src, FLOOR_C).ok()?;
+    let ok = Command::new("cc")
+        .args(["-O2", "-static", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        println!("floor:   cc -static failed here: the floor rows are left out");
+    }
+    ok.then_some(bin)
+}
+
+/// The pairs, in the order they are printed.
 pub struct Starts {
     pub version: Pair,
+    /// `--version` against the static C floor, where it could be built.
+    pub floor: Option<Pair>,
     pub exec: Pair,
     pub run: Pair,
     pub spawn: Pair,
@@ -55,6 +80,20 @@ pub fn measure(root: &Root, sandbox: &Path, bin: &Path, pairs: usize) -> Res<Sta
         || run(&mut ck(bin, sandbox, &["--version"]), "--version"),
         || run(&mut plain("/bin/true", &[]), "/bin/true"),
     )?;
+    let tmp = std::env::temp_dir().join(format!("ck-bench-floor-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp)?;
+    let floor = match build_floor(&tmp) {
+        Some(f) => {
+            let f = f.to_str().ok_or("the temp dir is not UTF-8")?.to_string();
+            Some(Pair::measure(
+                pairs,
+                || run(&mut ck(bin, sandbox, &["--version"]), "--version"),
+                || run(&mut plain(&f, &[]), "floor"),
+            )?)
+        }
+        None => None,
+    };
+    let _ = std::fs::remove_dir_all(&tmp);
 
     // One module made before, untimed; both place themselves in it.
     let placed = ModuleId::new("up-place")?;
@@ -108,7 +147,12 @@ pub fn measure(root: &Root, sandbox: &Path, bin: &Path, pairs: usize) -> Res<Sta
             if !st.success() {
                 return Err(format!("Root::spawn of /bin/true: {st}").into());
             }
-            Ok(Run { ms, kib: 0 })
+            Ok(Run {
+                ms,
+                kib: 0,
+                faults: 0,
+                cpu_ms: 0.0,
+            })
         },
         || {
             let t0 = Instant::now();
@@ -117,11 +161,17 @@ pub fn measure(root: &Root, sandbox: &Path, bin: &Path, pairs: usize) -> Res<Sta
             if !st.success() {
                 return Err(format!("Command of /bin/true: {st}").into());
             }
-            Ok(Run { ms, kib: 0 })
+            Ok(Run {
+                ms,
+                kib: 0,
+                faults: 0,
+                cpu_ms: 0.0,
+            })
         },
     )?;
     Ok(Starts {
         version,
+        floor,
         exec,
         run: run_pair,
         spawn,
