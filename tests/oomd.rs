@@ -8,6 +8,7 @@ mod common;
 
 use std::path::Path;
 
+use common::watch::Watch;
 use common::*;
 use serde_json::Value;
 
@@ -238,73 +239,10 @@ fn kill_says_systemd_oomd_killed_the_module_read_before_the_rmdir() {
     assert_eq!(v["kills"]["oomd_ooms"], 0, "{v}");
 }
 
-/// `watch` on `w`, its lines parsed; ready once it reports a module made after it started.
-struct Watch {
-    child: std::process::Child,
-    rx: std::sync::mpsc::Receiver<Value>,
-}
-
-impl Watch {
-    fn start(w: &World) -> Watch {
-        use std::io::BufRead;
-        let mut child = w
-            .ck()
-            .arg("watch")
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        w.track(child.id());
-        let out = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-                let v: Value = serde_json::from_str(&line).expect("one JSON object per line");
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        let watch = Watch { child, rx };
-        for n in 0..50 {
-            let probe = format!("ready-{n}");
-            ok(w.run(&["create", &probe]));
-            let until = std::time::Instant::now() + std::time::Duration::from_millis(200);
-            while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
-                match watch.rx.recv_timeout(left) {
-                    Ok(v) if v["module"] == probe.as_str() => return watch,
-                    Ok(_) => {}
-                    Err(_) => break,
-                }
-            }
-        }
-        panic!("watch reported none of 50 modules made after it started");
-    }
-
-    /// The next event of `module`, skipping others (generous: the host is loaded).
-    fn next(&self, module: &str) -> Value {
-        loop {
-            let v = self
-                .rx
-                .recv_timeout(scaled(std::time::Duration::from_secs(30)))
-                .unwrap_or_else(|_| panic!("no event for {module}"));
-            if v["module"] == module {
-                return v;
-            }
-        }
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn watch_says_systemd_oomd_killed_a_module_and_who_emptied_it() {
     let w = World::new();
-    let watch = Watch::start(&w);
+    let watch = Watch::start(&w, &[]);
     ok(w.run(&["create", "victim"]));
     assert_eq!(watch.next("victim")["event"], "appeared");
     let mut cmd = w.exec_sleep("victim");
@@ -334,7 +272,7 @@ fn watch_says_systemd_oomd_killed_a_module_and_who_emptied_it() {
 #[test]
 fn a_forged_oomd_mark_whose_processes_live_on_is_unconfirmed_and_names_no_killer() {
     let w = World::new();
-    let watch = Watch::start(&w);
+    let watch = Watch::start(&w, &[]);
     ok(w.run(&["create", "forger"]));
     assert_eq!(watch.next("forger")["event"], "appeared");
     let mut cmd = w.exec_sleep("forger");

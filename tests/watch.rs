@@ -7,83 +7,9 @@ use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use common::watch::Watch;
 use common::*;
 use serde_json::Value;
-
-struct Watch {
-    child: Child,
-    rx: mpsc::Receiver<Value>,
-    /// The events reported before it was ready (of modules there at its start).
-    early: std::cell::RefCell<std::collections::VecDeque<Value>>,
-}
-
-impl Watch {
-    fn start(w: &World, args: &[&str]) -> Watch {
-        let mut child = w
-            .ck()
-            .arg("watch")
-            .args(args)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        w.track(child.id());
-        let out = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                let v: Value = serde_json::from_str(&line).expect("one JSON object per line");
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        // Ready when it reports a module made after it started (a new name each try: a module
-        // made before its first scan is never reported as appearing). Not a sleep: under
-        // emulation the start-up takes longer than any fixed pause.
-        let mut early = std::collections::VecDeque::new();
-        for n in 0..50 {
-            let probe = format!("watch-ready-{n}");
-            ok(w.run(&["create", &probe]));
-            let deadline = std::time::Instant::now() + Duration::from_millis(200);
-            while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
-                match rx.recv_timeout(left) {
-                    Ok(v) if v["module"] == probe.as_str() => {
-                        return Watch {
-                            child,
-                            rx,
-                            early: early.into(),
-                        };
-                    }
-                    Ok(v) => early.push_back(v),
-                    Err(_) => break,
-                }
-            }
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("watch reported none of 50 modules made after it started");
-    }
-
-    /// The next event of `module`, skipping others; panics after 10 s.
-    fn next(&self, module: &str) -> Value {
-        loop {
-            let v = self
-                .rx
-                .recv_timeout(Duration::from_secs(10))
-                .unwrap_or_else(|_| panic!("no event for {module} within 10 s"));
-            if v["module"] == module {
-                return v;
-            }
-        }
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 #[test]
 fn watch_reports_a_module_appearing_filling_emptying_and_going() {
@@ -188,48 +114,6 @@ fn spin(w: &World, id: &str) -> Child {
     c
 }
 
-impl Watch {
-    /// The next `event` of `module`, skipping others, as the library's type; panics after 20 s.
-    /// Parsed strictly: the event serializes back to the very same JSON (no field dropped).
-    fn wait_for(&self, module: &str, event: &str) -> ck_cgroup::telemetry::watch::WatchEvent {
-        let deadline = std::time::Instant::now() + scaled(Duration::from_secs(20));
-        loop {
-            let left = deadline
-                .checked_duration_since(std::time::Instant::now())
-                .unwrap_or_else(|| panic!("no {event} event for {module} within 20 s"));
-            let early = self.early.borrow_mut().pop_front();
-            let Some(v) = early.or_else(|| self.rx.recv_timeout(left).ok()) else {
-                panic!("no {event} event for {module} within 20 s");
-            };
-            if v["module"] == module && v["event"] == event {
-                // The CLI's line is the library's event plus `version`, `name` and `id`
-                // (docs/json.md): without them it round-trips through `WatchEvent` unchanged.
-                let mut lib = v.clone();
-                let obj = lib.as_object_mut().expect("a JSON object");
-                assert_eq!(obj.remove("version"), Some(serde_json::json!(1)), "{v}");
-                assert_eq!(obj.remove("name").as_ref(), Some(&v["module"]), "{v}");
-                obj.remove("id");
-                let e: ck_cgroup::telemetry::watch::WatchEvent =
-                    serde_json::from_value(lib.clone()).unwrap_or_else(|e| panic!("{e}: {v}"));
-                assert_eq!(serde_json::to_value(&e).unwrap(), lib);
-                return e;
-            }
-        }
-    }
-
-    /// Every event that comes within `d`.
-    fn during(&self, d: Duration) -> Vec<Value> {
-        let deadline = std::time::Instant::now() + d;
-        let mut seen = Vec::new();
-        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
-            if let Ok(v) = self.rx.recv_timeout(left) {
-                seen.push(v);
-            }
-        }
-        seen
-    }
-}
-
 fn assert_cpu_pressure(e: &ck_cgroup::telemetry::watch::WatchEvent) {
     assert_eq!(e.source.as_deref(), Some("cpu.pressure"), "{e:?}");
     assert_eq!(e.resource.as_deref(), Some("cpu"), "{e:?}");
@@ -326,7 +210,7 @@ fn watch_pressure_sleeps_until_the_kernel_reports() {
     );
     // What the start-up made (its probe modules) is reported before the count starts.
     watch.during(Duration::from_millis(300));
-    let pid = watch.child.id();
+    let pid = watch.pid();
     let (s0, t0) = activity(pid);
     let seen = watch.during(Duration::from_secs(2));
     let (s1, t1) = activity(pid);
@@ -479,7 +363,7 @@ fn watch_pressure_reports_a_module_without_the_pressure_file() {
     std::fs::write(w.root().join("subc-modules/hidden/cgroup.pressure"), "0").unwrap();
     let e = watch.wait_for("hidden", "pressure_unavailable");
     assert!(e.error.unwrap_or_default().contains("POLLERR"));
-    assert!(alive(watch.child.id()), "watch goes on");
+    assert!(alive(watch.pid()), "watch goes on");
 }
 
 /// Whose fault: after an operator's `kill`, `watch`'s `emptied` said `killed_by: []`, as for a
