@@ -3,68 +3,19 @@
 
 mod common;
 
+use ck_cgroup::Layout;
+use ck_cgroup::telemetry::ModuleStatus;
 use common::*;
 use serde::Deserialize;
-use serde_json::Value;
 
+/// `status --json` parsed into the library's own types (tests/json_contract.rs holds every
+/// field to docs/json.md).
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct Status {
     #[allow(dead_code)] // checked while parsing
     #[serde(deserialize_with = "common::version_1")]
     version: u32,
-    modules: Vec<Module>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-struct Module {
-    name: String,
-    id: Option<String>,
-    module: Option<String>,
-    layout: String,
-    path: String,
-    populated: Fig,
-    frozen: Fig,
-    procs: Fig,
-    memory_current: Fig,
-    memory_peak: Fig,
-    memory_swap_current: Fig,
-    memory_anon: Fig,
-    memory_file: Fig,
-    memory_shmem: Fig,
-    memory_events: Fig,
-    pids_current: Fig,
-    cpu_usage_usec: Fig,
-    memory_pressure_avg10: Fig,
-    cpu_pressure_avg10: Fig,
-    io_pressure_avg10: Fig,
-    limits: Limits,
-    oomd_preference: Fig,
-    oomd_ooms: Fig,
-    oomd_kill: Fig,
-    ck_stops: Fig,
-    gpu_memory: Value,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-struct Limits {
-    memory_high: Fig,
-    memory_max: Fig,
-    memory_swap_max: Fig,
-    pids_max: Fig,
-    cpu_weight: Fig,
-    memory_oom_group: Fig,
-}
-
-#[derive(Deserialize, Debug)]
-#[serde(deny_unknown_fields)]
-struct Fig {
-    value: Value,
-    source: String,
+    modules: Vec<ModuleStatus>,
 }
 
 fn has_memory_controller(w: &World) -> bool {
@@ -98,28 +49,28 @@ fn memory_falls_back_to_proc_and_unknown_figures_are_null() {
 
     let s: Status = serde_json::from_str(&ok(w.run(&["--json", "status", "hoard"]))).unwrap();
     let m = &s.modules[0];
-    assert_eq!(m.procs.value, 1);
+    assert_eq!(m.procs.value, Some(1));
     assert!(
         m.memory_current.source.contains("VmRSS"),
         "{:?}",
         m.memory_current
     );
-    let rss = m
-        .memory_current
-        .value
-        .as_u64()
-        .expect("rss summed from /proc");
+    let rss = m.memory_current.value.expect("rss summed from /proc");
     assert!(rss >= 40 << 20, "rss {rss}");
     // No memory, pids controller here: unknown, not zero.
-    for (name, f) in [
-        ("memory_peak", &m.memory_peak),
-        ("memory_events", &m.memory_events),
-        ("pids_current", &m.pids_current),
-        ("memory.max", &m.limits.memory_max),
-        ("pids.max", &m.limits.pids_max),
-        ("memory.oom.group", &m.limits.memory_oom_group),
-    ] {
-        assert_eq!(f.value, Value::Null, "{name} must be null: {f:?}");
+    let unknown = [
+        ("memory_peak", m.memory_peak.value.is_none()),
+        ("memory_events", m.memory_events.value.is_none()),
+        ("pids_current", m.pids_current.value.is_none()),
+        ("memory.max", m.limits.memory_max.value.is_none()),
+        ("pids.max", m.limits.pids_max.value.is_none()),
+        (
+            "memory.oom.group",
+            m.limits.memory_oom_group.value.is_none(),
+        ),
+    ];
+    for (name, none) in unknown {
+        assert!(none, "{name} must be null: {m:?}");
     }
     let table = ok(w.run(&["status"]));
     let row = table.lines().nth(1).unwrap();
@@ -155,16 +106,15 @@ fn status_table_and_prometheus_snapshots() {
 }
 
 /// The figure `--sort KEY` orders by, as `status --json` shows it (`None`: unknown).
-fn sort_figure(m: &Module, key: &str) -> Option<f64> {
-    let f = match key {
-        "mem" => &m.memory_current,
-        "peak" => &m.memory_peak,
-        "cpu" => &m.cpu_usage_usec,
-        "pids" => &m.pids_current,
-        "psi" => &m.memory_pressure_avg10,
+fn sort_figure(m: &ModuleStatus, key: &str) -> Option<f64> {
+    match key {
+        "mem" => m.memory_current.value.map(|v| v as f64),
+        "peak" => m.memory_peak.value.map(|v| v as f64),
+        "cpu" => m.cpu_usage_usec.value.map(|v| v as f64),
+        "pids" => m.pids_current.value.map(|v| v as f64),
+        "psi" => m.memory_pressure_avg10.value,
         _ => panic!("no key {key}"),
-    };
-    f.value.as_f64()
+    }
 }
 
 #[test]
@@ -276,7 +226,7 @@ fn the_daemons_directories_show_their_decoded_module_id() {
         .find(|m| m.name == "m-mcp_5f3ax_5f7")
         .unwrap();
     assert_eq!(m.module.as_deref(), Some("mcp:x"));
-    assert_eq!(m.layout, "daemon");
+    assert_eq!(m.layout, Layout::Daemon);
     let listed: serde_json::Value = serde_json::from_str(&ok(w.run(&["--json", "list"]))).unwrap();
     assert!(
         listed["modules"]
@@ -301,16 +251,16 @@ fn anon_and_file_come_from_memory_stat_or_are_null() {
     match stat {
         // The memory controller is enabled: the kernel's figures, the hoard in anon.
         Ok(text) => {
-            let anon = m.memory_anon.value.as_u64().expect("anon is known");
+            let anon = m.memory_anon.value.expect("anon is known");
             assert!(anon >= 32 << 20, "anon {anon}: {text}");
-            assert!(m.memory_file.value.is_u64(), "{:?}", m.memory_file);
-            assert!(m.memory_shmem.value.is_u64(), "{:?}", m.memory_shmem);
+            assert!(m.memory_file.value.is_some(), "{:?}", m.memory_file);
+            assert!(m.memory_shmem.value.is_some(), "{:?}", m.memory_shmem);
         }
         // No memory.stat: unknown, never 0, and the table says `-`.
         Err(_) => {
-            assert_eq!(m.memory_anon.value, Value::Null, "{:?}", m.memory_anon);
-            assert_eq!(m.memory_file.value, Value::Null, "{:?}", m.memory_file);
-            assert_eq!(m.memory_shmem.value, Value::Null, "{:?}", m.memory_shmem);
+            assert_eq!(m.memory_anon.value, None, "{:?}", m.memory_anon);
+            assert_eq!(m.memory_file.value, None, "{:?}", m.memory_file);
+            assert_eq!(m.memory_shmem.value, None, "{:?}", m.memory_shmem);
             let table = ok(w.run(&["status", "hoard", "--wide"]));
             let head: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
             let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
