@@ -187,9 +187,9 @@ pub enum Command {
     /// Membership is the cgroup's (cgroup.procs of the module and every sub-cgroup), so a
     /// process reparented away from the module's tree is still listed, marked `orphan`. Each
     /// line: PID, PPID, the state, RSS and swap (from /proc/<pid>/status; `-` when unreadable),
-    /// the sub-cgroup (`.` for the module's own) and the command line, indented under its
-    /// parent when the parent is in the module. `status --sort mem` names the module, `ps ID
-    /// --sort rss` the process.
+    /// on a host with a GPU the device memory it holds (GPU_MEM), the sub-cgroup (`.` for the
+    /// module's own) and the command line, indented under its parent when the parent is in the
+    /// module. `status --sort mem` names the module, `ps ID --sort rss` the process.
     Ps(PsOpts),
     /// A live view of every module, sorted and refreshed, like systemd-cgtop.
     ///
