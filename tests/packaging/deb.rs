@@ -156,14 +156,36 @@ fn check_deb_file_lists(deb: &Path, units: &Path) {
         !helper_files.iter().any(|l| l.ends_with("ck-subc.service")),
         "ck-cgroup ships the daemon's unit"
     );
-    // The metrics units are ck-cgroup's, for both managers, and not ck-subc-units'.
-    for unit in ["ck-cgroup-metrics.service", "ck-cgroup-metrics.timer"] {
-        for dir in ["<systemdsystemunitdir>", "<systemduserunitdir>"] {
-            let want = format!("-rw-r--r-- root/root ./{dir}/{unit}");
-            assert!(helper_files.contains(&want), "ck-cgroup lacks {want}");
-        }
-        assert!(!unit_files.iter().any(|l| l.ends_with(unit)), "{unit}");
+    // Every file of the one list (packaging/debian/files, which scripts/build-deb checks too) is
+    // in its package, owned by root, and in no other.
+    let list = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/packaging/debian/files"
+    ))
+    .unwrap();
+    let mut n = 0;
+    for line in list
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let (pkg, path) = line.split_once(' ').expect("PACKAGE PATH");
+        let path = path.replace("<docdir>", &format!("/usr/share/doc/{pkg}"));
+        let (mine, other) = match pkg {
+            "ck-cgroup" => (&helper_files, &unit_files),
+            "ck-subc-units" => (&unit_files, &helper_files),
+            _ => panic!("packaging/debian/files names a package {pkg}"),
+        };
+        // The listing's paths start `./`; its unit directories are placeholders, as here.
+        let want = format!(" ./{}", path.trim_start_matches('/'));
+        let owned = |l: &String| l.contains(" root/root ") && l.ends_with(&want);
+        assert!(mine.iter().any(owned), "{pkg} lacks{want} (owned by root)");
+        assert!(
+            !other.iter().any(|l| l.ends_with(&want)),
+            "{want} is in both"
+        );
+        n += 1;
     }
+    assert!(n > 20, "packaging/debian/files lists {n} files");
 }
 
 /// The control fields of both packages: names, the version below any Debian revision, the

@@ -5,7 +5,9 @@
 //! - NVIDIA: the driver's own per-process accounting through `nvidia-smi` ([`nvidia_smi`]), run
 //!   once per [`GpuCensus::take`] where the driver is loaded (`/proc/driver/nvidia`);
 //! - AMD, Intel and the other DRM drivers: each process's DRM files' `fdinfo` ([`drm_fdinfo`]),
-//!   where the host has a DRM or accel device (`/sys/class/drm`, `/sys/class/accel`);
+//!   where the host has a DRM render node or an accel device (`/sys/class/drm/renderD*`,
+//!   `/sys/class/accel`): a display-only adapter (a server's BMC console, `card*` alone) has
+//!   no device memory to speak of, and does not make every `status` read every process's files;
 //! - the `dmem` controller's `dmem.current` of the module's cgroup ([`dmem`]), where that
 //!   controller is enabled for the modules; for its devices it replaces the `fdinfo` sum.
 //!
@@ -25,7 +27,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 /// The reason of every figure where the host has no GPU that a reader knows.
-pub const NO_GPU: &str = "no GPU here: no DRM or accel device (/sys/class/drm, /sys/class/accel) \
+pub const NO_GPU: &str = "no GPU here: no DRM render node or accel device (/sys/class/drm, /sys/class/accel) \
                           and no NVIDIA driver (/proc/driver/nvidia)";
 
 /// The source of a figure summed from DRM `fdinfo`.
@@ -147,7 +149,7 @@ enum Nvidia {
 #[derive(Debug, Clone)]
 pub struct GpuCensus {
     nvidia: Nvidia,
-    /// The host has a DRM or accel device: processes' `fdinfo` are read.
+    /// The host has a DRM render node or an accel device: processes' `fdinfo` are read.
     drm: bool,
     /// Where `drm` is false, a `fdinfo` reader for tests (the join over real processes).
     fdinfo: Option<ClientsOf>,
@@ -216,7 +218,7 @@ impl GpuCensus {
         };
         GpuCensus {
             nvidia,
-            drm: has_class_entry("/sys/class/drm", &["card", "renderD"])
+            drm: has_class_entry("/sys/class/drm", &["renderD"])
                 || has_class_entry("/sys/class/accel", &["accel"]),
             fdinfo: None,
             none_reason: NO_GPU,
