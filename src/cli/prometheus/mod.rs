@@ -462,34 +462,22 @@ mod tests {
         layout: &str,
         limits: serde_json::Value,
     ) -> ModuleStatus {
-        let fig = |v: serde_json::Value, s: &str| serde_json::json!({ "value": v, "source": s });
-        let null = serde_json::Value::Null;
-        serde_json::from_value(serde_json::json!({
-            "name": name,
-            "module": module,
-            "layout": layout,
-            "path": name,
-            "populated": fig(true.into(), "cgroup.events"),
-            "frozen": fig(false.into(), "cgroup.events"),
-            "procs": fig(1.into(), "cgroup.procs"),
-            "memory_current": fig(4096.into(), "memory.current"),
-            "memory_peak": fig(null.clone(), "memory.peak"),
-            "memory_swap_current": fig(null.clone(), "memory.swap.current"),
-            "memory_anon": fig(null.clone(), "memory.stat anon"),
-            "memory_file": fig(null.clone(), "memory.stat file"),
-            "memory_shmem": fig(null.clone(), "memory.stat shmem"),
-            "memory_events": fig(null.clone(), "memory.events"),
-            "pids_current": fig(null.clone(), "pids.current"),
-            "cpu_usage_usec": fig(1500000.into(), "cpu.stat"),
-            "memory_pressure_avg10": fig(null.clone(), "memory.pressure"),
-            "cpu_pressure_avg10": fig(null.clone(), "cpu.pressure"),
-            "io_pressure_avg10": fig(null.clone(), "io.pressure"),
-            "oomd_preference": fig("omit".into(), "user.oomd_avoid, user.oomd_omit xattrs"),
-            "oomd_ooms": fig(2.into(), "user.oomd_ooms xattr"),
-            "oomd_kill": fig(null, "user.oomd_kill xattr"),
-            "limits": limits,
-        }))
-        .expect("a ModuleStatus")
+        let layout: Layout = serde_json::from_value(layout.into()).expect("a layout");
+        let unknown = ModuleStatus::unknown(name, module.map(Into::into), layout, name);
+        let mut m = serde_json::to_value(unknown).expect("a ModuleStatus serialises");
+        for (field, v) in [
+            ("populated", true.into()),
+            ("frozen", false.into()),
+            ("procs", 1.into()),
+            ("memory_current", 4096.into()),
+            ("cpu_usage_usec", 1500000.into()),
+            ("oomd_preference", "omit".into()),
+            ("oomd_ooms", 2.into()),
+        ] {
+            m[field]["value"] = v;
+        }
+        m["limits"] = limits;
+        serde_json::from_value(m).expect("a ModuleStatus")
     }
 
     fn limits(

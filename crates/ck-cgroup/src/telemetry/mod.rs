@@ -207,6 +207,43 @@ fn ck_stops_unread() -> Figure<u64> {
     Figure::new(None, format!("{} xattr", oomd::STOPS))
 }
 
+impl ModuleStatus {
+    /// A module's figures, every one unknown (`None`), each with the source `status` reads it
+    /// from (where memory comes from `/proc` instead, `status` says so in its source). The one
+    /// place the sources are named: [`Root::status`] starts from it, and so does a test's
+    /// fixture (set the values it needs).
+    pub fn unknown(name: &str, module: Option<String>, layout: Layout, path: &str) -> ModuleStatus {
+        let psi = |file: &str| Figure::new(None, format!("{file} some avg10"));
+        ModuleStatus {
+            name: name.to_string(),
+            module,
+            layout,
+            path: path.to_string(),
+            populated: Figure::new(None, "cgroup.events populated"),
+            frozen: Figure::new(None, "cgroup.events frozen"),
+            procs: Figure::new(None, "cgroup.procs (sub-cgroups included)"),
+            memory_current: Figure::new(None, "memory.current"),
+            memory_peak: Figure::new(None, "memory.peak"),
+            memory_swap_current: Figure::new(None, "memory.swap.current"),
+            memory_anon: Figure::new(None, "memory.stat anon"),
+            memory_file: Figure::new(None, "memory.stat file"),
+            memory_shmem: shmem_unread(),
+            memory_events: Figure::new(None, "memory.events"),
+            pids_current: Figure::new(None, "pids.current"),
+            cpu_usage_usec: Figure::new(None, "cpu.stat usage_usec"),
+            memory_pressure_avg10: psi("memory.pressure"),
+            cpu_pressure_avg10: psi("cpu.pressure"),
+            io_pressure_avg10: psi("io.pressure"),
+            limits: LimitFigures::unread(),
+            oomd_preference: Figure::new(None, oomd::PREFERENCE_SOURCE),
+            oomd_ooms: Figure::new(None, format!("{} xattr", oomd::OOMS)),
+            oomd_kill: Figure::new(None, format!("{} xattr", oomd::KILL)),
+            ck_stops: ck_stops_unread(),
+            gpu_memory: GpuMemory::unknown(crate::gpu::NOT_READ),
+        }
+    }
+}
+
 fn read(dir: &CgroupDir, rel: &str, file: &str) -> Option<String> {
     absent_is_unknown(dir.read_raw(&join(rel, file)).ok())
 }
@@ -351,59 +388,37 @@ pub(crate) fn module_status_with(
             oom_group_kill: k.get("oom_group_kill").copied(),
         }
     });
-    let (memory_anon, memory_file, memory_shmem) = memory_stat(f("memory.stat").as_deref());
+    let (anon, file, shmem) = memory_stat(f("memory.stat").as_deref());
     // `dmem.current` only where a GPU is (no file tried per module on a host without one),
     // and only where the controller is enabled for the modules, when that is known.
     let dmem_on = enabled.is_none_or(|on| on.iter().any(|c| c == "dmem"));
     let dmem = (gpu.has_reader() && dmem_on)
         .then(|| read(dir, rel, "dmem.current"))
         .flatten();
-    let gpu_memory = gpu.of_module(pids.as_deref(), dmem.as_deref());
-    let psi = |file: &str| {
-        Figure::new(
-            f(file).and_then(|t| parse::pressure(&t).some_avg10),
-            format!("{file} some avg10"),
-        )
-    };
-    ModuleStatus {
-        name: m.name.as_str().to_string(),
-        module: m.module.clone(),
-        layout: m.layout,
-        path: m.path.clone(),
-        populated: Figure::new(populated, "cgroup.events populated"),
-        frozen: Figure::new(frozen, "cgroup.events frozen"),
-        procs: Figure::new(
-            pids.as_ref().map(Vec::len),
-            "cgroup.procs (sub-cgroups included)",
-        ),
-        memory_current,
-        memory_peak: Figure::new(
-            f("memory.peak").as_deref().and_then(parse::number),
-            "memory.peak",
-        ),
-        memory_swap_current,
-        memory_anon,
-        memory_file,
-        memory_shmem,
-        memory_events: Figure::new(events, "memory.events"),
-        pids_current: Figure::new(
-            f("pids.current").as_deref().and_then(parse::number),
-            "pids.current",
-        ),
-        cpu_usage_usec: Figure::new(
-            f("cpu.stat").and_then(|t| parse::flat_key(&t, "usage_usec")),
-            "cpu.stat usage_usec",
-        ),
-        memory_pressure_avg10: psi("memory.pressure"),
-        cpu_pressure_avg10: psi("cpu.pressure"),
-        io_pressure_avg10: psi("io.pressure"),
-        limits: LimitFigures::read(f),
-        oomd_preference: Figure::new(oomd::preference_of(dir, rel), oomd::PREFERENCE_SOURCE),
-        oomd_ooms: Figure::new(ooms, format!("{} xattr", oomd::OOMS)),
-        oomd_kill: Figure::new(killed, format!("{} xattr", oomd::KILL)),
-        ck_stops: Figure::new(oomd::ck_stops(dir, rel), format!("{} xattr", oomd::STOPS)),
-        gpu_memory,
-    }
+    let psi = |file: &str| f(file).and_then(|t| parse::pressure(&t).some_avg10);
+    let mut s = ModuleStatus::unknown(m.name.as_str(), m.module.clone(), m.layout, &m.path);
+    s.populated.value = populated;
+    s.frozen.value = frozen;
+    s.procs.value = pids.as_ref().map(Vec::len);
+    s.memory_current = memory_current;
+    s.memory_peak.value = f("memory.peak").as_deref().and_then(parse::number);
+    s.memory_swap_current = memory_swap_current;
+    s.memory_anon.value = anon;
+    s.memory_file.value = file;
+    s.memory_shmem.value = shmem;
+    s.memory_events.value = events;
+    s.pids_current.value = f("pids.current").as_deref().and_then(parse::number);
+    s.cpu_usage_usec.value = f("cpu.stat").and_then(|t| parse::flat_key(&t, "usage_usec"));
+    s.memory_pressure_avg10.value = psi("memory.pressure");
+    s.cpu_pressure_avg10.value = psi("cpu.pressure");
+    s.io_pressure_avg10.value = psi("io.pressure");
+    s.limits = LimitFigures::read(f);
+    s.oomd_preference.value = oomd::preference_of(dir, rel);
+    s.oomd_ooms.value = ooms;
+    s.oomd_kill.value = killed;
+    s.ck_stops.value = oomd::ck_stops(dir, rel);
+    s.gpu_memory = gpu.of_module(pids.as_deref(), dmem.as_deref());
+    s
 }
 
 /// Memory and swap in use: `memory.current` and `memory.swap.current` (their texts, `None` when
@@ -429,15 +444,10 @@ fn memory_now(
     }
 }
 
-/// `anon` and `file` of `memory.stat` (its text, `None` when absent): each `None` where the file
-/// or its key is absent (no /proc fallback: a process's RSS does not split so).
-fn memory_stat(text: Option<&str>) -> (Figure<u64>, Figure<u64>, Figure<u64>) {
-    let key = |k: &str| {
-        Figure::new(
-            text.and_then(|t| parse::flat_key(t, k)),
-            format!("memory.stat {k}"),
-        )
-    };
+/// `anon`, `file` and `shmem` of `memory.stat` (its text, `None` when absent): each `None` where
+/// the file or its key is absent (no /proc fallback: a process's RSS does not split so).
+fn memory_stat(text: Option<&str>) -> (Option<u64>, Option<u64>, Option<u64>) {
+    let key = |k: &str| text.and_then(|t| parse::flat_key(t, k));
     (key("anon"), key("file"), key("shmem"))
 }
 
@@ -525,23 +535,15 @@ mod tests {
     fn anon_and_file_come_from_memory_stat_and_absent_is_none() {
         let (anon, file, shmem) =
             memory_stat(Some("anon 1048576\nfile 4096\nshmem 8192\nkernel 8192\n"));
-        assert_eq!(
-            (shmem.value, shmem.source.as_str()),
-            (Some(8192), "memory.stat shmem")
-        );
-        assert_eq!(
-            (anon.value, anon.source.as_str()),
-            (Some(1 << 20), "memory.stat anon")
-        );
-        assert_eq!(
-            (file.value, file.source.as_str()),
-            (Some(4096), "memory.stat file")
-        );
+        assert_eq!((anon, file, shmem), (Some(1 << 20), Some(4096), Some(8192)));
         // A kernel without the key, and no file at all: unknown, never 0.
-        let (anon, file, shmem) = memory_stat(Some("kernel 8192\n"));
-        assert_eq!((anon.value, file.value, shmem.value), (None, None, None));
-        let (anon, file, shmem) = memory_stat(None);
-        assert_eq!((anon.value, file.value, shmem.value), (None, None, None));
-        assert_eq!(file.source, "memory.stat file");
+        assert_eq!(memory_stat(Some("kernel 8192\n")), (None, None, None));
+        assert_eq!(memory_stat(None), (None, None, None));
+        let u = ModuleStatus::unknown("a", None, Layout::Ck, "subc-modules/a");
+        assert_eq!(
+            (u.memory_anon.source.as_str(), u.memory_file.source.as_str()),
+            ("memory.stat anon", "memory.stat file")
+        );
+        assert_eq!(u.memory_shmem.source, "memory.stat shmem");
     }
 }
