@@ -156,9 +156,20 @@ fn ps_in_runs_pid_namespace_marks_what_the_init_adopted_and_not_the_command() {
         .unwrap();
     w.track(run.id());
     w.line_from("adopted");
+    // Ready when the init, the adopted sleep and the command's own sleep are there: the shell
+    // writes the file before it execs `sleep 606`, so three processes alone may still hold it.
+    let has = |p: &Ps, cmd: &[&str]| {
+        p.modules[0]
+            .processes
+            .iter()
+            .any(|q| q.command.as_deref().is_some_and(|c| c == cmd))
+    };
     let mut p = ps(&w, &["ns"]);
-    for _ in 0..100 {
-        if p.modules[0].processes.len() == 3 {
+    for _ in 0..500 {
+        if p.modules[0].processes.len() == 3
+            && has(&p, &["sleep", "606"])
+            && has(&p, &["sleep", "605"])
+        {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
