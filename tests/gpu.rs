@@ -51,14 +51,19 @@ fn fake_nvidia_smi(w: &World, body: &str) -> std::path::PathBuf {
     p
 }
 
-fn status(w: &World, nvidia: Option<&std::path::Path>) -> Status {
+/// The helper's stdout for `args` (it must exit 0), with `nvidia` as its `nvidia-smi`, or with
+/// none named (`CK_CGROUP_NVIDIA_SMI` unset: this host's own).
+fn with_smi(w: &World, nvidia: Option<&std::path::Path>, args: &[&str]) -> String {
     let mut c = w.ck();
-    if let Some(p) = nvidia {
-        c.env("CK_CGROUP_NVIDIA_SMI", p);
-    } else {
-        c.env_remove("CK_CGROUP_NVIDIA_SMI");
-    }
-    serde_json::from_str(&ok(c.args(["--json", "status"]).output().unwrap()))
+    match nvidia {
+        Some(p) => c.env("CK_CGROUP_NVIDIA_SMI", p),
+        None => c.env_remove("CK_CGROUP_NVIDIA_SMI"),
+    };
+    ok(c.args(args).output().unwrap())
+}
+
+fn status(w: &World, nvidia: Option<&std::path::Path>) -> Status {
+    serde_json::from_str(&with_smi(w, nvidia, &["--json", "status"]))
         .expect("status --json: its documented shape")
 }
 
@@ -164,12 +169,7 @@ fn nvidia_memory_is_charged_to_the_module_whose_member_holds_it_not_its_sibling(
     );
 
     // The table shows the column; ps the process; Prometheus the series per device.
-    let mut c = w.ck();
-    let text = ok(c
-        .env("CK_CGROUP_NVIDIA_SMI", &fake)
-        .arg("status")
-        .output()
-        .unwrap());
+    let text = with_smi(&w, Some(&fake), &["status"]);
     let head: Vec<&str> = text.lines().next().unwrap().split_whitespace().collect();
     assert_eq!(head.last(), Some(&"GPU_MEM"), "{text}");
     let row = |id: &str| {
@@ -187,13 +187,7 @@ fn nvidia_memory_is_charged_to_the_module_whose_member_holds_it_not_its_sibling(
         "{text}"
     );
 
-    let mut c = w.ck();
-    let out = c
-        .env("CK_CGROUP_NVIDIA_SMI", &fake)
-        .args(["--json", "ps"])
-        .output()
-        .unwrap();
-    let p: Ps = serde_json::from_str(&ok(out)).unwrap();
+    let p: Ps = serde_json::from_str(&with_smi(&w, Some(&fake), &["--json", "ps"])).unwrap();
     for m in &p.modules {
         for q in &m.processes {
             let want = if q.pid == holder {
@@ -204,22 +198,10 @@ fn nvidia_memory_is_charged_to_the_module_whose_member_holds_it_not_its_sibling(
             assert_eq!(q.gpu_memory.value, want, "pid {} of {}", q.pid, m.name);
         }
     }
-    let mut c = w.ck();
-    let out = c
-        .env("CK_CGROUP_NVIDIA_SMI", &fake)
-        .args(["ps", "a"])
-        .output()
-        .unwrap();
-    let text = ok(out);
+    let text = with_smi(&w, Some(&fake), &["ps", "a"]);
     assert!(text.lines().nth(1).unwrap().contains("GPU_MEM"), "{text}");
 
-    let mut c = w.ck();
-    let out = c
-        .env("CK_CGROUP_NVIDIA_SMI", &fake)
-        .args(["status", "--format", "prometheus"])
-        .output()
-        .unwrap();
-    let prom = ok(out);
+    let prom = with_smi(&w, Some(&fake), &["status", "--format", "prometheus"]);
     assert!(
         prom.contains(&format!(
             "ck_cgroup_gpu_device_memory_bytes{{module=\"a\",layout=\"ck\",slot=\"main\",device=\"0000:3b:00.0\",driver=\"nvidia\"}} {}",
@@ -242,7 +224,7 @@ fn a_failing_nvidia_smi_makes_every_figure_unknown_with_its_line_and_status_stil
     let mut a = sleeper(&w, "a", "604");
     let fake = fake_nvidia_smi(
         &w,
-        "echo 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.' >&2; exit 9",
+        "printf 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver. \\033]2;pwned\\007\\n' >&2; exit 9",
     );
     let s = status(&w, Some(&fake));
     let g = &module(&s, "a").gpu_memory;
@@ -254,13 +236,15 @@ fn a_failing_nvidia_smi_makes_every_figure_unknown_with_its_line_and_status_stil
     );
     // The other figures are there all the same.
     assert_eq!(module(&s, "a").procs.value, Some(1));
-    let mut c = w.ck();
-    let text = ok(c
-        .env("CK_CGROUP_NVIDIA_SMI", &fake)
-        .arg("status")
-        .output()
-        .unwrap());
+    let text = with_smi(&w, Some(&fake), &["status"]);
     assert!(text.contains("GPU_MEM unknown: "), "{text}");
+    // What the tool printed reaches the terminal escaped: its bytes may be anyone's (a hung
+    // driver's garbage, or a program CK_CGROUP_NVIDIA_SMI names).
+    assert!(
+        !text.bytes().any(|b| b == 0x1b || b == 0x07),
+        "a raw control byte of the tool's: {text:?}"
+    );
+    assert!(text.contains("\\x1b]2;"), "{text:?}");
     ok(w.run(&["kill", "a"]));
     let _ = a.wait();
 }

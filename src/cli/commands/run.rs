@@ -84,6 +84,9 @@ fn resident(
         .args(args)
         .parent_death_signal(Signal::KILL)
         .pid_namespace(ns.pid)
+        // The helper stays only to wait for the module: what it copies into the init stays
+        // resident as long, so its free heap goes back first.
+        .trim_heap(true)
         .cgroup_namespace(ns.cgroup);
     let mut child = match spawn(&root, id, &mut command, prog) {
         Ok(c) => c,

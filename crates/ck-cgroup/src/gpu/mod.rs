@@ -171,15 +171,6 @@ fn has_class_entry(dir: &str, prefixes: &[&str]) -> bool {
     })
 }
 
-/// `nvidia-smi` on `PATH`.
-fn on_path(program: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
-}
-
 /// Whether this process is in a PID namespace below the host's (`NSpid` has more than one pid):
 /// `nvidia-smi` gives the host's pids, which are not this namespace's.
 fn in_child_pid_namespace() -> bool {
@@ -197,7 +188,9 @@ impl GpuCensus {
             NvidiaSmi::Off => None,
             NvidiaSmi::Program(p) => Some(Ok(p.clone())),
             NvidiaSmi::Auto if Path::new("/proc/driver/nvidia").exists() => {
-                Some(on_path("nvidia-smi").ok_or_else(|| {
+                let path = std::env::var_os("PATH");
+                let found = crate::spawn::find_program("nvidia-smi".as_ref(), path.as_deref());
+                Some(found.map_err(|_| {
                     format!(
                         "the NVIDIA driver is loaded (/proc/driver/nvidia) but nvidia-smi is not on PATH: install the driver's utilities, or set {NVIDIA_SMI_ENV} to its path"
                     )

@@ -42,6 +42,7 @@ pub struct ModuleCommand {
     pub(super) stderr: Option<OwnedFd>,
     pub(super) pdeathsig: Option<Signal>,
     pub(super) pid_namespace: bool,
+    pub(super) trim_heap: bool,
     pub(super) cgroup_namespace: bool,
     pub(super) uid: Option<u32>,
     pub(super) gid: Option<u32>,
@@ -72,6 +73,7 @@ impl ModuleCommand {
             stderr: None,
             pdeathsig: None,
             pid_namespace: false,
+            trim_heap: false,
             cgroup_namespace: true,
             uid: None,
             gid: None,
@@ -239,6 +241,16 @@ impl ModuleCommand {
     /// program's parent is the init.
     pub fn pid_namespace(&mut self, on: bool) -> &mut Self {
         self.pid_namespace = on;
+        self
+    }
+
+    /// With [`pid_namespace`](Self::pid_namespace): give the caller's free heap pages back to
+    /// the kernel (`malloc_trim(3)`) right before the init is forked (off by default). The init
+    /// is a copy of the caller for as long as the module runs, so a caller that stays resident
+    /// only to wait for the module (the helper's `run`) keeps less so. A daemon with a large heap
+    /// leaves it off: the trim walks the whole heap, on every spawn.
+    pub fn trim_heap(&mut self, on: bool) -> &mut Self {
+        self.trim_heap = on;
         self
     }
 

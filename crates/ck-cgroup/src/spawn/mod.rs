@@ -226,8 +226,13 @@ fn spawn_clone3(
         0
     };
     let (pid, pidfd, ns, user_ns) = if cmd.pid_namespace {
-        let (pid, pidfd, reports, user_ns) =
-            pidns::spawn(cgroup_dir, placement_flag, &prepared, program)?;
+        let (pid, pidfd, reports, user_ns) = pidns::spawn(
+            cgroup_dir,
+            placement_flag,
+            &prepared,
+            program,
+            cmd.trim_heap,
+        )?;
         (pid, pidfd, Some(reports), user_ns)
     } else {
         let ctx = prepared.ctx(program);

@@ -285,6 +285,7 @@ pub(super) fn spawn(
     placement_flag: u64,
     prepared: &Prepared,
     program: &CStr,
+    trim_heap: bool,
 ) -> Result<(u32, OwnedFd, Reports, bool), Clone3Failure> {
     let (status_rd, status_wr) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
     let mut cmd = prepared.ctx(program);
@@ -302,6 +303,7 @@ pub(super) fn spawn(
         reap_all: !cfg!(ck_mutation = "init-no-reap"),
         tag: FORWARD_TAG,
         user_ns: None,
+        trim_heap,
     };
     let flags = placement_flag | CLONE_NEWPID;
     let (pid, pidfd, user_ns) = match clone3::pidns_init::fork_init(cgroup_dir, flags, &ctx) {

@@ -41,6 +41,9 @@ pub(in crate::spawn) struct InitCtx<'a> {
     /// The maps the init writes first, when it was cloned with `CLONE_NEWUSER` too; `None`: it
     /// was not.
     pub(in crate::spawn) user_ns: Option<&'a nsmaps::Maps>,
+    /// Give the caller's free heap pages back before the fork
+    /// ([`ModuleCommand::trim_heap`](crate::spawn::ModuleCommand::trim_heap)).
+    pub(in crate::spawn) trim_heap: bool,
 }
 
 /// Clone the init with `flags` (`CLONE_NEWPID`, and `CLONE_INTO_CGROUP` unless `no-placement`;
@@ -57,11 +60,13 @@ pub(in crate::spawn) fn fork_init(
         unsafe { ns_init(ctx) }
     };
     // The init is a copy of this process for as long as the module runs, and so is what it
-    // copies: give the heap's free pages back first (the parse and the set-up leave tens of KiB
-    // that neither process uses again), so that neither keeps them resident.
-    // SAFETY: malloc_trim(3) only returns free memory of the allocator to the kernel; no
-    // allocation in use moves or is invalidated, and this thread holds no allocator lock here.
-    unsafe { libc::malloc_trim(0) };
+    // copies: where the caller asked, give the heap's free pages back first, so that neither
+    // keeps them resident.
+    if ctx.trim_heap {
+        // SAFETY: malloc_trim(3) only returns free memory of the allocator to the kernel; no
+        // allocation in use moves or is invalidated, and this thread holds no allocator lock.
+        unsafe { libc::malloc_trim(0) };
+    }
     // SAFETY: `init` makes only async-signal-safe calls on prepared data and never returns.
     unsafe { clone3_fork(cgroup_dir, flags, init) }
 }

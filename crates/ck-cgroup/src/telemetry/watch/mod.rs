@@ -145,38 +145,28 @@ pub fn watch(
                 return Ok(());
             }
         }
-        let ts = Timespec {
-            tv_sec: 1,
-            tv_nsec: 0,
-        };
         let thresholds = opts.report_above.is_some() || !opts.per_module.is_empty();
         // Mutation: a 10 ms loop that reads the pressure files instead of sleeping until the
         // kernel reports.
         let sampling = cfg!(ck_mutation = "pressure-sampling") && !opts.pressure.is_empty();
-        let tick = Timespec {
-            tv_sec: 0,
-            tv_nsec: 10_000_000,
-        };
-        // A rise of user.oomd_ooms to check (attribution.rs) wakes the loop when it is due.
-        let due = w.next_due().map(|d| {
-            let left = d.saturating_duration_since(std::time::Instant::now());
-            Timespec {
-                tv_sec: left.as_secs() as _,
-                tv_nsec: left.subsec_nanos() as _,
-            }
-        });
-        let timeout = if sampling {
-            Some(&tick)
+        // The thresholds are read every second; a rise of user.oomd_ooms to check
+        // (attribution.rs) wakes the loop when it is due; otherwise no timeout.
+        let due = w
+            .next_due()
+            .map(|d| d.saturating_duration_since(std::time::Instant::now()));
+        let wait = if sampling {
+            Some(Duration::from_millis(10))
         } else {
-            match (thresholds.then_some(&ts), due.as_ref()) {
-                (Some(a), Some(b)) => Some(if (b.tv_sec, b.tv_nsec) < (a.tv_sec, a.tv_nsec) {
-                    b
-                } else {
-                    a
-                }),
-                (a, b) => a.or(b),
-            }
+            [thresholds.then_some(Duration::from_secs(1)), due]
+                .into_iter()
+                .flatten()
+                .min()
         };
+        let timeout = wait.map(|d| Timespec {
+            tv_sec: d.as_secs() as _,
+            tv_nsec: d.subsec_nanos() as _,
+        });
+        let timeout = timeout.as_ref();
         // The inotify descriptor, then every module's PSI triggers.
         let (inotify_ready, triggers) = {
             let mut keys = Vec::new();
