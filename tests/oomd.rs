@@ -267,6 +267,14 @@ fn watch_says_systemd_oomd_killed_a_module_and_who_emptied_it() {
     let e = watch.next("victim");
     assert_eq!(e["event"], "emptied", "{e}");
     assert_eq!(e["killed_by"], serde_json::json!([]), "{e}");
+    // The kill took the processes the mark was for: past the check's time, no doubt is cast.
+    let later = watch.during(std::time::Duration::from_secs(11));
+    assert!(
+        !later
+            .iter()
+            .any(|v| v["module"] == "victim" && v["event"] == "oomd_kill_unconfirmed"),
+        "a kill that took its processes doubted: {later:?}"
+    );
 }
 
 #[test]
