@@ -13,11 +13,13 @@ use cli::backend::Backend;
 use cli::commands::*;
 use cli::exit::{self, Fail};
 
+use ck_cgroup::mutation::{self, Control};
+
 fn main() -> ExitCode {
     // Before any allocation: a memory limit too low to work in is one line and exit 1, not the
     // runtime's abort on the first allocation that fails.
     // Mutation: no check, the runtime's abort.
-    if !cfg!(ck_mutation = "room-unchecked")
+    if !mutation::active(Control::RoomUnchecked)
         && let Some(code) = cli::room::check()
     {
         return code;
@@ -69,14 +71,14 @@ fn parse() -> Result<(Cli, String), Fail> {
 fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
     // Bad input first (exit 2), before the root or any module is looked at. Mutation: the ids,
     // names and policy are left to each command, as they were.
-    if !cfg!(ck_mutation = "input-checked-late") {
+    if !mutation::active(Control::InputCheckedLate) {
         cli::validate::ids(&cli.command)?;
     }
     // Mutation: --json where a command has none is not refused.
-    if !cfg!(ck_mutation = "json-unrefused") {
+    if !mutation::active(Control::JsonUnrefused) {
         cli::validate::json(&cli.command, cli.globals.json)?;
     }
-    let loaded = if cfg!(ck_mutation = "input-checked-late") {
+    let loaded = if mutation::active(Control::InputCheckedLate) {
         None
     } else {
         cli::validate::policy(&cli.command, cli.globals.policy.as_deref())?

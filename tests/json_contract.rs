@@ -8,11 +8,8 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
 
+use common::watch::Watch;
 use common::*;
 use serde_json::Value;
 
@@ -577,64 +574,25 @@ fn every_json_shape_is_the_one_docs_json_md_documents() {
     c.finish();
 }
 
-/// `watch`'s lines: an `appeared` of a module made after it started.
+/// `watch`'s lines: the `appeared` and `removed` of a module made after it started.
 fn watch_lines(w: &World, c: &mut Contract) {
-    let mut child = w
-        .ck()
-        .args(["--json", "watch"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    w.track(child.id());
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    // A module made before its first scan is never reported as appearing: a new name a try.
-    let mut got = None;
-    'tries: for n in 0..50 {
-        let probe = format!("watch-ready-{n}");
-        ok(w.run(&["create", &probe]));
-        let deadline = Instant::now() + scaled(Duration::from_millis(200));
-        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-            match rx.recv_timeout(left) {
-                Ok(line) => {
-                    let v: Value = serde_json::from_str(&line).expect(&line);
-                    if v["name"] == probe.as_str() {
-                        got = Some((probe, line));
-                        break 'tries;
-                    }
-                }
-                Err(_) => break,
-            }
-        }
-    }
-    let (probe, line) = got.expect("watch reported a module made after it started");
+    let watch = Watch::start(w, &["--json"]);
+    ok(w.run(&["create", "watched"]));
+    let (line, v) = watch.next_line("watched");
     c.check("watch", "watch appeared", &line);
-    let v: Value = serde_json::from_str(&line).unwrap();
-    assert_eq!(v["event"], "appeared");
-    assert_eq!((&v["module"], &v["id"]), (&v["name"], &v["name"]), "{line}");
-    ok(w.run(&["remove", &probe]));
-    let deadline = Instant::now() + scaled(Duration::from_secs(10));
+    assert_eq!(v["event"], "appeared", "{v}");
+    assert_eq!((&v["module"], &v["id"]), (&v["name"], &v["name"]), "{v}");
+    ok(w.run(&["remove", "watched"]));
     loop {
-        let left = deadline
-            .checked_duration_since(Instant::now())
-            .expect("watch reported the removal");
-        let line = rx.recv_timeout(left).expect("watch reported the removal");
-        let v: Value = serde_json::from_str(&line).expect(&line);
-        if v["name"] == probe.as_str() && v["event"] == "removed" {
+        let (line, v) = watch.next_line("watched");
+        if v["event"] == "removed" {
             c.check("watch", "watch removed", &line);
             break;
         }
     }
-    let _ = child.kill();
-    let _ = child.wait();
-    // The probes are empty: gone with the world's sandbox, but removed here all the same.
+    drop(watch);
+    // Watch::start's probes are empty: gone with the world's sandbox, but removed here so that
+    // the sections after this one see only their own modules.
     for n in 0..50 {
         let _ = w.run(&["remove", &format!("watch-ready-{n}")]);
     }

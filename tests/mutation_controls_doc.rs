@@ -14,11 +14,10 @@ const TABLE_DOC: &str = "docs/design.md";
 const TABLE_HEADING: &str = "### Mutation controls";
 const GUEST_DOC: &str = "docs/guest-lane.md";
 
-struct Control {
-    name: String,
-    description: String,
-    guest: Vec<String>,
-}
+#[path = "../crates/ck-cgroup/mutation_controls.rs"]
+mod mutation_controls;
+
+use mutation_controls::Control;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -28,28 +27,10 @@ fn read(rel: &str) -> String {
     std::fs::read_to_string(repo().join(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
 }
 
-/// The list's controls (its format: the list's header; build.rs refuses a list that breaks it).
+/// The list's controls, through its one parser (build.rs's and scripts/mutation-list's).
 fn controls() -> Vec<Control> {
-    let mut out: Vec<Control> = Vec::new();
-    for line in read(LIST).lines() {
-        let t = line.trim();
-        if t.is_empty() || t.starts_with('#') {
-            continue;
-        }
-        if !line.starts_with(char::is_whitespace) {
-            let (name, description) = t.split_once(char::is_whitespace).unwrap_or((t, ""));
-            out.push(Control {
-                name: name.to_string(),
-                description: description.trim().to_string(),
-                guest: Vec::new(),
-            });
-        } else if let Some(("guest", check)) = t.split_once(char::is_whitespace) {
-            let c = out
-                .last_mut()
-                .expect("an indented line before the first control");
-            c.guest.push(check.trim().to_string());
-        }
-    }
+    let out = mutation_controls::parse(&read(LIST))
+        .unwrap_or_else(|problems| panic!("{LIST}:\n{}", problems.join("\n")));
     assert!(!out.is_empty(), "{LIST} lists no control");
     out
 }
@@ -256,18 +237,8 @@ fn has_identifier(text: &str, word: &str) -> bool {
 #[test]
 fn every_test_a_control_names_is_where_the_list_says() {
     let mut missing = Vec::new();
-    for line in read(LIST).lines() {
-        let t = line.trim();
-        if !line.starts_with(char::is_whitespace) || t.is_empty() || t.starts_with('#') {
-            continue;
-        }
-        let Some((target, path)) = t.split_once(char::is_whitespace) else {
-            continue;
-        };
-        if target == "guest" {
-            continue;
-        }
-        let path = path.trim();
+    for (target, path) in controls().iter().flat_map(|c| &c.tests) {
+        let (target, path) = (target.as_str(), path.as_str());
         let name = path.rsplit("::").next().unwrap_or(path);
         let files = test_file(target, path);
         let found = files
@@ -285,5 +256,79 @@ fn every_test_a_control_names_is_where_the_list_says() {
         missing.is_empty(),
         "{LIST} names tests that are not where it says:\n{}",
         missing.join("\n")
+    );
+}
+
+/// The `.rs` files under `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display())) {
+        let p = e.expect("a directory entry").path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The gate (`crates/ck-cgroup/src/mutation.rs`) is the only source file that names the
+/// `ck_mutation` cfg: a mechanism asks `mutation::active(Control::…)`, and an alternative
+/// implementation is a file of its own declared with `mutation::alternative_module!`. Every
+/// control of the list is asked for somewhere (a control nothing asks for switches nothing off),
+/// and every alternative module's file exists.
+#[test]
+fn only_the_gate_names_the_cfg_and_the_code_asks_for_every_control() {
+    const GATE: &str = "crates/ck-cgroup/src/mutation.rs";
+    let mut files = Vec::new();
+    rust_files(&repo().join("src"), &mut files);
+    rust_files(&repo().join("crates/ck-cgroup/src"), &mut files);
+    let mut naming = Vec::new();
+    let mut code = String::new();
+    for f in &files {
+        let rel = f.strip_prefix(repo()).unwrap_or(f).display().to_string();
+        let text = std::fs::read_to_string(f).unwrap_or_else(|e| panic!("read {rel}: {e}"));
+        if rel == GATE {
+            continue;
+        }
+        if text.contains("ck_mutation") {
+            naming.push(rel.clone());
+        }
+        // Each alternative module's file is beside the file that declares it (its own
+        // directory for a mod.rs or main.rs, else the directory named after it).
+        for (i, _) in text.match_indices("mutation::alternative_module!(") {
+            let args = &text[i..text[i..].find(')').map_or(text.len(), |j| i + j)];
+            let module = args.rsplit(',').next().unwrap_or("").trim();
+            let dir = match f.file_name().and_then(|n| n.to_str()) {
+                Some("mod.rs" | "main.rs" | "lib.rs") => {
+                    f.parent().expect("a parent").to_path_buf()
+                }
+                _ => f.with_extension(""),
+            };
+            assert!(
+                dir.join(format!("{module}.rs")).is_file(),
+                "{rel}: the alternative module {module} has no file {}",
+                dir.join(format!("{module}.rs")).display()
+            );
+        }
+        code.push_str(&text);
+    }
+    assert!(
+        naming.is_empty(),
+        "only {GATE} may name the ck_mutation cfg; these do: {}",
+        naming.join(", ")
+    );
+    let unasked: Vec<String> = controls()
+        .iter()
+        .filter(|c| {
+            let variant = format!("Control::{}", mutation_controls::variant(&c.name));
+            let alternative = format!("\"{}\"", c.name);
+            !has_identifier(&code, &variant) && !code.contains(&alternative)
+        })
+        .map(|c| c.name.clone())
+        .collect();
+    assert!(
+        unasked.is_empty(),
+        "controls of {LIST} that no code asks for: {}",
+        unasked.join(", ")
     );
 }

@@ -1,15 +1,23 @@
 //! Mutation controls (scripts/mutation-controls, scripts/vm-mutation): `CK_MUTATION=a,b` at build
-//! time becomes `--cfg ck_mutation="a" --cfg ck_mutation="b"`, each switching one mechanism off so
-//! that the tests guarding it fail by name. A cfg, not a Cargo feature: features unify across a
-//! dependency graph, so an `--all-features` build would ship a helper whose kill does nothing.
-//! Without the variable nothing is emitted but the names `check-cfg` accepts. The CLI crate uses
-//! this same file as its build script.
+//! time activates the controls `a` and `b` in the library's gate (`src/mutation.rs`): each
+//! switches one mechanism off so that the tests guarding it fail by name. The gate reads the
+//! generated list of active controls, and `--cfg ck_mutation="a" --cfg ck_mutation="b"` for its
+//! alternative modules. A cfg, not a Cargo feature: features unify across a dependency graph, so
+//! an `--all-features` build would ship a helper whose kill does nothing. Without the variable the
+//! list is empty and no cfg is emitted but the names `check-cfg` accepts. The CLI crate uses this
+//! same file as its build script.
 //!
 //! The controls are the one list `mutation-controls.txt` beside this file (its header says the
 //! format): a control's name, what it switches off, and the tests (and guest checks) that must
-//! fail with it. This script takes the names from it and refuses a list that breaks its rules.
+//! fail with it. This script reads it with the one parser, `mutation_controls.rs`, refuses a list
+//! that breaks its rules, and writes the gate's `Control` enum and the controls this build has
+//! active into `OUT_DIR/mutation_controls.rs` (the library's `mutation` module includes it).
 
+use std::fmt::Write as _;
 use std::path::Path;
+
+#[path = "mutation_controls.rs"]
+mod mutation_controls;
 
 fn main() {
     println!("cargo::rerun-if-env-changed=CK_MUTATION");
@@ -22,6 +30,7 @@ fn main() {
         "crates/ck-cgroup/"
     };
     println!("cargo::rerun-if-changed={dir}build.rs");
+    println!("cargo::rerun-if-changed={dir}mutation_controls.rs");
     let list = format!("{dir}mutation-controls.txt");
     println!("cargo::rerun-if-changed={list}");
     let text = match std::fs::read_to_string(&list) {
@@ -31,7 +40,7 @@ fn main() {
             return;
         }
     };
-    let controls = match parse(&text) {
+    let controls = match mutation_controls::parse(&text) {
         Ok(c) => c,
         Err(problems) => {
             for p in problems {
@@ -40,89 +49,80 @@ fn main() {
             return;
         }
     };
-    let values: Vec<String> = controls.iter().map(|c| format!("\"{c}\"")).collect();
+    let names: Vec<&str> = controls.iter().map(|c| c.name.as_str()).collect();
+    let values: Vec<String> = names.iter().map(|c| format!("\"{c}\"")).collect();
     println!(
         "cargo::rustc-check-cfg=cfg(ck_mutation, values({}))",
         values.join(", ")
     );
-    let Ok(wanted) = std::env::var("CK_MUTATION") else {
-        return;
-    };
+    let wanted = std::env::var("CK_MUTATION").unwrap_or_default();
+    let mut active = Vec::new();
     for name in wanted.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        if !controls.contains(&name) {
+        if !names.contains(&name) {
             println!(
                 "cargo::error=CK_MUTATION names {name:?}, which is no mutation control; the controls are: {}",
-                controls.join(", ")
+                names.join(", ")
             );
             continue;
         }
         println!("cargo::warning=built with mutation control {name}: this build must never ship");
         println!("cargo::rustc-cfg=ck_mutation=\"{name}\"");
+        active.push(name);
+    }
+    let gate = gate(&controls, &active);
+    let out =
+        Path::new(&std::env::var_os("OUT_DIR").unwrap_or_default()).join("mutation_controls.rs");
+    if let Err(e) = std::fs::write(&out, gate) {
+        println!("cargo::error=cannot write {}: {e}", out.display());
     }
 }
 
-/// The control names of the list, in order; or every line that breaks its rules (a name out of
-/// order or twice, not `[a-z0-9-]`, without a description, without a test; a test line outside a
-/// control or not `TARGET TEST`).
-fn parse(text: &str) -> Result<Vec<&str>, Vec<String>> {
-    let mut names: Vec<&str> = Vec::new();
-    let mut tests: Vec<usize> = Vec::new();
-    let mut problems = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let n = n + 1;
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let words: Vec<&str> = trimmed.split_whitespace().collect();
-        if !line.starts_with(char::is_whitespace) {
-            let name = words[0];
-            if !name
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            {
-                problems.push(format!(
-                    "line {n}: {name:?} is not a control name ([a-z0-9-])"
-                ));
-            }
-            if words.len() < 2 {
-                problems.push(format!("line {n}: {name} has no description"));
-            }
-            if let Some(last) = names.last()
-                && *last >= name
-            {
-                problems.push(format!(
-                    "line {n}: {name} comes after {last}: keep the list sorted, each name once"
-                ));
-            }
-            names.push(name);
-            tests.push(0);
-            continue;
-        }
-        let Some(count) = tests.last_mut() else {
-            problems.push(format!(
-                "line {n}: an indented line before the first control"
-            ));
-            continue;
-        };
-        if words.len() != 2 {
-            problems.push(format!(
-                "line {n}: a test line is `TARGET TEST` or `guest CHECK`, not {trimmed:?}"
-            ));
-        } else if words[0] != "guest" {
-            *count += 1;
-        }
+/// The gate's generated part: `enum Control`, a variant a control with its description as its
+/// doc, `Control::name`, and `ACTIVE`, the controls `CK_MUTATION` named (none in a build that ships).
+fn gate(controls: &[mutation_controls::Control], active: &[&str]) -> String {
+    let mut s = String::from(
+        "/// A mutation control of `crates/ck-cgroup/mutation-controls.txt`: a mechanism the tests must\n\
+         /// be shown to guard (generated by build.rs from the list).\n\
+         #[derive(Debug, Clone, Copy, PartialEq, Eq)]\n\
+         pub enum Control {\n",
+    );
+    for c in controls {
+        let _ = writeln!(
+            s,
+            "    /// `{}`: {}\n    {},",
+            c.name,
+            markdown_text(&c.description),
+            mutation_controls::variant(&c.name)
+        );
     }
-    for (name, count) in names.iter().zip(&tests) {
-        if *count == 0 {
-            problems.push(format!(
-                "{name} has no test that must fail with it (a `TARGET TEST` line)"
-            ));
+    s.push_str("}\n\nimpl Control {\n    /// The control's name, as `CK_MUTATION` and the list write it.\n    pub const fn name(self) -> &'static str {\n        match self {\n");
+    for c in controls {
+        let _ = writeln!(
+            s,
+            "            Control::{} => {:?},",
+            mutation_controls::variant(&c.name),
+            c.name
+        );
+    }
+    s.push_str("        }\n    }\n}\n\n/// The controls this build has active (`CK_MUTATION` at build time).\nconst ACTIVE: &[Control] = &[");
+    let list: Vec<String> = active
+        .iter()
+        .map(|n| format!("Control::{}", mutation_controls::variant(n)))
+        .collect();
+    s.push_str(&list.join(", "));
+    s.push_str("];\n");
+    s
+}
+
+/// `text` as a doc comment's plain text: markdown's `<`, `>`, `[` and `]` escaped (a description
+/// such as `m-<id>_<n>` is no HTML tag, nor a link).
+fn markdown_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '<' | '>' | '[' | ']') {
+            out.push('\\');
         }
+        out.push(c);
     }
-    if problems.is_empty() {
-        Ok(names)
-    } else {
-        Err(problems)
-    }
+    out
 }

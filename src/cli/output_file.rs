@@ -8,6 +8,7 @@ use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
 use ck_cgroup::Error;
+use ck_cgroup::mutation::{self, Control};
 use rustix::io::Errno;
 
 /// `status --output FILE`, checked before anything is read: FILE names a file (not a directory)
@@ -71,7 +72,7 @@ fn failed(what: &str, path: &Path, e: &io::Error) -> Error {
 /// sees the old file or the new one, never a part. On any failure the new file is removed and
 /// `file` is as it was (exit 1, the errno).
 pub fn replace_whole(file: &Path, bytes: &[u8]) -> Result<(), Error> {
-    if cfg!(ck_mutation = "prometheus-no-rename") {
+    if mutation::active(Control::PrometheusNoRename) {
         // The mutation control: written in place, so a reader can see it empty or cut.
         let mut f = File::create(file).map_err(|e| failed("write", file, &e))?;
         return f.write_all(bytes).map_err(|e| failed("write", file, &e));

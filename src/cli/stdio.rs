@@ -12,6 +12,8 @@ use std::os::fd::AsFd;
 
 use super::args::Command;
 
+use ck_cgroup::mutation::{self, Control};
+
 /// Whether stdout was closed when the helper started (see the module's text).
 fn stdout_was_closed() -> bool {
     let out = io::stdout();
@@ -31,7 +33,7 @@ fn stdout_was_closed() -> bool {
 /// A closed stdout, for a command whose output is its result (its failure, exit 1).
 pub fn result_cannot_be_written(command: &Command) -> Option<io::Error> {
     // Mutation: no command's result is checked for a closed stdout.
-    let to_stdout = command.result_on_stdout() && !cfg!(ck_mutation = "stdout-unchecked");
+    let to_stdout = command.result_on_stdout() && !mutation::active(Control::StdoutUnchecked);
     (to_stdout && stdout_was_closed()).then(|| {
         io::Error::other("stdout is closed: the result has nowhere to go (>/dev/null discards it)")
     })

@@ -4,7 +4,9 @@
 use std::process::Command;
 
 use crate::common::*;
-use crate::shapes::List;
+use ck_cgroup::Layout;
+
+use crate::common::strict::{Listing, strictly};
 
 #[test]
 fn daemon_layout_is_listed_decoded_and_killed_by_its_name() {
@@ -18,19 +20,19 @@ fn daemon_layout_is_listed_decoded_and_killed_by_its_name() {
     w.track(s.id());
     std::fs::write(dir.join("cgroup.procs"), s.id().to_string()).unwrap();
 
-    let list: List = serde_json::from_str(&ok(w.run(&["--json", "list"]))).unwrap();
+    let list: Listing = strictly(&ok(w.run(&["--json", "list"])));
     let m = list
         .modules
         .iter()
-        .find(|m| m.name == "m-mcp_5f3ax_5f7")
+        .find(|m| m.name.as_str() == "m-mcp_5f3ax_5f7")
         .expect("listed");
     assert_eq!(m.module.as_deref(), Some("mcp:x"));
-    assert_eq!(m.layout, "daemon");
+    assert_eq!(m.layout, Layout::Daemon);
     assert_eq!(m.procs, Some(1));
     let o = list
         .modules
         .iter()
-        .find(|m| m.name == "not.encoded")
+        .find(|m| m.name.as_str() == "not.encoded")
         .unwrap();
     assert_eq!(o.module, None);
 

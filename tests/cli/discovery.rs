@@ -3,8 +3,8 @@
 
 use std::process::Command;
 
+use crate::common::strict::{Listing, strictly};
 use crate::common::*;
-use crate::shapes::List;
 
 #[test]
 fn discovery_from_the_daemon_leaf_and_from_a_module() {
@@ -21,8 +21,8 @@ fn discovery_from_the_daemon_leaf_and_from_a_module() {
         .env_remove("CK_CGROUP_ROOT")
         .output()
         .unwrap();
-    let list: List = serde_json::from_str(&ok(o)).unwrap();
-    assert_eq!(list.root, root);
+    let list: Listing = strictly(&ok(o));
+    assert_eq!(list.root, w.root());
     // A module's process in the host's cgroup namespace: the root is the part above
     // subc-modules/.
     let find = |extra: &[&str]| {
@@ -31,8 +31,8 @@ fn discovery_from_the_daemon_leaf_and_from_a_module() {
         args.extend(["--", "env", "-u", "CK_CGROUP_ROOT", bin(), "--json", "list"]);
         w.run(&args)
     };
-    let list: List = serde_json::from_str(&ok(find(&["--no-cgroup-namespace"]))).unwrap();
-    assert_eq!(list.root, root);
+    let list: Listing = strictly(&ok(find(&["--no-cgroup-namespace"])));
+    assert_eq!(list.root, w.root());
     // In its own cgroup namespace (the default) its cgroup is `/` and nothing above it is
     // visible: bad input naming the fix, never a wrong root.
     let o = find(&[]);

@@ -5,7 +5,9 @@
 use std::process::Stdio;
 
 use crate::common::*;
-use crate::shapes::Kill;
+use ck_cgroup::module::StopReport;
+
+use crate::common::strict::strictly;
 
 /// utime + stime of `pid`, in clock ticks.
 fn cpu_ticks(pid: u32) -> u64 {
@@ -126,9 +128,8 @@ fn a_module_frozen_by_freeze_is_killed() {
     let (mut child, pid) = busy_module(&w, "fz", 3);
     ok(w.run(&["freeze", "fz"]));
     assert_eq!(frozen_in_events(&w, "fz"), Some(true));
-    let k: Kill =
-        serde_json::from_str(&ok(w.run(&["--json", "kill", "--timeout", "5s", "fz"]))).unwrap();
-    assert!(k.empty && k.removed);
+    let k: StopReport = strictly(&ok(w.run(&["--json", "kill", "--timeout", "5s", "fz"])));
+    assert!(k.tree.empty && k.removed);
     child.wait().unwrap();
     assert!(!alive(pid));
     assert!(!w.root().join("subc-modules/fz").exists());

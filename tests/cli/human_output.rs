@@ -2,7 +2,9 @@
 //! checked against the JSON instead).
 
 use crate::common::*;
-use crate::shapes::Init;
+use ck_cgroup::module::InitReport;
+
+use crate::common::strict::strictly;
 
 #[test]
 fn human_list_and_init_output() {
@@ -14,7 +16,7 @@ fn human_list_and_init_output() {
     let init = ok(w.run(&["init"])).replace(&w.root().display().to_string(), "<root>");
     // The controller lines depend on the machine (none on the development host's cgroup2, all
     // in the guest lane): checked against the JSON here, left out of the snapshot.
-    let r: Init = serde_json::from_str(&ok(w.run(&["--json", "init"]))).unwrap();
+    let r: InitReport = strictly(&ok(w.run(&["--json", "init"])));
     let line = |key: &str| {
         init.lines()
             .find(|l| l.starts_with(key))

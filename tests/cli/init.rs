@@ -4,7 +4,9 @@
 use std::process::Command;
 
 use crate::common::*;
-use crate::shapes::Init;
+use ck_cgroup::module::InitReport;
+
+use crate::common::strict::strictly;
 
 #[test]
 fn init_moves_the_roots_processes_into_the_daemon_leaf_and_is_idempotent() {
@@ -24,10 +26,10 @@ fn init_moves_the_roots_processes_into_the_daemon_leaf_and_is_idempotent() {
             .output()
             .unwrap()
     };
-    let r: Init = serde_json::from_str(&ok(init())).unwrap();
+    let r: InitReport = strictly(&ok(init()));
     assert_eq!(r.moved, vec![s.id()]);
     assert_eq!(cgroup_of(s.id()), v2_path(&fresh.join("daemon")));
-    let again: Init = serde_json::from_str(&ok(init())).unwrap();
+    let again: InitReport = strictly(&ok(init()));
     assert!(again.moved.is_empty() && again.created.is_empty());
     s.kill().unwrap();
     s.wait().unwrap();

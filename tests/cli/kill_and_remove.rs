@@ -3,7 +3,9 @@
 //! module that holds its caller. Mutation controls `no-kill`, `no-rmdir`.
 
 use crate::common::*;
-use crate::shapes::{Kill, Remove};
+use ck_cgroup::module::{RemoveReport, StopReport};
+
+use crate::common::strict::strictly;
 
 #[test]
 fn kill_removes_the_directory_and_is_repeatable() {
@@ -13,7 +15,7 @@ fn kill_removes_the_directory_and_is_repeatable() {
     c.wait().unwrap();
     assert!(!w.root().join("subc-modules/k").exists(), "directory left");
     let again = ok(w.run(&["--json", "kill", "--timeout", "3s", "k"]));
-    let k: Kill = serde_json::from_str(&again).unwrap();
+    let k: StopReport = strictly(&again);
     assert!(k.already_gone);
     assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
 }
@@ -24,7 +26,7 @@ fn remove_empty_module_leaves_no_directory() {
     ok(w.run(&["create", "empty"]));
     ok(w.run(&["create", "empty"])); // idempotent
     assert!(w.root().join("subc-modules/empty").is_dir());
-    let r: Remove = serde_json::from_str(&ok(w.run(&["--json", "remove", "empty"]))).unwrap();
+    let r: RemoveReport = strictly(&ok(w.run(&["--json", "remove", "empty"])));
     assert!(r.removed);
     assert!(
         !w.root().join("subc-modules/empty").exists(),

@@ -7,8 +7,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-mod shapes;
-
 mod bad_input;
 mod daemon_layout;
 mod discovery;

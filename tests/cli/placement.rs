@@ -6,7 +6,10 @@
 use std::process::{Command, Stdio};
 
 use crate::common::*;
-use crate::shapes::{Kill, List, Place};
+use ck_cgroup::module::{PlaceReport, StopReport};
+use ck_cgroup::stop::KillMethod;
+
+use crate::common::strict::{Listing, strictly};
 
 /// A module whose process starts a child that starts a grandchild, then the child exits so the
 /// grandchild is reparented away from the module's process. Returns (module pid, grandchild pid).
@@ -54,18 +57,18 @@ fn grandchild_reparented_away_is_in_the_module_and_killed() {
     assert_eq!(cgroup_of(child.id()), module, "module process placed");
 
     let listed = ok(w.run(&["--json", "list"]));
-    let list: List = serde_json::from_str(&listed).unwrap();
+    let list: Listing = strictly(&listed);
     assert_eq!(list.modules.len(), 1);
     assert_eq!(list.modules[0].procs, Some(2), "{listed}");
     assert_eq!(list.modules[0].populated, Some(true));
 
     let out = ok(w.run(&["--json", "kill", "--timeout", "3s", "orphans"]));
-    let k: Kill = serde_json::from_str(&out).unwrap();
+    let k: StopReport = strictly(&out);
     child.wait().unwrap();
     assert!(!alive(gc), "grandchild {gc} survived kill");
-    assert!(k.empty && k.removed && !k.already_gone, "{out}");
-    assert_eq!(k.killed, 2);
-    assert_eq!(k.method.as_deref(), Some("cgroup-kill"));
+    assert!(k.tree.empty && k.removed && !k.already_gone, "{out}");
+    assert_eq!(k.tree.killed, 2);
+    assert_eq!(k.tree.method, Some(KillMethod::CgroupKill));
     assert!(!w.root().join("subc-modules/orphans").exists());
 }
 
@@ -118,7 +121,7 @@ fn place_moves_existing_processes() {
         &a.id().to_string(),
         &b.id().to_string(),
     ]));
-    let p: Place = serde_json::from_str(&out).unwrap();
+    let p: PlaceReport = strictly(&out);
     assert_eq!(p.placed, vec![a.id(), b.id()]);
     let module = v2_path(&w.root().join("subc-modules/p"));
     assert_eq!(cgroup_of(a.id()), module);

@@ -2,7 +2,7 @@
 //! line on stderr.
 
 use crate::common::*;
-use crate::shapes::Sandbox;
+use crate::sandbox::SandboxResult;
 
 #[test]
 fn run_json_leaves_stdout_to_cmd_and_puts_its_result_last_on_stderr() {
@@ -45,7 +45,7 @@ fn sandbox_json_leaves_stdout_to_cmd_and_puts_its_result_last_on_stderr() {
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert_eq!(stdout(&o), "out\n");
     let e = stderr(&o);
-    let sb: Sandbox = serde_json::from_str(e.lines().last().unwrap_or_default()).expect(&e);
+    let sb: SandboxResult = serde_json::from_str(e.lines().last().unwrap_or_default()).expect(&e);
     assert_eq!((sb.status, sb.removed, sb.kept), (3, true, false));
     assert_eq!(e.lines().next(), Some("err"));
 }

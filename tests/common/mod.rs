@@ -16,6 +16,7 @@ pub use skip::{needs_root, skip};
 pub mod kids;
 pub mod nobody;
 pub mod started;
+pub mod strict;
 pub mod watch;
 
 #[allow(unused_imports)] // not every test target starts a module or traps a signal

@@ -17,9 +17,10 @@ use super::{World, ok, scaled};
 /// dropped.
 pub struct Watch {
     child: Child,
-    rx: mpsc::Receiver<Value>,
-    /// The events reported before it was ready (of modules there at its start).
-    early: RefCell<VecDeque<Value>>,
+    /// The lines as `watch` wrote them (a test of the documented field order reads them raw).
+    rx: mpsc::Receiver<String>,
+    /// The lines reported before it was ready (of modules there at its start).
+    early: RefCell<VecDeque<String>>,
 }
 
 impl Watch {
@@ -40,8 +41,7 @@ impl Watch {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(out).lines().map_while(Result::ok) {
-                let v: Value = serde_json::from_str(&line).expect("one JSON object per line");
-                if tx.send(v).is_err() {
+                if tx.send(line).is_err() {
                     break;
                 }
             }
@@ -53,14 +53,14 @@ impl Watch {
             let deadline = Instant::now() + Duration::from_millis(200);
             while let Some(left) = deadline.checked_duration_since(Instant::now()) {
                 match rx.recv_timeout(left) {
-                    Ok(v) if v["module"] == probe.as_str() => {
+                    Ok(line) if parse(&line)["module"] == probe.as_str() => {
                         return Watch {
                             child,
                             rx,
                             early: early.into(),
                         };
                     }
-                    Ok(v) => early.push_back(v),
+                    Ok(line) => early.push_back(line),
                     Err(_) => break,
                 }
             }
@@ -70,25 +70,32 @@ impl Watch {
         panic!("watch reported none of 50 modules made after it started");
     }
 
-    /// The next line, the early ones first; `None` after `limit`.
-    fn line(&self, limit: Duration) -> Option<Value> {
+    /// The next line, the early ones first, as written and parsed; `None` after `limit`.
+    fn line(&self, limit: Duration) -> Option<(String, Value)> {
         let early = self.early.borrow_mut().pop_front();
-        early.or_else(|| self.rx.recv_timeout(limit).ok())
+        let line = early.or_else(|| self.rx.recv_timeout(limit).ok())?;
+        let v = parse(&line);
+        Some((line, v))
     }
 
     /// The next event of `module`, skipping others; panics after 30 s (scaled: the host is
     /// loaded).
     pub fn next(&self, module: &str) -> Value {
+        self.next_line(module).1
+    }
+
+    /// The next event of `module` as `watch` wrote it, and parsed; panics after 30 s.
+    pub fn next_line(&self, module: &str) -> (String, Value) {
         let deadline = Instant::now() + scaled(Duration::from_secs(30));
         loop {
             let left = deadline
                 .checked_duration_since(Instant::now())
                 .unwrap_or_else(|| panic!("no event for {module}"));
-            let v = self
+            let (line, v) = self
                 .line(left)
                 .unwrap_or_else(|| panic!("no event for {module}"));
             if v["module"] == module {
-                return v;
+                return (line, v);
             }
         }
     }
@@ -101,7 +108,7 @@ impl Watch {
             let left = deadline
                 .checked_duration_since(Instant::now())
                 .unwrap_or_else(|| panic!("no {event} event for {module} within 20 s"));
-            let Some(v) = self.line(left) else {
+            let Some((_, v)) = self.line(left) else {
                 panic!("no {event} event for {module} within 20 s");
             };
             if v["module"] == module && v["event"] == event {
@@ -125,7 +132,7 @@ impl Watch {
         let deadline = Instant::now() + d;
         let mut seen = Vec::new();
         while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-            if let Some(v) = self.line(left) {
+            if let Some((_, v)) = self.line(left) {
                 seen.push(v);
             }
         }
@@ -143,4 +150,9 @@ impl Drop for Watch {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// One line of `watch`: one JSON object.
+fn parse(line: &str) -> Value {
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("not one JSON object ({e}): {line}"))
 }

@@ -25,6 +25,7 @@ pub use crate::cgroup::mount::cgroup2_mount;
 use crate::cgroup::mount::no_cgroup2;
 use crate::cgroup::parse;
 use crate::error::{Error, Result};
+use crate::mutation::{self, Control};
 
 /// The environment variable that names the root.
 pub const ENV_ROOT: &str = "CK_CGROUP_ROOT";
@@ -100,7 +101,7 @@ pub fn discover_with(
     mut read: impl FnMut(&str) -> Result<String>,
 ) -> Result<PathBuf> {
     // Mutation: the library ignores the variable, as it did before it honoured it.
-    let env_root = if cfg!(ck_mutation = "discover-ignores-env") {
+    let env_root = if mutation::active(Control::DiscoverIgnoresEnv) {
         None
     } else {
         env_root

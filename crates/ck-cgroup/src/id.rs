@@ -8,6 +8,7 @@ use std::str::FromStr;
 use serde::Serialize;
 
 use crate::error::Error;
+use crate::mutation::{self, Control};
 
 pub(crate) mod name_bytes;
 
@@ -169,7 +170,7 @@ impl fmt::Display for DirName {
 /// a plain name as it is.
 pub fn shown(s: &str) -> std::borrow::Cow<'_, str> {
     // Mutation: what a module chose reaches the terminal as it is.
-    if cfg!(ck_mutation = "output-unescaped") {
+    if mutation::active(Control::OutputUnescaped) {
         return std::borrow::Cow::Borrowed(s);
     }
     let decoded = crate::id::name_bytes::display(s);

@@ -76,6 +76,7 @@ pub mod id;
 pub mod layout;
 pub mod limits;
 pub mod module;
+pub mod mutation;
 pub mod policy;
 pub mod sandbox;
 pub mod signals;

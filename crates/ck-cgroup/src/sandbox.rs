@@ -22,6 +22,7 @@ use crate::cgroup::dir::CgroupDir;
 use crate::discover::cgroup2_mount;
 use crate::error::{Error, Result};
 use crate::module::Root;
+use crate::mutation::{self, Control};
 use crate::stop::{StopOptions, stop_tree};
 
 /// Prefix of every sandbox directory name.
@@ -253,7 +254,7 @@ fn claim(parent: &CgroupDir, name: &str) -> Result<Option<CgroupDir>> {
     };
     // Mutation control (`CK_MUTATION=sandbox-no-lock`): the maker holds no lock, so a sweep takes
     // a live sandbox for a leftover.
-    if !cfg!(ck_mutation = "sandbox-no-lock") {
+    if !mutation::active(Control::SandboxNoLock) {
         match rustix::fs::flock(dir.fd(), FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
             Err(Errno::WOULDBLOCK) => return Ok(None),
@@ -347,7 +348,7 @@ pub fn sweep(parent: &Path) -> Result<SweepReport> {
         ..SweepReport::default()
     };
     // Mutation control (`CK_MUTATION=sandbox-no-sweep`): nothing is swept.
-    if cfg!(ck_mutation = "sandbox-no-sweep") {
+    if mutation::active(Control::SandboxNoSweep) {
         return Ok(report);
     }
     for name in dir.subdirs("")? {
@@ -385,7 +386,7 @@ pub fn sweep(parent: &Path) -> Result<SweepReport> {
             continue;
         }
         // Mutation control (`CK_MUTATION=sandbox-prune-kept`): a kept sandbox is swept too.
-        if sb.exists(KEPT_LEAF) && !cfg!(ck_mutation = "sandbox-prune-kept") {
+        if sb.exists(KEPT_LEAF) && !mutation::active(Control::SandboxPruneKept) {
             report.kept.push(path);
             continue;
         }

@@ -13,6 +13,7 @@ use std::time::Duration;
 use rustix::io::Errno;
 use rustix::process::{Signal, pidfd_send_signal};
 
+use crate::mutation::{self, Control};
 use crate::spawn::ModuleChild;
 use crate::spawn::clone3::{self, SavedMask};
 
@@ -144,7 +145,7 @@ impl SignalRelay {
             };
             if sig_ready
                 && let Some(sig) = self.take()?
-                && !cfg!(ck_mutation = "no-relay")
+                && !mutation::active(Control::NoRelay)
                 && let Some(v) = on_signal(sig)
             {
                 return Ok(Some(v));

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// Bottom first. A module may import from a lower rank only.
 const LAYERS: &[&[&str]] = &[
+    &["mutation"],
     &["error"],
     &["id"],
     &["layout"],

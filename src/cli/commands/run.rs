@@ -5,6 +5,7 @@
 
 use std::process::ExitCode;
 
+use ck_cgroup::mutation::{self, Control};
 use ck_cgroup::signals::SignalRelay;
 use ck_cgroup::spawn::{HeldInit, ModuleChild, ModuleCommand};
 use ck_cgroup::stop::StopOptions;
@@ -65,7 +66,7 @@ fn resident(
         return Ok(ExitCode::from(2));
     };
     // Mutation control (`CK_MUTATION=run-term-to-cmd`): TERM, INT and HUP go to CMD alone.
-    const STOP: &[Signal] = if cfg!(ck_mutation = "run-term-to-cmd") {
+    const STOP: &[Signal] = if mutation::active(Control::RunTermToCmd) {
         &[]
     } else {
         &[Signal::TERM, Signal::INT, Signal::HUP]

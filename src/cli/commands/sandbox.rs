@@ -5,6 +5,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use ck_cgroup::mutation::{self, Control};
 use ck_cgroup::sandbox::sweep;
 use ck_cgroup::signals::SignalRelay;
 use ck_cgroup::{Error, Sandbox, discover};
@@ -175,12 +176,12 @@ fn run_in(
     // (PR_SET_PDEATHSIG SIGKILL); what it left is taken by that sweep.
     // Mutation control (`CK_MUTATION=sandbox-cmd-outside`): CMD runs where the helper runs.
     if let Some(procs) = sb.cmd_procs()?
-        && !cfg!(ck_mutation = "sandbox-cmd-outside")
+        && !mutation::active(Control::SandboxCmdOutside)
     {
         ck_cgroup::spawn::place_before_exec(&mut command, procs);
     }
     // Mutation control (`CK_MUTATION=no-pdeathsig`): no parent-death signal.
-    if !cfg!(ck_mutation = "no-pdeathsig") {
+    if !mutation::active(Control::NoPdeathsig) {
         ck_cgroup::spawn::pdeathsig_before_exec(&mut command, Signal::KILL);
     }
     let status = command.spawn().and_then(|mut child| {

@@ -16,6 +16,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use ck_cgroup::mutation::{self, Control};
 use ck_cgroup::signals::{SignalRelay, Woke, reraise};
 use ck_cgroup::telemetry::ModuleStatus;
 use ck_cgroup::{Error, Root};
@@ -178,7 +179,7 @@ fn key_of(bytes: &[u8]) -> Key {
 impl Drop for Keys {
     fn drop(&mut self) {
         // Mutation control (`CK_MUTATION=top-no-restore`): the terminal is left in cbreak mode.
-        if cfg!(ck_mutation = "top-no-restore") {
+        if mutation::active(Control::TopNoRestore) {
             return;
         }
         if let Some(saved) = &self.saved {

@@ -19,6 +19,7 @@ use ck_cgroup::Layout;
 use ck_cgroup::cgroup::parse::Limit;
 use ck_cgroup::id::decode_daemon_name;
 use ck_cgroup::limits::{LIMITS, Unit};
+use ck_cgroup::mutation::{self, Control};
 use ck_cgroup::telemetry::{Figure, ModuleStatus, PROC_RSS_SOURCE};
 
 /// A label value in the exposition format: a name as people see it (`id::shown`: a name that is
@@ -152,7 +153,7 @@ fn series(rows: &[ModuleStatus]) -> (Vec<Series<'_>>, usize) {
             let (_, newest, s) = &mut out[i];
             s.directories += 1;
             // Mutation: the newest launch is the series, empty or not.
-            let by_holding = !cfg!(ck_mutation = "series-by-launch-only");
+            let by_holding = !mutation::active(Control::SeriesByLaunchOnly);
             let rank =
                 |m: &ModuleStatus, l: &Option<String>| (by_holding && holds(m), launch_order(l));
             if rank(m, &launch) > rank(s.m, newest) {

@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::oom_cause::{self, OomCause, OomCounters, each_ancestor};
 use crate::cgroup::oomd::{self, KillCounters};
+use crate::mutation::{self, Control};
 
 /// Why a module's main process died.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -161,7 +162,7 @@ pub fn cause(
     }
     // Mutation: a SIGKILL is a plain signal, whatever the counters say (the death charged to
     // the module, as a supervisor that reads only the exit status charges it).
-    if cfg!(ck_mutation = "death-cause-status-only") {
+    if mutation::active(Control::DeathCauseStatusOnly) {
         return Cause::Signal {
             signal: signal_name(sig),
         };

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::wait::join;
+use crate::mutation::{self, Control};
 
 /// Where the limit was that made the kernel's OOM killer kill in a module.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,7 +117,7 @@ pub fn cause(before: &OomCounters, now: &OomCounters) -> Result<Option<OomCause>
         return Ok(None);
     }
     // Mutation: every OOM kill is the module's own (what a restart budget charged before).
-    if cfg!(ck_mutation = "oom-cause-always-module") {
+    if mutation::active(Control::OomCauseAlwaysModule) {
         return Ok(Some(OomCause::Module));
     }
     match (before.module_oom, now.module_oom) {

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::dir::CgroupDir;
 use super::wait::join;
 use crate::error::{Error, Result};
+use crate::mutation::{self, Control};
 
 /// systemd-oomd never picks a cgroup that has it ("1").
 pub const OMIT: &str = "user.oomd_omit";
@@ -345,7 +346,7 @@ impl KillCounters {
 /// anything else (another errno, text that is no number) is `None`.
 fn counter(fd: Option<&At<'_>>, name: &str) -> Option<u64> {
     let fd = fd?;
-    if cfg!(ck_mutation = "absent-is-zero") {
+    if mutation::active(Control::AbsentIsZero) {
         return Some(
             get(fd, name)
                 .ok()
@@ -408,7 +409,7 @@ pub fn kill_counters(dir: &CgroupDir, rel: &str) -> KillCounters {
 /// permission), the stop goes on unmarked, and a watcher names no one for it.
 pub fn mark_stop(dir: &CgroupDir, rel: &str) {
     // Mutation: a stop leaves no mark.
-    if cfg!(ck_mutation = "stop-unmarked") {
+    if mutation::active(Control::StopUnmarked) {
         return;
     }
     let Ok(fd) = open(dir, rel) else {

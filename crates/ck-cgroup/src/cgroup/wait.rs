@@ -14,6 +14,7 @@ use rustix::io::Errno;
 use crate::cgroup::dir::{CgroupDir, read_fd};
 use crate::cgroup::parse;
 use crate::error::{Error, Result};
+use crate::mutation::{self, Control};
 
 /// How a wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,7 +129,7 @@ pub(crate) fn wait_events_or_gone(
     let events_rel = join(parent_rel, &join(name, "cgroup.events"));
     let ino = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)
         .map_err(|e| Error::io("set up inotify for", dir.display_path(parent_rel), e))?;
-    if !cfg!(ck_mutation = "freeze-blind-to-removal") {
+    if !mutation::active(Control::FreezeBlindToRemoval) {
         inotify::add_watch(
             &ino,
             format!("/proc/self/fd/{}", parent.as_raw_fd()),

@@ -18,6 +18,7 @@ use crate::cgroup::oomd::{self, OomdPreference};
 use crate::cgroup::wait::join;
 use crate::layout::DAEMON_LEAF;
 use crate::module::Root;
+use crate::mutation::{self, Control};
 
 /// At most this many cgroups deep below the root, and this many candidates, are walked.
 const MAX_DEPTH: usize = 8;
@@ -70,7 +71,7 @@ pub enum OomdPath {
 /// the comparison is with the root cgroup's owner, root, so never another's.
 pub fn mark_honoured(owner: u32, path: OomdPath, monitored: Option<u32>) -> bool {
     // Mutation: every mark is taken for honoured, whoever owns it.
-    cfg!(ck_mutation = "oomd-marks-any-owner")
+    mutation::active(Control::OomdMarksAnyOwner)
         || owner == 0
         || match path {
             OomdPath::Swap => false,
@@ -407,7 +408,7 @@ fn foreign_marks_check(c: Option<&[Candidate]>) -> Option<Check> {
     let name = "systemd-oomd foreign marks";
     let c = c?;
     // Mutation: every mark is taken for ck-cgroup's own.
-    if cfg!(ck_mutation = "foreign-marks-unflagged") {
+    if mutation::active(Control::ForeignMarksUnflagged) {
         return Some(check(name, Outcome::Ok, "none".into(), None));
     }
     let foreign: Vec<String> = c

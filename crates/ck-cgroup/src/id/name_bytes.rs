@@ -14,11 +14,13 @@ use std::borrow::Cow;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStringExt;
 
+use crate::mutation::{self, Control};
+
 /// The crate's text for the directory name `bytes`: itself where it is UTF-8, else a NUL and its
 /// bytes in hex.
 pub(crate) fn text_of(bytes: &[u8]) -> String {
     // Mutation: the lossy spelling (U+FFFD), which names another directory.
-    if cfg!(ck_mutation = "names-lossy") {
+    if mutation::active(Control::NamesLossy) {
         return String::from_utf8_lossy(bytes).into_owned();
     }
     match std::str::from_utf8(bytes) {

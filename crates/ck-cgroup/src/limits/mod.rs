@@ -17,6 +17,7 @@ use serde::Serialize;
 use crate::cgroup::parse::Limit;
 use crate::error::{Error, Result};
 use crate::id::ModuleId;
+use crate::mutation::{self, Control};
 
 /// Limits to apply; `None` leaves a limit as it is. One field per row of [`LIMITS`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -319,7 +320,7 @@ pub fn creation_limits(enabled: &[String], asked: &Limits) -> Limits {
     // Mutation: no default; a module made without the flag keeps the kernel's 0.
     if limits.oom_group.is_none()
         && enabled.iter().any(|c| c == "memory")
-        && !cfg!(ck_mutation = "no-oom-group-default")
+        && !mutation::active(Control::NoOomGroupDefault)
     {
         limits.oom_group = Some(true);
     }
@@ -340,7 +341,7 @@ pub(crate) fn sort_writes(
     let mut skipped = Vec::new();
     for (file, controller, value) in limits.writes() {
         // Mutation: skip the check, so a missing controller is found by a failed write.
-        if enabled.iter().any(|c| c == controller) || cfg!(ck_mutation = "limits-unchecked") {
+        if enabled.iter().any(|c| c == controller) || mutation::active(Control::LimitsUnchecked) {
             ok.push((file, value));
             continue;
         }

@@ -3,6 +3,8 @@
 
 use super::*;
 
+use crate::mutation::{self, Control};
+
 /// What `freeze` or `thaw` did.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[must_use]
@@ -103,7 +105,7 @@ impl Root {
         // Mutation control (`CK_MUTATION=freeze-no-wait`): return as soon as the file is
         // written, before the kernel has frozen (or thawed) every process.
         // A module removed meanwhile (a `kill` racing this) ends the wait at once: missing.
-        if !cfg!(ck_mutation = "freeze-no-wait") {
+        if !mutation::active(Control::FreezeNoWait) {
             let until = crate::cgroup::wait::wait_events_or_gone(
                 &self.dir,
                 m.layout.dir(),

@@ -2,6 +2,8 @@
 
 use super::*;
 
+use crate::mutation::{self, Control};
+
 /// Wait until one of `pids` has exited (its pidfd polls readable), at most until `deadline`;
 /// `false` when none could be waited for (no pidfd: each is gone already, which is an exit too).
 fn wait_exiting(pids: &[u32], deadline: Instant) -> bool {
@@ -78,7 +80,7 @@ impl Root {
     /// fails: a filesystem that refuses the attribute is reported in [`OomdMark::error`].
     pub fn mark_daemon_leaf(&self, pref: OomdPreference) -> OomdMark {
         // Mutation: the leaf is not marked (what it has is read back as it is).
-        if cfg!(ck_mutation = "no-oomd-omit") {
+        if mutation::active(Control::NoOomdOmit) {
             return oomd::read_back(&self.dir, DAEMON_LEAF, None);
         }
         oomd::mark(&self.dir, DAEMON_LEAF, pref)

@@ -23,6 +23,7 @@ use rustix::io::Errno;
 
 use super::Root;
 use crate::error::{Error, Result};
+use crate::mutation::{self, Control};
 
 /// A held placement lock; released when dropped (its descriptor closed).
 pub(crate) struct PlacementLock {
@@ -32,7 +33,7 @@ pub(crate) struct PlacementLock {
 impl Root {
     /// Take the placement lock: shared for a placement, `exclusive` for `init`'s evacuation.
     pub(crate) fn placement_lock(&self, exclusive: bool) -> Result<PlacementLock> {
-        if cfg!(ck_mutation = "placement-no-lock") {
+        if mutation::active(Control::PlacementNoLock) {
             return Ok(PlacementLock { _fd: None });
         }
         let fd = self

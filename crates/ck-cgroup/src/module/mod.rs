@@ -48,6 +48,7 @@ use crate::cgroup::wait::join;
 use crate::error::{Error, Result};
 use crate::id::{DirName, ModuleId};
 use crate::layout::{DAEMON_LEAF, Layout, MODULES_DIR, ModuleRef, WANTED_CONTROLLERS};
+use crate::mutation::{self, Control};
 use crate::stop::{StopOptions, TreeStop, stop_tree};
 
 /// No module named: every module, for the calls that take a list of names
@@ -67,7 +68,7 @@ pub struct Root {
 fn canonical(dir: &CgroupDir, path: &Path) -> Option<std::path::PathBuf> {
     use std::os::fd::AsRawFd;
     use std::os::unix::ffi::OsStringExt;
-    if cfg!(ck_mutation = "nested-by-given-path") {
+    if mutation::active(Control::NestedByGivenPath) {
         return Some(path.to_path_buf());
     }
     let link = format!("/proc/self/fd/{}", dir.fd().as_raw_fd());
@@ -84,7 +85,7 @@ fn canonical(dir: &CgroupDir, path: &Path) -> Option<std::path::PathBuf> {
 /// (a symlink cannot hide the names: [`canonical`]); the mount is read from
 /// `/proc/self/mountinfo` only when a name matches.
 fn refuse_nested(dir: &CgroupDir, path: &Path) -> Result<()> {
-    if cfg!(ck_mutation = "root-in-root") {
+    if mutation::active(Control::RootInRoot) {
         return Ok(());
     }
     let Some(abs) = canonical(dir, path) else {
@@ -165,7 +166,7 @@ impl Root {
     /// and under it the daemon's own `daemon/subc-modules/`) or `subc-modules/`.
     pub fn is_service_root(&self) -> Result<bool> {
         // Mutation control (`CK_MUTATION=no-service-root-check`): every root is a service root.
-        if cfg!(ck_mutation = "no-service-root-check") {
+        if mutation::active(Control::NoServiceRootCheck) {
             return Ok(true);
         }
         Ok(self.dir.is_dir(DAEMON_LEAF)? || self.dir.is_dir(MODULES_DIR)?)

@@ -1,6 +1,7 @@
 //! Finding, listing and entering modules; `place` (moving existing processes) and `spawn` (starting a program inside a module with no window between spawn and placement).
 
 use super::*;
+use crate::mutation::{self, Control};
 use crate::spawn::Fallback;
 
 /// Check that `pid` may be placed in a module; return a pidfd on it, held until the move.
@@ -152,7 +153,7 @@ impl Root {
             }
         }
         // Mutation: an id finds no directory of the daemon's but one of its own name.
-        if cfg!(ck_mutation = "id-blind-to-daemon-layout")
+        if mutation::active(Control::IdBlindToDaemonLayout)
             || ModuleId::new(name).is_err()
             || !self.dir.is_dir(Layout::Daemon.dir())?
         {
@@ -231,7 +232,7 @@ impl Root {
     }
 
     pub(super) fn move_pid(&self, procs_rel: &str, pid: u32) -> Result<()> {
-        if cfg!(ck_mutation = "no-placement") {
+        if mutation::active(Control::NoPlacement) {
             return Ok(());
         }
         self.dir.write(procs_rel, &pid.to_string())
@@ -363,7 +364,7 @@ impl Root {
     /// ancestor of the root, which the root's `cgroup.events` says) is frozen from birth: a
     /// frozen ancestor is refused too (exit 1, naming the frozen cgroup and how to thaw it).
     pub(super) fn refuse_frozen(&self, id: &ModuleId, rel: &str) -> Result<()> {
-        if cfg!(ck_mutation = "spawn-into-frozen") {
+        if mutation::active(Control::SpawnIntoFrozen) {
             return Ok(());
         }
         let frozen = |rel: &str| {

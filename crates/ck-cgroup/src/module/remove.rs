@@ -94,7 +94,7 @@ impl Root {
     /// directory by name in its layout's directory, only while that name still is `mdir` (a
     /// module of the same name made after ours was removed is not ours to remove).
     pub(super) fn remove_dir(&self, m: &ModuleRef, mdir: &CgroupDir) -> Result<Rmdir> {
-        if cfg!(ck_mutation = "no-rmdir") {
+        if mutation::active(Control::NoRmdir) {
             return Ok(Rmdir::Removed);
         }
         let parent_rel = m.layout.dir();

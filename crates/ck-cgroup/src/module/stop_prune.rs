@@ -101,7 +101,7 @@ pub(super) fn stop_entry(e: &mut PruneEntry, stop: &impl Fn(&str) -> Result<Stop
 /// The value it had, to put back when the stop fails (`None`: not sealed, as when the file is
 /// another uid's).
 fn seal(mdir: &CgroupDir) -> Option<String> {
-    if cfg!(ck_mutation = "stop-no-seal") {
+    if mutation::active(Control::StopNoSeal) {
         return None;
     }
     let old = mdir.read_raw("cgroup.max.descendants").ok()?;
@@ -303,7 +303,7 @@ impl Root {
         loop {
             // Mutation: the re-check looks the name up again, as `find` does, so that a stop of
             // `subc-modules/web` goes on to stop the daemon's `m-web_5f2`.
-            let m = if cfg!(ck_mutation = "recheck-by-id") {
+            let m = if mutation::active(Control::RecheckById) {
                 match self.find(found.name.as_str())? {
                     Some(m) => m,
                     None => return Ok(report),
@@ -376,7 +376,7 @@ impl Root {
             report.memory_left = crate::cgroup::memory_left::MemoryLeft::read(mdir, "");
             match self.remove_dir(&m, mdir) {
                 Ok(Rmdir::Removed) => {
-                    report.removed = !cfg!(ck_mutation = "no-rmdir");
+                    report.removed = !mutation::active(Control::NoRmdir);
                     return Ok(report);
                 }
                 Ok(Rmdir::Vanished) => return Ok(gone_meanwhile(report)),
@@ -384,7 +384,7 @@ impl Root {
                 Err(e)
                     if e.errno() == Some(Errno::BUSY)
                         && Instant::now() < deadline
-                        && !cfg!(ck_mutation = "no-rekill") =>
+                        && !mutation::active(Control::NoRekill) =>
                 {
                     restop(&mut report, mdir, opts, start, deadline)?;
                 }

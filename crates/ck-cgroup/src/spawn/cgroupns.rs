@@ -37,9 +37,11 @@ pub(crate) use super::clone3::nsmaps::Maps;
 use super::clone3::nsmaps::{CGROUPNS_REFUSED_MARK as REFUSED_MARK, enter_steps};
 use super::clone3::{self, PreExecStep};
 
+use crate::mutation::{self, Control};
+
 /// Whether the namespace is made at all; `false` only for the `CK_MUTATION=no-cgroup-namespace`
 /// test feature.
-pub(super) const ENABLED: bool = !cfg!(ck_mutation = "no-cgroup-namespace");
+pub(super) const ENABLED: bool = !mutation::active(Control::NoCgroupNamespace);
 
 /// No cgroup namespace could be made for the module; the payload of the [`io::Error`] that
 /// [`spawn_into`](super::spawn_into) returns then (see [`cgroup_namespace_refused`]).

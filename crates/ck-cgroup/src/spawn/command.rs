@@ -13,6 +13,8 @@ use super::clone3::Identity;
 #[cfg(doc)]
 use super::{CgroupNamespaceRefused, ModuleChild, cgroup_namespace_refused, cgroupns, pidns};
 
+use crate::mutation::{self, Control};
+
 /// One environment operation, replayed in order.
 #[derive(Debug, Clone)]
 pub(super) enum EnvOp {
@@ -165,7 +167,7 @@ impl ModuleCommand {
     /// the signal too.
     pub fn parent_death_signal(&mut self, sig: Signal) -> &mut Self {
         // Mutation control: the child outlives a dead parent.
-        if !cfg!(ck_mutation = "no-pdeathsig") {
+        if !mutation::active(Control::NoPdeathsig) {
             self.pdeathsig = Some(sig);
         }
         self

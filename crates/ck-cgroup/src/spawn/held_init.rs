@@ -21,10 +21,11 @@ use rustix::process::{Pid, PidfdFlags, pidfd_open};
 
 use crate::cgroup::dir::{open_beneath_at, read_fd};
 use crate::cgroup::parse;
+use crate::mutation::{self, Control};
 
 /// Whether the program is held at all; `false` only for the `CK_MUTATION=init-held-blind`
 /// test feature (a wait on the init's report is then the only one).
-const HOLD_PROGRAM: bool = !cfg!(ck_mutation = "init-held-blind");
+const HOLD_PROGRAM: bool = !mutation::active(Control::InitHeldBlind);
 
 /// The namespace's program: its pid (in the caller's namespace) and a pidfd on it.
 #[derive(Debug)]

@@ -77,12 +77,14 @@ use rustix::process::{Signal, pidfd_send_signal};
 
 use prepare::Prepared;
 
+use crate::mutation::{self, Control};
+
 /// `CLONE_INTO_CGROUP` from `<linux/sched.h>` (Linux 5.7+).
 const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 
 /// Whether placement is performed at all; `false` only for the
 /// `CK_MUTATION=no-placement` test feature.
-const PLACEMENT_ENABLED: bool = !cfg!(ck_mutation = "no-placement");
+const PLACEMENT_ENABLED: bool = !mutation::active(Control::NoPlacement);
 
 /// Exit status of a child that failed before `execve(2)` succeeded.
 const CHILD_FAILURE_EXIT: c_int = 127;

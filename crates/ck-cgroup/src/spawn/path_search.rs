@@ -12,6 +12,8 @@ use rustix::io::Errno;
 use super::ModuleCommand;
 use super::clone3::cstring;
 
+use crate::mutation::{self, Control};
+
 /// Find `prog` as `execvp(3)` does: a name with a `/` is taken as it is; any other is looked up
 /// in each directory of `path` (`None`: `/bin:/usr/bin`, glibc's default; an empty entry is the
 /// current directory). The first regular file that this process may execute wins, by
@@ -68,7 +70,7 @@ fn runnable(path: &std::path::Path) -> Result<(), Errno> {
         return Err(Errno::ACCESS);
     }
     // Mutation control (`CK_MUTATION=lookup-real-uid`): the real ids, as `access(2)`.
-    let ids = if cfg!(ck_mutation = "lookup-real-uid") {
+    let ids = if mutation::active(Control::LookupRealUid) {
         AtFlags::empty()
     } else {
         AtFlags::EACCESS

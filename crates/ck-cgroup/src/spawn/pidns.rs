@@ -61,6 +61,8 @@ use super::clone3::{self, pidns_init::InitCtx};
 use super::held_init::{self, HeldInit, Program};
 use super::prepare::Prepared;
 
+use crate::mutation::{self, Control};
+
 /// `CLONE_NEWPID` from `<linux/sched.h>`.
 const CLONE_NEWPID: u64 = 0x2000_0000;
 
@@ -69,7 +71,7 @@ const CLONE_NEWUSER: u64 = 0x1000_0000;
 
 /// Whether a refused PID namespace is tried again with a user namespace; `false` only for the
 /// `CK_MUTATION=no-pidns-userns` test feature.
-const USERNS_RETRY: bool = !cfg!(ck_mutation = "no-pidns-userns");
+const USERNS_RETRY: bool = !mutation::active(Control::NoPidnsUserns);
 
 /// No PID namespace could be made for the module (nothing was started); the payload of the
 /// [`io::Error`] that [`spawn_into`](super::spawn_into) returns then. Its text names the steps
@@ -139,7 +141,7 @@ const FORWARD_TAG: c_int = 0x636b_6677;
 
 /// Whether the init dies with its spawner; `false` only for the `CK_MUTATION=no-kill-on-close`
 /// test feature.
-const KILL_ON_CLOSE: bool = !cfg!(ck_mutation = "no-kill-on-close");
+const KILL_ON_CLOSE: bool = !mutation::active(Control::NoKillOnClose);
 
 /// What the init's report pipe said.
 pub(super) enum Report {
@@ -300,7 +302,7 @@ pub(super) fn spawn(
         kill_on_close: KILL_ON_CLOSE,
         // Mutation control (`CK_MUTATION=init-no-reap`): reap the program only, as a plain
         // parent does.
-        reap_all: !cfg!(ck_mutation = "init-no-reap"),
+        reap_all: !mutation::active(Control::InitNoReap),
         tag: FORWARD_TAG,
         user_ns: None,
         trim_heap,

@@ -9,6 +9,7 @@ use super::{Ran, signal};
 use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::wait::Waited;
 use crate::error::Result;
+use crate::mutation::{self, Control};
 
 /// Write `cgroup.kill`, and again, at growing intervals, while the subtree stays populated
 /// until `deadline`: a process moved in after the write (an exec racing the kill) is not taken
@@ -31,7 +32,7 @@ pub(super) fn kill(dir: &CgroupDir, rel: &str, deadline: Instant) -> Result<Ran>
         {
             return Ok(Ran::Done);
         }
-        if cfg!(ck_mutation = "no-rekill") {
+        if mutation::active(Control::NoRekill) {
             slice = (slice * 2).min(Duration::from_millis(500));
             continue;
         }

@@ -7,6 +7,7 @@ use rustix::io::Errno;
 use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::wait::{Waited, join, wait_events};
 use crate::error::{Error, Result};
+use crate::mutation::{self, Control};
 
 /// How a write of a control file of the module ended.
 pub(super) enum Wrote {
@@ -39,7 +40,7 @@ pub(super) fn write_control(
                 // (Asked of the directory, a kill that lost the race to another kill read as
                 // a kernel before 5.14, exit 2.)
                 let procs = join(rel, "cgroup.procs");
-                let present = if cfg!(ck_mutation = "gone-read-as-absent") {
+                let present = if mutation::active(Control::GoneReadAsAbsent) {
                     dir.is_dir(rel).unwrap_or(false)
                 } else {
                     dir.exists(&procs)

@@ -34,10 +34,12 @@ use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::tree::members;
 use crate::cgroup::wait::{Waited, wait_events};
 use crate::error::{Error, Result};
+use crate::mutation::{self, Control};
 
 mod cgroup_kill;
 mod control;
 mod freeze_kill;
+mutation::alternative_module!("grace-first-pid", grace_first_pid);
 mod signal;
 mod why;
 pub(crate) mod witness;
@@ -222,10 +224,11 @@ pub(crate) fn stop_tree_by(
     };
     if !opts.grace.is_zero() {
         out.signalled = signal(opts.signal)?.len();
-        #[cfg(ck_mutation = "grace-first-pid")]
-        let waited = grace_first_pid(dir, rel, opts.grace, before.as_deref())?;
-        #[cfg(not(ck_mutation = "grace-first-pid"))]
-        let waited = grace_wait(dir, rel, opts.grace)?;
+        let waited = mutation::choose!(
+            "grace-first-pid",
+            grace_first_pid::wait(dir, rel, opts.grace, before.as_deref())?,
+            grace_wait(dir, rel, opts.grace)?
+        );
         if waited == Waited::Empty {
             out.left_after_grace = Some(0);
             out.outside = seen.still_running(Instant::now() + opts.timeout);
@@ -252,7 +255,7 @@ pub(crate) fn stop_tree_by(
     // Mutation: the stop waits out its deadline all the same.
     let refused = out.method.is_none()
         && !out.fell_through.is_empty()
-        && !cfg!(ck_mutation = "refused-stop-waits");
+        && !mutation::active(Control::RefusedStopWaits);
     let left = if refused {
         Duration::ZERO
     } else {
@@ -360,41 +363,12 @@ pub(crate) fn ms_since(start: Instant) -> f64 {
 }
 
 /// The grace: wait on the whole subtree (`populated 0`), never on one process.
-#[cfg_attr(ck_mutation = "grace-first-pid", allow(dead_code))]
 fn grace_wait(dir: &CgroupDir, rel: &str, grace: Duration) -> Result<Waited> {
-    #[cfg(ck_mutation = "grace-sleep")]
-    {
-        // Mutation: sleep the whole grace instead of waking when the tree is empty.
+    if mutation::active(Control::GraceSleep) {
+        // Sleep the whole grace instead of waking when the tree is empty.
         std::thread::sleep(grace);
     }
     wait_events(dir, rel, grace, |e| e.populated == Some(false))
-}
-
-/// Mutation `grace-first-pid`: wait on the first process of the tree as listed before the
-/// signal (the wrapper), as a supervisor that knows one child does.
-#[cfg(ck_mutation = "grace-first-pid")]
-fn grace_first_pid(
-    dir: &CgroupDir,
-    rel: &str,
-    grace: Duration,
-    before: Option<&[u32]>,
-) -> Result<Waited> {
-    if let Some(p) = before.and_then(|p| p.iter().copied().min())
-        && let Some(p) = rustix::process::Pid::from_raw(p as i32)
-        && let Ok(fd) = rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty())
-    {
-        let ms = i32::try_from(grace.as_millis()).unwrap_or(i32::MAX);
-        let mut fds = [rustix::event::PollFd::new(
-            &fd,
-            rustix::event::PollFlags::IN,
-        )];
-        let ts = rustix::event::Timespec {
-            tv_sec: (ms / 1000).into(),
-            tv_nsec: ((ms % 1000) * 1_000_000).into(),
-        };
-        let _ = rustix::event::poll(&mut fds, Some(&ts));
-    }
-    wait_events(dir, rel, Duration::ZERO, |e| e.populated == Some(false))
 }
 
 /// The SIGKILL mechanisms on a cgroupfs tree, one file each; [`KillMethod`] is what a report
@@ -419,7 +393,7 @@ impl Mechanism {
     }
 
     fn run(self, dir: &CgroupDir, rel: &str, deadline: Instant) -> Result<Ran> {
-        if cfg!(ck_mutation = "no-kill") {
+        if mutation::active(Control::NoKill) {
             return Ok(Ran::Done);
         }
         match self {

@@ -18,6 +18,8 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::io::Errno;
 use rustix::process::{Pid, PidfdFlags, pidfd_open};
 
+use crate::mutation::{self, Control};
+
 /// At most this many pidfds are held, and never more than a quarter of the soft
 /// `RLIMIT_NOFILE` (the stop's own walks and pidfd batches need the rest: `prlimit --nofile=64`).
 const HOLD: usize = 256;
@@ -66,7 +68,7 @@ impl Witness {
     /// Wait until every process held has exited, or `deadline`; the pids of those that still
     /// run then (sorted). A pidfd polls readable once its process has exited (a zombie too).
     pub(super) fn still_running(&self, deadline: Instant) -> Vec<u32> {
-        if cfg!(ck_mutation = "stop-trusts-populated") {
+        if mutation::active(Control::StopTrustsPopulated) {
             return Vec::new();
         }
         let mut left: Vec<&(u32, OwnedFd)> = self.held.iter().collect();

@@ -19,6 +19,7 @@
 use std::time::{Duration, Instant};
 
 use crate::cgroup::oomd::{self, KillCounters};
+use crate::mutation::{self, Control};
 use crate::stop::witness::Witness;
 
 /// How long after a rise of `user.oomd_ooms` every process that was in the module then must
@@ -124,7 +125,7 @@ impl Kills {
         }
         let p = self.pending.take()?;
         // Mutation: every mark is taken at its word.
-        if cfg!(ck_mutation = "oomd-mark-trusted") {
+        if mutation::active(Control::OomdMarkTrusted) {
             return None;
         }
         let running = p.witness.running_now();

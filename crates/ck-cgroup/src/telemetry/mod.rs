@@ -22,6 +22,7 @@ use crate::error::Result;
 use crate::gpu::{GpuCensus, GpuMemory, GpuProbe};
 use crate::layout::Layout;
 use crate::module::{ModuleEntry, Root};
+use crate::mutation::{self, Control};
 
 /// A value and the file (or computation) it came from.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
@@ -251,7 +252,7 @@ fn read(dir: &CgroupDir, rel: &str, file: &str) -> Option<String> {
 /// What an unreadable file gives: nothing. (The mutation control makes it 0, the bug the null
 /// rule exists to prevent, so that the tests guarding the rule can be shown to fail.)
 fn absent_is_unknown(text: Option<String>) -> Option<String> {
-    if cfg!(ck_mutation = "absent-is-zero") {
+    if mutation::active(Control::AbsentIsZero) {
         return text.or_else(|| Some("0\n".into()));
     }
     text

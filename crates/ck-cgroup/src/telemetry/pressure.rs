@@ -25,6 +25,7 @@ use rustix::io::Errno;
 use crate::cgroup::CgroupDir;
 use crate::cgroup::wait::join;
 use crate::error::{Error, Result};
+use crate::mutation::{self, Control};
 
 /// The shortest window the kernel takes (`WINDOW_MIN_US`).
 pub const WINDOW_MIN: Duration = Duration::from_millis(500);
@@ -150,7 +151,7 @@ impl PressureTrigger {
             &join(rel, self.resource.file()),
             OFlags::RDWR | OFlags::NONBLOCK | OFlags::CLOEXEC,
         )?;
-        if cfg!(ck_mutation = "pressure-no-trigger") {
+        if mutation::active(Control::PressureNoTrigger) {
             // Mutation: the file is opened, but no trigger is written to it.
             return Ok(fd);
         }

@@ -18,6 +18,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::gpu::GpuCensus;
 use crate::layout::Layout;
 use crate::module::{ModuleEntry, Root};
+use crate::mutation::{self, Control};
 
 /// The source of [`Process::rss`].
 pub const RSS_SOURCE: &str = "VmRSS in /proc/<pid>/status";
@@ -139,7 +140,7 @@ pub(crate) fn module_processes(
     let mut found = Found::default();
     // Mutation: the walk's error is dropped, and the processes it did not reach with it.
     let error = match walk(dir, &m.path, &mut found) {
-        Err(_) if cfg!(ck_mutation = "ps-walk-error-dropped") => None,
+        Err(_) if mutation::active(Control::PsWalkErrorDropped) => None,
         Err(e) => Some(e.to_string()),
         Ok(()) => None,
     };
@@ -200,7 +201,7 @@ fn read_cmdline(pid: u32) -> Option<(Vec<u8>, bool)> {
 fn arguments(bytes: &[u8]) -> Vec<String> {
     let body = bytes.strip_suffix(&[0]).unwrap_or(bytes);
     // Mutation: the empty arguments are dropped.
-    if cfg!(ck_mutation = "argv-lossy") {
+    if mutation::active(Control::ArgvLossy) {
         return body
             .split(|&c| c == 0)
             .filter(|a| !a.is_empty())

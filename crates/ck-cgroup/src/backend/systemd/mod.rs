@@ -36,6 +36,7 @@ use crate::id::{DirName, ModuleId};
 use crate::layout::Layout;
 use crate::limits::{Limits, Skipped};
 use crate::module::{ModuleEntry, PruneEntry, Removed, StopReport, prune_entries};
+use crate::mutation::{self, Control};
 use crate::stop::{KillMethod, StopOptions, stop_tree_by};
 pub mod manager;
 pub mod oomd_units;
@@ -450,7 +451,7 @@ fn stop_with(m: &Manager, id: &ModuleId, name: &str, opts: &StopOptions) -> Resu
             Ok(before)
         },
         |_, out| {
-            if !cfg!(ck_mutation = "no-kill") {
+            if !mutation::active(Control::NoKill) {
                 m.kill_unit(&unit, Signal::KILL.as_raw())?;
             }
             out.method = Some(KillMethod::Systemd);

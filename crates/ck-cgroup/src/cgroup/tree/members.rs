@@ -2,6 +2,8 @@
 
 use super::*;
 
+use crate::mutation::{self, Control};
+
 /// The processes of a subtree: each cgroup's `cgroup.procs`; where that is `EOPNOTSUPP` (a
 /// threaded cgroup, whose processes its threaded domain lists), the processes of the thread ids
 /// in its `cgroup.threads`. Each pid once, in the order found.
@@ -33,7 +35,7 @@ pub(crate) fn members_of(at: &Cursor<'_>, mut f: impl FnMut(u32)) -> Result<()> 
         Ok(t) => crate::cgroup::parse::pids(&t).into_iter().for_each(f),
         // Removed while we walk: empty.
         Err(Errno::NOENT) | Err(Errno::NODEV) => {}
-        Err(Errno::OPNOTSUPP) if !cfg!(ck_mutation = "no-threads-fallback") => {
+        Err(Errno::OPNOTSUPP) if !mutation::active(Control::NoThreadsFallback) => {
             match read_at(at.fd(), "cgroup.threads") {
                 Ok(t) => {
                     for tid in crate::cgroup::parse::pids(&t) {

@@ -23,6 +23,7 @@ use rustix::io::Errno;
 
 use crate::cgroup::dir::{CgroupDir, open_beneath_at, read_fd};
 use crate::error::{Error, Result};
+use crate::mutation::{self, Control};
 
 /// At most this many directory fds are held besides checkpoints.
 const HOLD: usize = 16;
@@ -242,7 +243,7 @@ impl Walk<'_> {
 
     /// Open `child` of frame `i` relative to that frame's fd; `None` when it went away.
     fn open_child(&self, i: usize, child: &str) -> Result<Option<OwnedFd>> {
-        let opened = if cfg!(ck_mutation = "walk-by-path") {
+        let opened = if mutation::active(Control::WalkByPath) {
             // Mutation: spell out the whole path from the walk's base, as a walk by path
             // would (ENAMETOOLONG past PATH_MAX).
             let sub = [

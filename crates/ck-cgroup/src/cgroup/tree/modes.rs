@@ -2,6 +2,8 @@
 
 use super::*;
 
+use crate::mutation::{self, Control};
+
 /// Thaws every cgroup of a subtree whose own `cgroup.freeze` is `1` (the module's, or one it
 /// froze itself), and says which (relative to the walk's top; `.` for the top).
 #[derive(Default)]
@@ -11,7 +13,7 @@ pub(crate) struct Thawer {
 
 impl Visitor for Thawer {
     fn enter(&mut self, at: &Cursor<'_>) -> Result<()> {
-        if cfg!(ck_mutation = "no-thaw") {
+        if mutation::active(Control::NoThaw) {
             return Ok(());
         }
         if read_at(at.fd(), "cgroup.freeze").map(|t| t.trim() == "1") == Ok(true) {
@@ -46,7 +48,7 @@ pub(crate) const CONTROL_MODES: [(&str, u32); 7] = [
 /// Returns what was changed (`<what> <old>-><new>`, octal); nothing when it is not ours, is as
 /// it should be, or is gone. Never fails: what could not be restored shows in what fails next.
 pub(crate) fn restore_mode_at(at: BorrowedFd<'_>, name: &str, shown: &str) -> Option<String> {
-    if cfg!(ck_mutation = "no-mode-restore") {
+    if mutation::active(Control::NoModeRestore) {
         return None;
     }
     let st = rustix::fs::statat(

@@ -34,6 +34,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::module::Root;
+use crate::mutation::{self, Control};
 use crate::telemetry::pressure::PressureTrigger;
 use modules::{Key, Watcher};
 
@@ -148,7 +149,7 @@ pub fn watch(
         let thresholds = opts.report_above.is_some() || !opts.per_module.is_empty();
         // Mutation: a 10 ms loop that reads the pressure files instead of sleeping until the
         // kernel reports.
-        let sampling = cfg!(ck_mutation = "pressure-sampling") && !opts.pressure.is_empty();
+        let sampling = mutation::active(Control::PressureSampling) && !opts.pressure.is_empty();
         // The thresholds are read every second; a rise of user.oomd_ooms to check
         // (attribution.rs) wakes the loop when it is due; otherwise no timeout.
         let due = w

@@ -36,6 +36,9 @@ use crate::error::{Error, Result};
 use crate::id::DirName;
 use crate::layout::{Layout, ModuleRef};
 use crate::module::{ModuleEntry, Root};
+use crate::mutation::{self, Control};
+
+mutation::alternative_module!("watch-coalesce", coalesced);
 
 pub(super) type Key = (Layout, String);
 
@@ -145,7 +148,7 @@ impl<'a> Watcher<'a> {
             if mask.contains(ReadFlags::QUEUE_OVERFLOW) {
                 // Events were lost: said, then only a full rescan knows what is there now.
                 // Mutation: the loss is not said (the rescan alone).
-                out.push(if cfg!(ck_mutation = "watch-loss-silent") {
+                out.push(if mutation::active(Control::WatchLossSilent) {
                     Queued::Rescan
                 } else {
                     Queued::Lost
@@ -188,11 +191,11 @@ impl<'a> Watcher<'a> {
         out: &mut Vec<WatchEvent>,
     ) -> Result<()> {
         let mut queue = self.read_queue(buf)?;
-        if cfg!(ck_mutation = "watch-blind") {
+        if mutation::active(Control::WatchBlind) {
             // Mutation: the kernel's modify events are dropped.
             queue.retain(|q| !matches!(q, Queued::Changed(_)));
         }
-        if cfg!(ck_mutation = "watch-by-name") {
+        if mutation::active(Control::WatchByName) {
             // Mutation: directory events only ask for a rescan, and a rescan takes a module
             // that has the name of one it watches for that one (the state of the removed one).
             for q in &mut queue {
@@ -201,12 +204,7 @@ impl<'a> Watcher<'a> {
                 }
             }
         }
-        if cfg!(ck_mutation = "watch-coalesce") {
-            // Mutation: the read is taken as one snapshot, as it once was: the directory events
-            // first (a name made and gone and made again is one module), then the files read by
-            // name; no `emptied` is inferred before a `removed`.
-            return self.coalesced(queue, out);
-        }
+        mutation::alternative!("watch-coalesce", return self.coalesced(queue, out););
         let mut rescan = false;
         for i in 0..queue.len() {
             match &queue[i] {
@@ -247,46 +245,6 @@ impl<'a> Watcher<'a> {
             e.error = Some(OVERFLOWED.to_string());
             out.push(e);
         }
-    }
-
-    /// The mutation `watch-coalesce`: a read handled as a snapshot.
-    fn coalesced(&mut self, queue: Vec<Queued>, out: &mut Vec<WatchEvent>) -> Result<()> {
-        let mut rescan = false;
-        let mut changed = Vec::new();
-        for q in &queue {
-            match q {
-                Queued::Made(l, name) => {
-                    let k = (*l, name.clone());
-                    if !self.modules.contains_key(&k) {
-                        self.made(*l, name, false, out)?;
-                    }
-                }
-                Queued::Gone(l, name) => {
-                    // The directory under that name now, when it is the one watched, is
-                    // taken for it (the event "was about an older one").
-                    let k = (*l, name.clone());
-                    let Some(st) = self.modules.get(&k) else {
-                        continue;
-                    };
-                    let now = self.root.dir().open_dir(&st.rel).ok();
-                    if now.is_none() || now.as_ref().and_then(|d| inode(d.fd())) != st.ino {
-                        self.gone(&k, false, out);
-                    }
-                }
-                Queued::Changed(wd) => changed.extend(self.wds.get(wd).cloned()),
-                Queued::Ignored(wd) => {
-                    self.wds.remove(wd);
-                }
-                Queued::Rescan | Queued::Lost => rescan = true,
-            }
-        }
-        for k in changed {
-            self.update(&k, true, out);
-        }
-        if rescan {
-            self.rescan(true, out)?;
-        }
-        Ok(())
     }
 
     fn wanted(&self, name: &str, module: Option<&String>) -> bool {
@@ -424,7 +382,7 @@ impl<'a> Watcher<'a> {
             out.push(event(&k, "appeared", None, None, None));
         }
         // Mutation: a watch that could not be added is not said.
-        if !unwatched.is_empty() && !cfg!(ck_mutation = "watch-loss-silent") {
+        if !unwatched.is_empty() && !mutation::active(Control::WatchLossSilent) {
             let what: Vec<String> = unwatched
                 .iter()
                 .map(|(f, e)| format!("{f}: {}", crate::error::errno_text(*e)))
@@ -503,7 +461,7 @@ impl<'a> Watcher<'a> {
             let dir = self.root.dir().open_dir(&m.path).ok();
             if let Some(st) = self.modules.get(&k) {
                 let ino = dir.as_ref().and_then(|d| inode(d.fd()));
-                if cfg!(ck_mutation = "watch-by-name") || ino.is_none() || st.ino == ino {
+                if mutation::active(Control::WatchByName) || ino.is_none() || st.ino == ino {
                     continue;
                 }
                 // Made again under the same name since it was watched.
@@ -522,7 +480,7 @@ impl<'a> Watcher<'a> {
         };
         // The mutation `watch-coalesce` reads by name, whatever directory holds it now.
         let by_name;
-        let dir = match (&st.dir, cfg!(ck_mutation = "watch-coalesce")) {
+        let dir = match (&st.dir, mutation::active(Control::WatchCoalesce)) {
             (Some(d), false) => d,
             // A lifetime whose directory was gone before it was handled: nothing to read.
             (None, false) => return,

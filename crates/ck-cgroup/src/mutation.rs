@@ -1,0 +1,90 @@
+//! The mutation gate: which mechanisms this build switched off, so that the tests guarding each
+//! can be shown to fail by name (`make mutation`, `make vm-mutation`; docs/design.md, "Mutation
+//! controls"). Every build that ships has none active.
+//!
+//! `CK_MUTATION=a,b` at build time activates the controls `a` and `b` of the one list,
+//! `crates/ck-cgroup/mutation-controls.txt`; `build.rs` generates [`Control`] from that list and
+//! passes each active one as `--cfg ck_mutation="NAME"`. A mechanism asks the gate in one line:
+//!
+//! - [`active`] where the switched-off form is a line or two beside the mechanism
+//!   (`if mutation::active(Control::NoKill) { return Ok(Ran::Done); }`). It is a `const fn` over a
+//!   constant list, empty in a build that ships, so the compiler folds the branch away.
+//! - `alternative_module!` with `choose!` or `alternative!` where it is an implementation
+//!   of its own: the module, a file beside the mechanism's, is compiled only into a build with
+//!   its control, and `choose!` or `alternative!` hands over to it there. A build without the
+//!   control compiles neither the module nor the call.
+//!
+//! This file is the only one that names the `ck_mutation` cfg (`tests/mutation_controls_doc.rs`
+//! holds the tree to it).
+
+include!(concat!(env!("OUT_DIR"), "/mutation_controls.rs"));
+
+/// Whether this build has `control` active: the mechanism it names is switched off. False in
+/// every build that ships.
+#[inline(always)]
+pub const fn active(control: Control) -> bool {
+    let mut i = 0;
+    while i < ACTIVE.len() {
+        if ACTIVE[i] as usize == control as usize {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// `alternative_module!("NAME", file);`: `mod file;` (the file beside the declaring one, as
+/// `mod` finds it) in a build with the control NAME active, nothing in any other: the control's
+/// alternative implementation, which no release build contains.
+macro_rules! alternative_module {
+    ($control:literal, $module:ident) => {
+        #[cfg(ck_mutation = $control)]
+        mod $module;
+    };
+}
+pub(crate) use alternative_module;
+
+/// `alternative!("NAME", statements)`: the statements (typically a `return` into the control's
+/// `alternative_module!`) in a build with the control NAME active, nothing in any other.
+macro_rules! alternative {
+    ($control:literal, $($statements:tt)*) => {
+        #[cfg(ck_mutation = $control)]
+        {
+            $($statements)*
+        }
+    };
+}
+pub(crate) use alternative;
+
+/// `choose!("NAME", alternative, mechanism)`: the expression `alternative` (a call into the
+/// control's `alternative_module!`) in a build with the control NAME active, `mechanism` in any
+/// other.
+macro_rules! choose {
+    ($control:literal, $alternative:expr, $mechanism:expr) => {{
+        #[cfg(ck_mutation = $control)]
+        let chosen = $alternative;
+        #[cfg(not(ck_mutation = $control))]
+        let chosen = $mechanism;
+        chosen
+    }};
+}
+pub(crate) use choose;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_build_without_ck_mutation_has_no_control_active() {
+        if option_env!("CK_MUTATION").is_none_or(str::is_empty) {
+            assert!(ACTIVE.is_empty());
+            assert!(!active(Control::NoKill));
+        }
+    }
+
+    #[test]
+    fn each_control_is_named_as_the_list_names_it() {
+        assert_eq!(Control::NoKill.name(), "no-kill");
+        assert_eq!(Control::AbsentIsZero.name(), "absent-is-zero");
+    }
+}
