@@ -78,7 +78,8 @@ fn main() {
 }
 
 /// The gate's generated part: `enum Control`, a variant a control with its description as its
-/// doc, `Control::name`, and `ACTIVE`, the controls `CK_MUTATION` named (none in a build that ships).
+/// doc, `Control::name`, and `active`, true for the controls `CK_MUTATION` named (the literal
+/// `false` in a build that ships).
 fn gate(controls: &[mutation_controls::Control], active: &[&str]) -> String {
     let mut s = String::from(
         "/// A mutation control of `crates/ck-cgroup/mutation-controls.txt`: a mechanism the tests must\n\
@@ -104,18 +105,27 @@ fn gate(controls: &[mutation_controls::Control], active: &[&str]) -> String {
             c.name
         );
     }
-    s.push_str("        }\n    }\n}\n\n/// The controls this build has active (`CK_MUTATION` at build time).\nconst ACTIVE: &[Control] = &[");
-    let list: Vec<String> = active
-        .iter()
-        .map(|n| format!("Control::{}", mutation_controls::variant(n)))
-        .collect();
-    s.push_str(&list.join(", "));
-    s.push_str("];\n");
+    s.push_str("        }\n    }\n}\n\n");
+    // The gate itself: the literal `false` in a build with no control active (every build that
+    // ships), so that each `if mutation::active(...)` is `if false`, which the compiler removes.
+    s.push_str(
+        "/// Whether this build has `control` active: the mechanism it names is switched off\n\
+         /// (`CK_MUTATION` at build time). The literal `false` in every build that ships.\n\
+         #[inline(always)]\n\
+         pub const fn active(control: Control) -> bool {\n",
+    );
+    if active.is_empty() {
+        s.push_str("    let _ = control;\n    false\n}\n");
+    } else {
+        let list: Vec<String> = active
+            .iter()
+            .map(|n| format!("Control::{}", mutation_controls::variant(n)))
+            .collect();
+        let _ = writeln!(s, "    matches!(control, {})\n}}", list.join(" | "));
+    }
     s
 }
 
-/// `text` as a doc comment's plain text: markdown's `<`, `>`, `[` and `]` escaped (a description
-/// such as `m-<id>_<n>` is no HTML tag, nor a link).
 fn markdown_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {

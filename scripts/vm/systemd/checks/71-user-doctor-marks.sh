@@ -8,11 +8,7 @@ set -euo pipefail
 # shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
 check_begin user-doctor-marks
-expect "the user's manager runs" user_up
-rc=0; u systemctl --user start ck-subc.service || rc=$?
-expect "systemctl --user start ck-subc exit 0 ($rc)" [ "$rc" = 0 ]
-USVC=$CG$(u systemctl --user show -P ControlGroup ck-subc.service)
-expect "modules a b c run in the user service" wait_until 30 uall
+user_service_up
 # marks JSON: doctor's `systemd-oomd marks` check, as the user, on the user service.
 marks() {
   u "$CK" --json doctor --user --unit ck-subc.service --root "$USVC" 2> /dev/null |

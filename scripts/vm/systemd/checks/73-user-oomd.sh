@@ -15,12 +15,8 @@ set -euo pipefail
 . /lane/lib-systemd.sh
 check_begin user-oomd-hoard
 s0=$(date +%s.%N) t0=$(date +%s)
-expect "the user's manager runs" user_up
-rc=0; u systemctl --user start ck-subc.service || rc=$?
-expect "systemctl --user start ck-subc exit 0 ($rc)" [ "$rc" = 0 ]
-USVC=$CG$(u systemctl --user show -P ControlGroup ck-subc.service)
+user_service_up
 A=$USVC/subc-modules/a
-expect "modules a b c run in the user service" wait_until 30 uall
 # shellcheck disable=SC2154 # uid: set by user_up
 manager=user@$uid.service
 mcg=$(sctl show -P ControlGroup "$manager")
@@ -35,11 +31,12 @@ oomd_monitor "$manager"
 expect "systemd-oomd monitors $mcg for memory pressure (oomctl dump)" wait_until 30 oomd_monitored "$mcg"
 pressure_sampler "$CG$mcg" "$USVC" "$A" > /tmp/uoomd-pressure.out &
 sampler=$!
-uoomd_hoard
+oomd_side user
+oomd_hoard
 kill "$sampler" 2> /dev/null || true
 cat /tmp/uoomd-pressure.out
 cat /tmp/uoomd-watch.err
-uoomd_judge "$watch_pid" /tmp/uoomd-watch.out "memory pressure for $mcg " "for memory pressure"
+oomd_judge "$watch_pid" /tmp/uoomd-watch.out "memory pressure for $mcg " "for memory pressure"
 oomd_unmonitor "$manager"
 rc=0; u systemctl --user stop ck-subc.service || rc=$?
 expect "systemctl --user stop exit 0 ($rc)" [ "$rc" = 0 ]

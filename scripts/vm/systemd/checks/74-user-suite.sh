@@ -28,11 +28,7 @@ if [ -z "$list" ]; then
   check_end
   exit 0
 fi
-expect "the user's manager runs" user_up
-rc=0; u systemctl --user start ck-subc.service || rc=$?
-expect "systemctl --user start ck-subc exit 0 ($rc)" [ "$rc" = 0 ]
-USVC=$CG$(u systemctl --user show -P ControlGroup ck-subc.service)
-expect "modules a b c run in the user service" wait_until 30 uall
+user_service_up
 # shellcheck disable=SC2034 # read in an eval string below
 ump=$(u systemctl --user show -P MainPID ck-subc.service)
 before_d=$(subtree_dirs "$USVC") before_p=$(subtree_pids "$USVC")

@@ -19,11 +19,7 @@ set -euo pipefail
 # shellcheck source=scripts/vm/systemd/guest/lib-systemd.sh
 . /lane/lib-systemd.sh
 check_begin restart-after-hostile
-expect "the user's manager runs" user_up
-rc=0; u systemctl --user start ck-subc.service || rc=$?
-expect "systemctl --user start ck-subc exit 0 ($rc)" [ "$rc" = 0 ]
-USVC=$CG$(u systemctl --user show -P ControlGroup ck-subc.service)
-expect "modules a b c run in the user service" wait_until 30 uall
+user_service_up
 ump=$(u systemctl --user show -P MainPID ck-subc.service)
 # shellcheck disable=SC2034 # read in an eval string below
 pa=$(umod_pid a) sa=$(ustarts a)

@@ -18,12 +18,7 @@ set -euo pipefail
 . /lane/lib-systemd.sh
 check_begin user-oomd-swap
 s0=$(date +%s.%N) t0=$(date +%s)
-expect "the user's manager runs" user_up
-rc=0; u systemctl --user start ck-subc.service || rc=$?
-expect "systemctl --user start ck-subc exit 0 ($rc)" [ "$rc" = 0 ]
-USVC=$CG$(u systemctl --user show -P ControlGroup ck-subc.service)
-A=$USVC/subc-modules/a
-expect "modules a b c run in the user service" wait_until 30 uall
+user_service_up
 expect "swap on zram" swap_up
 echo "swaps: $(swaps)"
 expect "systemd-oomd runs" oomd_up
@@ -37,10 +32,11 @@ rc=0; sctl set-property --runtime -- -.slice ManagedOOMSwap=kill || rc=$?
 expect "-.slice gets ManagedOOMSwap=kill ($rc)" [ "$rc" = 0 ]
 expect "systemd-oomd monitors / for swap (oomctl dump)" wait_until 30 oomd_swap_monitored
 oomctl dump 2> /dev/null | head -n 12 || true
-uoomd_hoard
+oomd_side user
+oomd_hoard
 echo "swaps: $(swaps)"
 cat /tmp/uswap-watch.err
-uoomd_judge "$watch_pid" /tmp/uswap-watch.out "memory used .* and swap used " "and the swap"
+oomd_judge "$watch_pid" /tmp/uswap-watch.out "memory used .* and swap used " "and the swap"
 sctl set-property --runtime -- -.slice "ManagedOOMSwap=${swap0:-auto}" || true
 note "-.slice's ManagedOOMSwap is back to ${swap0:-auto} ($(sctl show -P ManagedOOMSwap -- -.slice))"
 expect "systemd-oomd's SwapUsedLimit is back to its default" oomd_swap_limit_default

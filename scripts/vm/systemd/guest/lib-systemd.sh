@@ -60,6 +60,16 @@ u() {
   runuser -u lane -- env XDG_RUNTIME_DIR="/run/user/$uid" \
     DBUS_SESSION_BUS_ADDRESS="unix:path=/run/user/$uid/bus" "$@"
 }
+# user_service_up: the user's manager (user_up) and its ck-subc.service started, with a b c
+# running in it; sets $USVC, the service's cgroup directory.
+user_service_up() {
+  local rc=0
+  expect "the user's manager runs" user_up
+  u systemctl --user start ck-subc.service || rc=$?
+  expect "systemctl --user start ck-subc exit 0 ($rc)" [ "$rc" = 0 ]
+  USVC=$CG$(u systemctl --user show -P ControlGroup ck-subc.service)
+  expect "modules a b c run in the user service" wait_until 30 uall
+}
 umod_pid() { cat "$UT/$1.pid" 2> /dev/null; }
 ustarts() { cat "$UT/$1.starts"; }
 # urunning ID: the module's main process is alive and in the user service's module ($USVC).
@@ -75,71 +85,131 @@ ujournal_since() {
     _SYSTEMD_USER_UNIT=ck-subc.service + USER_UNIT=ck-subc.service 2> /dev/null || true
 }
 
-# The user manager's systemd-oomd replays (73: the pressure path, 77: the swap path) are one
-# scenario with two triggers; these are its two halves, on the user service $USVC (module a at
-# $A, the stand-in's files in $UT), from the check's start $t0.
-# uoomd_hoard: module a restarted with a hoard (`memchurn 128` past its memory.max 64M,
-# memory.swap.max 256M), then waited on until it died and the daemon restarted it again. Sets
-# what uoomd_judge compares: ump pa pb pc k0 o0 (before), s1 s2 (the hoard's start, a's restart).
-uoomd_hoard() {
-  local sa
-  ump=$(u systemctl --user show -P MainPID ck-subc.service)
-  pa=$(umod_pid a) pb=$(umod_pid b) pc=$(umod_pid c) sa=$(ustarts a)
-  k0=$(keyed "$A/memory.events" oom_kill) o0=$(xattr "$A" user.oomd_ooms)
-  echo "before: daemon $ump, a $pa, b $pb, c $pc, a started $sa times, a's oom_kill $k0, user.oomd_ooms ${o0:-none}"
-  echo "--memory-max 64M --memory-swap-max 256M" > "$UT/a.limits"
-  echo "exec $MEMCHURN 128" > "$UT/a.once"
-  chown lane "$UT/a.limits" "$UT/a.once"
-  kill "$pa"
-  expect "the daemon restarted a with the hoard" wait_until 30 urestarted a "$sa"
+# The systemd-oomd scenario: one module hoards, oomd kills it alone, the daemon restarts it and
+# ck-cgroup says who killed it. Run by 22 (the system manager, the pressure path), 73 (the user
+# manager, the pressure path), 77 (the user manager, the swap path) and 955 (the system manager
+# with the real daemon), each with its own trigger (oomd_monitor, -.slice's ManagedOOMSwap).
+# oomd_side SIDE: the service the scenario runs against, from the check's start $t0:
+#   system  the installed ck-subc.service ($SVC) and its stand-in daemon: a hoards, b c live on
+#   user    the user lane's ck-subc.service ($USVC), its stand-in daemon, ck-cgroup run as lane
+#   real    the installed service ($SVC) with the real daemon: hog hoards, orph deaf live on; its
+#           `ck-cgroup run` removes a module's directory when the module's command ends, so what
+#           ck-cgroup read before that rmdir is run's report in the daemon's capture of hog's
+#           stderr, not the directory's marks or `status`
+oomd_side() {
+  OS=$1
+  case $OS in
+    system) OS_SVC=$SVC OS_FILES=$T OS_HOARD=a OS_OTHERS="b c" ;;
+    user) OS_SVC=$USVC OS_FILES=$UT OS_HOARD=a OS_OTHERS="b c" ;;
+    real) OS_SVC=$SVC OS_FILES=$T OS_HOARD=hog OS_OTHERS="orph deaf" ;;
+  esac
+  OS_DIR=$OS_SVC/subc-modules/$OS_HOARD
+}
+# os CMD...: CMD as the service's user.
+os() { if [ "$OS" = user ]; then u "$@"; else "$@"; fi; }
+os_systemctl() { if [ "$OS" = user ]; then u systemctl --user "$@" ck-subc.service; else sctl "$@" "$UNIT"; fi; }
+os_pid() { cat "$OS_FILES/$1.pid" 2> /dev/null; }
+os_starts() { cat "$OS_FILES/$1.starts"; }
+# os_running ID: the module's main process is alive and in the module.
+os_running() { local p; p=$(os_pid "$1"); [ -n "$p" ] && alive "$p" && grep -qx "$p" "$OS_SVC/subc-modules/$1/cgroup.procs" 2> /dev/null; }
+os_restarted() { [ "$(os_starts "$1")" -gt "$2" ] && os_running "$1"; }
+# os_others_kept: each of the others runs with the pid it had before the hoard ($p0).
+os_others_kept() {
+  local id p
+  for id in $OS_OTHERS; do
+    p=$(os_pid "$id")
+    [[ " $p0" = *" $p "* ]] && alive "$p" || return 1
+  done
+}
+os_journal_since() { if [ "$OS" = user ]; then ujournal_since "$1"; else journal_since "$1"; fi; }
+# os_kernel_kills: the kernel's OOM kills of the hoarder: its memory.events oom_kill; for the real
+# daemon, whose run removes the killed directory, its lines in dmesg.
+os_kernel_kills() {
+  if [ "$OS" = real ]; then
+    dmesg | grep -c "oom_memcg=.*/subc-modules/$OS_HOARD," || true
+  else
+    keyed "$OS_DIR/memory.events" oom_kill
+  fi
+}
+# oomd_hoard: the hoarder restarted with a hoard (`memchurn 128` past its memory.max 64M,
+# memory.swap.max 256M: the stand-in daemon's limits file, the real daemon's subc.jsonc), then
+# waited on until it died and the daemon restarted it again. Sets what oomd_judge compares: mp
+# (the daemon's pid), p0 (the others' pids), k0 o0 (the kernel's kills, user.oomd_ooms), s1 s2
+# (the hoard's start, the restart after its death).
+oomd_hoard() {
+  local sa id
+  mp=$(os_systemctl show -P MainPID) p0='' sa=$(os_starts "$OS_HOARD")
+  for id in $OS_OTHERS; do p0+="$(os_pid "$id") "; done
+  k0=$(os_kernel_kills) o0=$(xattr "$OS_DIR" user.oomd_ooms)
+  echo "before: daemon $mp, $OS_HOARD $(os_pid "$OS_HOARD") started $sa times, $OS_OTHERS: $p0, kernel OOM kills $k0, user.oomd_ooms ${o0:-none}"
+  [ "$OS" = real ] || echo "--memory-max 64M --memory-swap-max 256M" > "$OS_FILES/$OS_HOARD.limits"
+  echo "exec $MEMCHURN 128" > "$OS_FILES/$OS_HOARD.once"
+  [ "$OS" != user ] || chown lane "$OS_FILES/$OS_HOARD.limits" "$OS_FILES/$OS_HOARD.once"
+  kill "$(os_pid "$OS_HOARD")"
+  expect "the daemon restarted $OS_HOARD with the hoard" wait_until 30 os_restarted "$OS_HOARD" "$sa"
   # shellcheck disable=SC2034 # s1, s2: for the check's closing note
   s1=$(date +%s.%N)
-  rm -f "$UT/a.limits"
-  expect "a may swap: memory.swap.max 256M ($(cat "$A/memory.swap.max" 2> /dev/null))" \
-    [ "$(cat "$A/memory.swap.max")" = $((256 << 20)) ]
-  expect "a's hoard died and the daemon restarted a" wait_until 90 urestarted a $((sa + 1))
+  rm -f "$OS_FILES/$OS_HOARD.limits" # its next start (after the kill) has the daemon's usual limits
+  expect "$OS_HOARD may swap: memory.swap.max 256M ($(cat "$OS_DIR/memory.swap.max" 2> /dev/null)), memory.max 64M ($(cat "$OS_DIR/memory.max" 2> /dev/null))" \
+    eval '[ "$(cat "$OS_DIR/memory.swap.max")" = $((256 << 20)) ] && [ "$(cat "$OS_DIR/memory.max")" = $((64 << 20)) ]'
+  expect "$OS_HOARD's hoard died and the daemon restarted $OS_HOARD" wait_until 90 os_restarted "$OS_HOARD" $((sa + 1))
   # shellcheck disable=SC2034 # see s1
   s2=$(date +%s.%N)
 }
-# uoomd_judge WATCH_PID WATCH_OUT KILLED WHY: systemd-oomd killed a alone and ck-cgroup says so.
-# Its journal has "Killed <a's cgroup> due to KILLED" (a grep pattern; WHY says it in words); the
-# kernel's OOM killer did not kill a; the user service, the daemon, b and c live on, oomd marked
-# none of daemon/ b c; status and watch (WATCH_PID, writing WATCH_OUT, stopped here), as the
-# user, say systemd-oomd killed a; the user service's journal shows no stop.
-uoomd_judge() {
-  local watch_pid=$1 watch_out=$2 killed_re=$3 why=$4 o1 ojournal killed d json journal stops
-  o1=$(xattr "$A" user.oomd_ooms)
-  expect "systemd-oomd killed a (user.oomd_ooms on subc-modules/a: ${o0:-none} before, ${o1:-none} after)" \
-    eval '[ -n "$o1" ] && [ "$o1" -gt "${o0:-0}" ]'
+# oomd_judge WATCH_PID WATCH_OUT KILLED WHY: systemd-oomd killed the hoarder alone and ck-cgroup
+# says so. Its journal has "Killed <the hoarder's cgroup> due to KILLED" (a grep pattern; WHY says
+# it in words); the kernel's OOM killer did not kill it; the service, the daemon and the others
+# live on, oomd marked none of daemon/ and the others; the hoarder's user.oomd_ooms and `status`
+# count the kill (not for the real daemon: run removed that directory); watch (WATCH_PID, writing
+# WATCH_OUT, stopped here) reports the oomd_kill, and an `emptied` after it names systemd-oomd
+# (for the real daemon, if watch saw one before run removed the directory: it saw it 16 ms
+# before the removal in one run and not at all in another); the journal shows no stop.
+oomd_judge() {
+  local watch_pid=$1 watch_out=$2 killed_re=$3 why=$4 o1 ojournal killed d json journal stops emptied
   # shellcheck disable=SC2154 # t0: the check's start, set by the check
   ojournal=$(oomd_journal_since "$t0")
-  echo "$ojournal"
+  echo "$ojournal" | grep -v '^\[.*\]: *\(Memory\|Pressure\|Current\|Pgscan\|Last\)' || true
   killed=$(grep -m1 'Killed ' <<< "$ojournal" | sed 's/^[^]]*] //' || true)
-  expect "systemd-oomd's journal names the user service's subc-modules/a, $why (${killed:-no Killed line})" \
-    grep -q "Killed ${USVC#"$CG"}/subc-modules/a due to $killed_re" <<< "$ojournal"
-  expect "the kernel's OOM killer did not kill a (oom_kill $k0 before, $(keyed "$A/memory.events" oom_kill) after)" \
-    [ "$(keyed "$A/memory.events" oom_kill)" = "$k0" ]
-  expect "the user service is active" eval '[ "$(u systemctl --user is-active ck-subc.service)" = active ]'
-  expect "the daemon kept its pid ($ump)" eval '[ "$(u systemctl --user show -P MainPID ck-subc.service)" = "$ump" ]'
-  expect "b and c kept their pids ($pb $pc)" eval '[ "$(umod_pid b)" = "$pb" ] && [ "$(umod_pid c)" = "$pc" ] && alive "$pb" && alive "$pc"'
-  for d in daemon subc-modules/b subc-modules/c; do
-    expect "oomd killed nothing in $d (user.oomd_ooms: $(xattr "$USVC/$d" user.oomd_ooms))" \
-      [ -z "$(xattr "$USVC/$d" user.oomd_ooms)" ]
+  expect "systemd-oomd's journal names subc-modules/$OS_HOARD, $why (${killed:-no Killed line})" \
+    grep -q "Killed ${OS_SVC#"$CG"}/subc-modules/$OS_HOARD due to $killed_re" <<< "$ojournal"
+  expect "the kernel's OOM killer did not kill $OS_HOARD ($k0 before, $(os_kernel_kills) after)" \
+    [ "$(os_kernel_kills)" = "$k0" ]
+  expect "the service is active" eval '[ "$(os_systemctl is-active)" = active ]'
+  expect "the daemon kept its pid ($mp)" eval '[ "$(os_systemctl show -P MainPID)" = "$mp" ]'
+  expect "$OS_OTHERS kept their pids ($p0)" os_others_kept
+  for d in daemon $OS_OTHERS; do
+    [ "$d" = daemon ] || d=subc-modules/$d
+    expect "oomd killed nothing in $d (user.oomd_ooms: $(xattr "$OS_SVC/$d" user.oomd_ooms))" \
+      [ -z "$(xattr "$OS_SVC/$d" user.oomd_ooms)" ]
   done
-  json=$(u "$CK" status --json a --root "$USVC")
-  echo "$json"
-  expect "ck-cgroup status --json a (as the user): oomd_ooms >= 1 from user.oomd_ooms ($(jq -c '.modules[0].oomd_ooms' <<< "$json"))" \
-    jq_is "$json" '.modules[0].oomd_ooms.value >= 1 and (.modules[0].oomd_ooms.source | test("user.oomd_ooms"))'
+  if [ "$OS" != real ]; then
+    o1=$(xattr "$OS_DIR" user.oomd_ooms)
+    expect "systemd-oomd marked the kill (user.oomd_ooms on subc-modules/$OS_HOARD: ${o0:-none} before, ${o1:-none} after)" \
+      eval '[ -n "$o1" ] && [ "$o1" -gt "${o0:-0}" ]'
+    expect "$OS_HOARD's user.oomd_kill counts the processes it killed ($(xattr "$OS_DIR" user.oomd_kill))" \
+      eval '[ "$(xattr "$OS_DIR" user.oomd_kill)" -ge 1 ]'
+    json=$(os "$CK" status --json "$OS_HOARD" --root "$OS_SVC")
+    echo "$json"
+    expect "ck-cgroup status --json $OS_HOARD: oomd_ooms >= 1 from user.oomd_ooms ($(jq -c '.modules[0].oomd_ooms' <<< "$json"))" \
+      jq_is "$json" '.modules[0].oomd_ooms.value >= 1 and (.modules[0].oomd_ooms.source | test("user.oomd_ooms"))'
+    expect "ck-cgroup status --json $OS_HOARD: oomd_kill >= 1 ($(jq -c '.modules[0].oomd_kill' <<< "$json"))" \
+      jq_is "$json" '.modules[0].oomd_kill.value >= 1'
+  fi
   kill "$watch_pid" 2> /dev/null || true
   wait "$watch_pid" 2> /dev/null || true
   grep -v '"memory_max"' "$watch_out" || true
-  expect "watch (as the user) reported a's oomd_kill" \
-    jq_lines_any "$watch_out" '.module == "a" and .event == "oomd_kill" and .value >= 1'
-  expect "watch's emptied event for a says systemd-oomd killed it" \
-    jq_lines_any "$watch_out" '.module == "a" and .event == "emptied" and (.killed_by // [] | index("systemd-oomd"))'
-  journal=$(ujournal_since "$t0")
-  stops=$(grep -E 'Stopping|Stopped|Deactivated|Failed with result|Main process exited' <<< "$journal" || true)
-  expect "the journal shows no stop of the user service (${stops:-none})" [ -z "$stops" ]
+  expect "watch reported $OS_HOARD's oomd_kill (from user.oomd_ooms)" \
+    jq_lines_any "$watch_out" ".module == \"$OS_HOARD\" and .event == \"oomd_kill\" and .value >= 1 and .source == \"user.oomd_ooms\""
+  expect "watch reported no oomd kill of $OS_OTHERS" \
+    eval '! jq_lines_any "$watch_out" "(.module as \$m | \"$OS_OTHERS\" | split(\" \") | index(\$m)) and .event == \"oomd_kill\""'
+  emptied="[.[] | select(.module == \"$OS_HOARD\")] | (map(.event) | index(\"oomd_kill\")) as \$i
+    | [.[\$i + 1:][] | select(.event == \"emptied\")] | (length > 0 or \"$OS\" == \"real\")
+      and all(.killed_by // [] | index(\"systemd-oomd\"))"
+  expect "watch's emptied event for $OS_HOARD after the kill says systemd-oomd ($(jq -c -s "[.[] | select(.module == \"$OS_HOARD\" and .event == \"emptied\")] | map(.killed_by)" "$watch_out" 2> /dev/null | tr -d '\n'))" \
+    jq -e -s "$emptied" "$watch_out"
+  journal=$(os_journal_since "$t0")
+  stops=$(grep -E 'Stopping|Stopped|Deactivated|Failed with result|Main process exited|Scheduled restart' <<< "$journal" || true)
+  expect "the journal shows no stop of the service (${stops:-none})" [ -z "$stops" ]
 }
 
 # twenty_restarts WHERE DIR PROCS RESTART: replay 2's loop (checks 30, 72, 80). Twenty rounds
