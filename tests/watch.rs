@@ -197,6 +197,18 @@ fn watch_pressure_sleeps_until_the_kernel_reports() {
     }
     let w = World::new();
     let mut c = w.exec_sleep("quiet");
+    // Quiet only once the helper has exec'd `sleep` and it sleeps: exec_sleep returns when the
+    // helper is placed, and a helper still loading `sleep` on a loaded host stalls on the CPU in
+    // the module (it once made this test's pressure event).
+    let pid = c.id();
+    eventually("quiet's process is an asleep `sleep`", || {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.chars().next());
+        comm.trim() == "sleep" && state == Some('S')
+    });
     let watch = Watch::start(
         &w,
         &[
