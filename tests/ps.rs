@@ -62,6 +62,14 @@ fn ps_shows_a_reparented_grandchild_as_an_orphan_of_its_module() {
     let gc = w.pid_from("grandchild");
     let child = w.pid_from("child");
     eventually("the grandchild reparented", || ppid(gc) != exec.id());
+    // Each pid is written before its `sleep` is exec'd (and the shell execs its own last): ps
+    // reads command lines, so the test waits until all three are `sleep` (under load a shell
+    // not yet exec'd was read as `sh -c ...` once).
+    for pid in [gc, child, exec.id()] {
+        eventually(&format!("{pid} runs sleep"), || {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep")
+        });
+    }
     if ppid(gc) != 1 {
         skip("a subreaper above the test takes orphans instead of PID 1");
         ok(w.run(&["kill", "hoarder"]));
