@@ -78,7 +78,7 @@ fn main() {
 }
 
 /// The gate's generated part: `enum Control`, a variant a control with its description as its
-/// doc, `Control::name`, and `active`, true for the controls `CK_MUTATION` named (the literal
+/// doc, and `active`, true for the controls `CK_MUTATION` named (the literal
 /// `false` in a build that ships).
 fn gate(controls: &[mutation_controls::Control], active: &[&str]) -> String {
     let mut s = String::from(
@@ -96,16 +96,7 @@ fn gate(controls: &[mutation_controls::Control], active: &[&str]) -> String {
             mutation_controls::variant(&c.name)
         );
     }
-    s.push_str("}\n\nimpl Control {\n    /// The control's name, as `CK_MUTATION` and the list write it.\n    pub const fn name(self) -> &'static str {\n        match self {\n");
-    for c in controls {
-        let _ = writeln!(
-            s,
-            "            Control::{} => {:?},",
-            mutation_controls::variant(&c.name),
-            c.name
-        );
-    }
-    s.push_str("        }\n    }\n}\n\n");
+    s.push_str("}\n\n");
     // The gate itself: the literal `false` in a build with no control active (every build that
     // ships), so that each `if mutation::active(...)` is `if false`, which the compiler removes.
     s.push_str(
@@ -126,6 +117,8 @@ fn gate(controls: &[mutation_controls::Control], active: &[&str]) -> String {
     s
 }
 
+/// `text` as a doc comment's plain text: markdown's `<`, `>`, `[` and `]` escaped (a description
+/// such as `m-<id>_<n>` is no HTML tag, nor a link).
 fn markdown_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {

@@ -76,10 +76,4 @@ mod tests {
             assert!(!active(Control::NoKill));
         }
     }
-
-    #[test]
-    fn each_control_is_named_as_the_list_names_it() {
-        assert_eq!(Control::NoKill.name(), "no-kill");
-        assert_eq!(Control::AbsentIsZero.name(), "absent-is-zero");
-    }
 }

@@ -108,11 +108,10 @@ oomd_side() {
 # os CMD...: CMD as the service's user.
 os() { if [ "$OS" = user ]; then u "$@"; else "$@"; fi; }
 os_systemctl() { if [ "$OS" = user ]; then u systemctl --user "$@" ck-subc.service; else sctl "$@" "$UNIT"; fi; }
-os_pid() { cat "$OS_FILES/$1.pid" 2> /dev/null; }
-os_starts() { cat "$OS_FILES/$1.starts"; }
-# os_running ID: the module's main process is alive and in the module.
-os_running() { local p; p=$(os_pid "$1"); [ -n "$p" ] && alive "$p" && grep -qx "$p" "$OS_SVC/subc-modules/$1/cgroup.procs" 2> /dev/null; }
-os_restarted() { [ "$(os_starts "$1")" -gt "$2" ] && os_running "$1"; }
+# os_pid, os_starts, os_restarted: the side's own helpers (mod_pid or umod_pid, ...).
+os_pid() { if [ "$OS" = user ]; then umod_pid "$1"; else mod_pid "$1"; fi; }
+os_starts() { if [ "$OS" = user ]; then ustarts "$1"; else starts "$1"; fi; }
+os_restarted() { if [ "$OS" = user ]; then urestarted "$@"; else restarted "$@"; fi; }
 # os_others_kept: each of the others runs with the pid it had before the hoard ($p0).
 os_others_kept() {
   local id p
