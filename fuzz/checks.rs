@@ -141,6 +141,11 @@ fn knobs(s: &str) {
 
 /// Module ids, directory names and the daemon's `m-<escaped>_<n>` names.
 pub fn ids(data: &[u8]) {
+    // Any bytes the kernel could hold as a name: shown, then read back as themselves.
+    if let Ok(d) = DirName::from_bytes(data) {
+        assert_eq!(d.to_bytes(), data);
+        assert_eq!(DirName::new(&d.to_string()).ok(), Some(d));
+    }
     let Ok(s) = std::str::from_utf8(data) else {
         return;
     };
@@ -157,11 +162,13 @@ pub fn ids(data: &[u8]) {
         Err(e) => assert_eq!(e.exit_code(), 2),
     }
     if let Ok(d) = DirName::new(s) {
-        let n = d.as_str();
-        assert!(!n.contains('/') && n != "." && n != ".." && !n.is_empty());
-    }
-    if let Some(d) = decode_daemon_name(s) {
-        assert!(!d.module.is_empty() && d.launch.bytes().all(|b| b.is_ascii_digit()));
+        let n = d.to_bytes();
+        assert!(!n.contains(&b'/') && n != b"." && n != b".." && !n.is_empty());
+        // The shown form is read back as the name (one rule both ways).
+        assert_eq!(DirName::new(&d.to_string()).ok(), Some(d.clone()));
+        if let Some(dn) = decode_daemon_name(&d) {
+            assert!(dn.launch.bytes().all(|b| b.is_ascii_digit()));
+        }
     }
 }
 

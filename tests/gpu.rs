@@ -70,7 +70,7 @@ fn status(w: &World, nvidia: Option<&std::path::Path>) -> Status {
 fn module<'a>(s: &'a Status, id: &str) -> &'a ModuleStatus {
     s.modules
         .iter()
-        .find(|m| m.module.as_deref() == Some(id))
+        .find(|m| m.module.as_ref().is_some_and(|n| *n == id))
         .unwrap_or_else(|| panic!("module {id}"))
 }
 

@@ -29,7 +29,7 @@ fn by_command<'a>(p: &'a Ps, id: &str, cmd: &[&str]) -> &'a Process {
     let m = p
         .modules
         .iter()
-        .find(|m| m.module.as_deref() == Some(id))
+        .find(|m| m.module.as_ref().is_some_and(|n| *n == id))
         .unwrap_or_else(|| panic!("module {id} in ps"));
     m.processes
         .iter()

@@ -2,6 +2,7 @@
 //! not be set) and who killed a module (`kill`, `run`).
 
 use super::format::plural;
+use ck_cgroup::ModuleName;
 
 /// `init`'s line for `daemon/`'s systemd-oomd mark, as read back.
 pub fn oomd_mark_line(m: &ck_cgroup::cgroup::oomd::OomdMark) -> String {
@@ -29,7 +30,10 @@ pub fn oomd_mark_failure(m: &ck_cgroup::cgroup::oomd::OomdMark) -> Option<String
 
 /// `module a: killed by systemd-oomd (3 processes)` when systemd-oomd or the kernel's OOM killer
 /// killed in the module before it was removed; `None` when neither did (or neither could be read).
-pub fn kills_line(module: &str, k: &ck_cgroup::cgroup::oomd::KillCounters) -> Option<String> {
+pub fn kills_line(
+    module: &ModuleName,
+    k: &ck_cgroup::cgroup::oomd::KillCounters,
+) -> Option<String> {
     let mut by = Vec::new();
     if k.by_oomd() {
         by.push(match k.oomd_kill {
@@ -56,13 +60,13 @@ pub fn kills_line(module: &str, k: &ck_cgroup::cgroup::oomd::KillCounters) -> Op
 /// module's processes were gone): a kill does not free it; `None` where none was left or it is
 /// unknown.
 pub fn memory_left_line(
-    module: &str,
+    module: &ModuleName,
     left: &ck_cgroup::cgroup::memory_left::MemoryLeft,
 ) -> Option<String> {
     let shmem = left.shmem_left()?;
     Some(format!(
         "module {}: {} of shared memory stays charged after the kill (memory.stat shmem: tmpfs files such as /dev/shm, shared memory segments, memfds another process holds): delete the files it left to free it",
-        ck_cgroup::id::shown(module),
+        module,
         crate::cli::format::size(Some(shmem))
     ))
 }
@@ -70,6 +74,10 @@ pub fn memory_left_line(
 #[cfg(test)]
 mod oomd_line_tests {
     use super::*;
+
+    fn a() -> ModuleName {
+        ModuleName::parse("a").unwrap()
+    }
 
     fn mark(json: &str) -> ck_cgroup::cgroup::oomd::OomdMark {
         serde_json::from_str(json).unwrap()
@@ -98,11 +106,11 @@ mod oomd_line_tests {
     fn the_memory_left_line_is_there_only_for_shmem_left() {
         use ck_cgroup::cgroup::memory_left::MemoryLeft;
         let mut left = MemoryLeft::default();
-        assert_eq!(memory_left_line("a", &left), None);
+        assert_eq!(memory_left_line(&a(), &left), None);
         left.shmem = Some(0);
-        assert_eq!(memory_left_line("a", &left), None);
+        assert_eq!(memory_left_line(&a(), &left), None);
         left.shmem = Some(64 << 20);
-        let l = memory_left_line("a", &left).unwrap();
+        let l = memory_left_line(&a(), &left).unwrap();
         assert!(
             l.contains("64.0M") || l.contains("64M") || l.contains("MiB"),
             "{l}"
@@ -113,15 +121,15 @@ mod oomd_line_tests {
     fn the_kills_line_is_there_only_when_something_killed() {
         let k = |j: &str| serde_json::from_str::<ck_cgroup::cgroup::oomd::KillCounters>(j).unwrap();
         let none = k(r#"{"oom_kill":0,"oom_group_kill":null,"oomd_ooms":0,"oomd_kill":0}"#);
-        assert_eq!(kills_line("a", &none), None);
+        assert_eq!(kills_line(&a(), &none), None);
         let oomd = k(r#"{"oom_kill":null,"oom_group_kill":null,"oomd_ooms":1,"oomd_kill":3}"#);
         assert_eq!(
-            kills_line("a", &oomd).as_deref(),
+            kills_line(&a(), &oomd).as_deref(),
             Some("module a: killed by systemd-oomd (3 processes)")
         );
         let both = k(r#"{"oom_kill":1,"oom_group_kill":0,"oomd_ooms":1,"oomd_kill":null}"#);
         assert_eq!(
-            kills_line("a", &both).as_deref(),
+            kills_line(&a(), &both).as_deref(),
             Some("module a: killed by systemd-oomd and the kernel's OOM killer (1 process)")
         );
     }

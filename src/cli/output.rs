@@ -2,7 +2,6 @@
 //! whose stdout is CMD's (`run`, `sandbox`): their result goes to stderr, as one JSON line after
 //! CMD and its module are gone ([`Output::result_line`]).
 
-use ck_cgroup::id::shown;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -20,7 +19,7 @@ use ck_cgroup::module::{
 /// and `id` (the module id, `null` where the name does not decode; the same as `module` here).
 #[derive(Serialize)]
 struct Named<'a, T> {
-    id: Option<&'a str>,
+    id: Option<&'a ck_cgroup::DirName>,
     #[serde(flatten)]
     inner: &'a T,
 }
@@ -282,9 +281,9 @@ impl Output {
     pub fn remove(&self, r: &RemoveReport) -> io::Result<()> {
         self.emit(r, || {
             if r.already_gone {
-                format!("{}: already gone\n", shown(&r.module))
+                format!("{}: already gone\n", r.module)
             } else {
-                format!("{}: removed\n", shown(&r.module))
+                format!("{}: removed\n", r.module)
             }
         })
     }
@@ -300,7 +299,7 @@ impl Output {
         let named = modules
             .iter()
             .map(|m| Named {
-                id: m.module.as_deref(),
+                id: m.module.as_ref(),
                 inner: m,
             })
             .collect();
@@ -320,9 +319,7 @@ impl Output {
             for m in modules {
                 rows.push([
                     m.name.to_string(),
-                    m.module
-                        .as_deref()
-                        .map_or("-".into(), |id| shown(id).into_owned()),
+                    m.module.as_ref().map_or("-".into(), ToString::to_string),
                     m.layout.name().into(),
                     yes_no(m.populated),
                     yes_no(m.frozen),
@@ -347,7 +344,7 @@ impl Output {
         let modules = mods
             .iter()
             .map(|m| Named {
-                id: m.module.as_deref(),
+                id: m.module.as_ref(),
                 inner: m,
             })
             .collect();
@@ -381,7 +378,7 @@ impl Output {
                 let modules = rows
                     .iter()
                     .map(|m| Named {
-                        id: m.module.as_deref(),
+                        id: m.module.as_ref(),
                         inner: m,
                     })
                     .collect();
@@ -514,7 +511,7 @@ fn limit_lines(l: &ck_cgroup::limits::LimitReport) -> String {
 /// The human form of a stop: each phase on its own clause, fallbacks on their own lines.
 fn stop_text(r: &StopReport) -> String {
     if r.already_gone {
-        return format!("{}: already gone\n", shown(&r.module));
+        return format!("{}: already gone\n", r.module);
     }
     let t = &r.tree;
     let mut parts = Vec::new();
@@ -543,7 +540,7 @@ fn stop_text(r: &StopReport) -> String {
         "directory {}",
         if r.removed { "removed" } else { "kept" }
     ));
-    let mut s = format!("{}: {}\n", shown(&r.module), parts.join("; "));
+    let mut s = format!("{}: {}\n", r.module, parts.join("; "));
     if let Some(line) = super::oomd_lines::kills_line(&r.module, &r.kills) {
         s += &format!("{line}\n");
     }

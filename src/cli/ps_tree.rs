@@ -99,9 +99,9 @@ pub fn text(mods: &[ModuleProcesses], sorted: bool, width: Option<usize>) -> Str
         let n = m.processes.len();
         s += &format!(
             "{} ({}, {}): {n} {}\n",
-            shown(&m.name),
-            shown(m.module.as_deref().unwrap_or("-")),
-            m.path.split('/').map(shown).collect::<Vec<_>>().join("/"),
+            m.name,
+            m.module.as_ref().map_or("-".into(), ToString::to_string),
+            m.path,
             if n == 1 { "process" } else { "processes" }
         );
         if n == 0 {
@@ -177,7 +177,7 @@ pub fn text(mods: &[ModuleProcesses], sorted: bool, width: Option<usize>) -> Str
         s += "no modules\n";
     }
     for r in why {
-        s += &format!("GPU_MEM unknown: {}\n", shown(r));
+        s += &format!("GPU_MEM unknown: {}\n", ck_cgroup::id::shown_message(r));
     }
     s
 }

@@ -2,7 +2,6 @@
 //! Prometheus text exposition format is in `prometheus`.
 
 use ck_cgroup::cgroup::parse::Limit;
-use ck_cgroup::id::shown;
 use ck_cgroup::telemetry::{Figure, ModuleStatus, PROC_RSS_SOURCE};
 
 use clap::ValueEnum;
@@ -126,12 +125,9 @@ impl Col {
             }
         };
         match self {
-            Col::Name => shown(&m.name).into_owned(),
-            Col::Module => m
-                .module
-                .as_deref()
-                .map_or("-".into(), |id| shown(id).into_owned()),
-            Col::Id => shown(m.module.as_deref().unwrap_or(&m.name)).into_owned(),
+            Col::Name => m.name.to_string(),
+            Col::Module => m.module.as_ref().map_or("-".into(), ToString::to_string),
+            Col::Id => m.module.as_ref().unwrap_or(&m.name).to_string(),
             Col::Pop => match m.populated.value {
                 Some(true) => "yes".into(),
                 Some(false) => "no".into(),
@@ -275,10 +271,10 @@ pub fn table_of(
     {
         s += "* summed from VmRSS/VmSwap in /proc/<pid>/status: no memory controller here\n";
     }
-    let frozen: Vec<&str> = rows
+    let frozen: Vec<String> = rows
         .iter()
         .filter(|m| m.frozen.value == Some(true))
-        .map(|m| m.name.as_str())
+        .map(|m| m.name.to_string())
         .collect();
     if !frozen.is_empty() {
         s += &format!(
@@ -300,7 +296,7 @@ pub fn table_of(
     }
     if gpu_shown || folded.contains(&Col::GpuMem.header()) {
         for r in why {
-            s += &format!("GPU_MEM unknown: {}\n", ck_cgroup::id::shown(r));
+            s += &format!("GPU_MEM unknown: {}\n", ck_cgroup::id::shown_message(r));
         }
     }
     if !folded.is_empty() {
@@ -397,7 +393,8 @@ mod tests {
     /// A module named `name` whose figures are unknown but those in `known` (field, value).
     fn module(name: &str, known: &[(&str, serde_json::Value)]) -> ModuleStatus {
         let path = format!("subc-modules/{name}");
-        let unknown = ModuleStatus::unknown(name, Some(name.into()), ck_cgroup::Layout::Ck, &path);
+        let n = ck_cgroup::DirName::new(name).expect("a name");
+        let unknown = ModuleStatus::unknown(n.clone(), Some(n), ck_cgroup::Layout::Ck, &path);
         let mut m = serde_json::to_value(unknown).expect("a ModuleStatus serialises");
         for (field, v) in known {
             m[*field]["value"] = v.clone();
@@ -405,8 +402,8 @@ mod tests {
         serde_json::from_value(m).expect("a ModuleStatus")
     }
 
-    fn names(rows: &[ModuleStatus]) -> Vec<&str> {
-        rows.iter().map(|m| m.name.as_str()).collect()
+    fn names(rows: &[ModuleStatus]) -> Vec<String> {
+        rows.iter().map(|m| m.name.to_string()).collect()
     }
 
     /// Each key orders by its own figure, the biggest first; the unknown come last (never as
@@ -472,7 +469,7 @@ mod tests {
             "m-mcp_5f3ax_5f7",
             &[("memory_anon", json!(3 << 20)), ("memory_file", json!(0))],
         );
-        daemon.module = Some("mcp_3ax".into());
+        daemon.module = Some(ck_cgroup::DirName::new("mcp_3ax").expect("a name"));
         let t = table(&[daemon, module("aft", &[])], Columns::All(STATUS_WIDE));
         let lines: Vec<Vec<&str>> = t.lines().map(|l| l.split_whitespace().collect()).collect();
         assert_eq!(

@@ -3,8 +3,8 @@
 //! whatever else is wrong later (a missing module, a root not laid out).
 //!
 //! - a module to make or change ([`Modules::Ids`]) is a module id ([`ModuleId::new`]);
-//! - a module to act on or show ([`Modules::Names`]) is an id or a directory name as `list`
-//!   shows it ([`ck_cgroup::id::module_name`]: never `..`, `a/b`, `cgroup.procs`);
+//! - a module to act on or show ([`Modules::Names`]) is an id, a directory name or a path as
+//!   `list` shows them ([`ck_cgroup::ModuleName::parse`], the names' one rule: never `..`, `a/b`);
 //! - the policy: `--policy` (or `CK_CGROUP_POLICY`) is read and parsed by every command that is
 //!   given one, and the default file by those that use it ([`promises::Policy::Default`]); the
 //!   parsed policy is kept for the command (`Ctx::policy`).
@@ -24,7 +24,7 @@ pub fn ids(command: &Command) -> Result<(), Error> {
             .try_for_each(|id| ModuleId::new(id).map(drop)),
         Modules::Names => given
             .into_iter()
-            .try_for_each(|name| ck_cgroup::id::module_name(name).map(drop)),
+            .try_for_each(|name| ck_cgroup::ModuleName::parse(name).map(drop)),
         Modules::None => Ok(()),
     }
 }

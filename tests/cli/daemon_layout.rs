@@ -24,15 +24,15 @@ fn daemon_layout_is_listed_decoded_and_killed_by_its_name() {
     let m = list
         .modules
         .iter()
-        .find(|m| m.name.as_str() == "m-mcp_5f3ax_5f7")
+        .find(|m| m.name == "m-mcp_5f3ax_5f7")
         .expect("listed");
-    assert_eq!(m.module.as_deref(), Some("mcp:x"));
+    assert!(m.module.as_ref().is_some_and(|n| *n == "mcp:x"), "{m:?}");
     assert_eq!(m.layout, Layout::Daemon);
     assert_eq!(m.procs, Some(1));
     let o = list
         .modules
         .iter()
-        .find(|m| m.name.as_str() == "not.encoded")
+        .find(|m| m.name == "not.encoded")
         .unwrap();
     assert_eq!(o.module, None);
 
@@ -100,8 +100,7 @@ fn an_id_with_several_daemon_directories_is_shown_whole_and_refused_by_a_stop() 
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         let e = stderr(&o);
         assert!(
-            e.contains("web names 3 directories of the daemon's")
-                && dirs.iter().all(|d| e.contains(d)),
+            e.contains("web names 3 module directories") && dirs.iter().all(|d| e.contains(d)),
             "{args:?}: {e}"
         );
         assert!(!stdout(&o).contains("already gone"), "{args:?}");
@@ -156,16 +155,24 @@ fn the_default_status_table_names_the_directories_of_a_repeated_id() {
     b.wait().unwrap();
 }
 
-/// `kill web` where both `subc-modules/web` and the daemon's `m-web_5f2` hold a process stops
-/// ours (found first) and only ours: the stop's re-check after the removal looked the id up
-/// again, found the daemon's directory and stopped it as one "made again".
+/// Where both `subc-modules/web` and the daemon's `m-web_5f2` hold a process, `kill web` picks
+/// neither (exit 2, naming both), and `kill subc-modules/web` (its path, as `list` shows it)
+/// stops ours and only ours: the stop's re-check after the removal looked the id up again,
+/// found the daemon's directory and stopped it as one "made again".
 #[test]
 fn a_stop_of_our_module_leaves_the_daemons_directory_of_the_same_id() {
     let w = World::new();
     ok(w.run(&["init"]));
     let mut ours = sleep_in_dir(&w, &w.root().join("subc-modules/web"));
     let mut theirs = daemon_module(&w, "m-web_5f2");
-    ok(w.run(&["kill", "--timeout", "3s", "web"]));
+    let o = w.run(&["kill", "web"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("subc-modules/web, daemon/subc-modules/m-web_5f2"),
+        "{}",
+        stderr(&o)
+    );
+    ok(w.run(&["kill", "--timeout", "3s", "subc-modules/web"]));
     ours.wait().unwrap();
     assert!(!w.root().join("subc-modules/web").exists(), "ours left");
     assert!(alive(theirs.id()), "the daemon's m-web_5f2 was stopped too");

@@ -14,7 +14,7 @@ fn json_output_parses_into_the_library_types_without_loss() {
     let list: Listing = strictly(&ok(w.run(&["--json", "list"])));
     assert_eq!(list.root, w.root());
     let m = &list.modules[0];
-    assert_eq!(m.name.as_str(), "lib");
+    assert_eq!(m.name, "lib");
     assert_eq!(m.layout, ck_cgroup::Layout::Ck);
     assert_eq!(m.procs, Some(1));
     let out = ok(w.run(&["--json", "kill", "--grace", "1s", "--timeout", "3s", "lib"]));

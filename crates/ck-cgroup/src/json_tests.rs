@@ -29,6 +29,8 @@ fn round_trip<T: Serialize + DeserializeOwned + PartialEq + Debug>(v: &T) {
     assert_eq!(serde_json::to_string(&back).unwrap(), text);
 }
 
+use crate::layout::ModuleName;
+
 fn id(s: &str) -> ModuleId {
     ModuleId::new(s).unwrap()
 }
@@ -39,7 +41,7 @@ fn name(s: &str) -> DirName {
 
 fn stop_report() -> StopReport {
     StopReport {
-        module: "web-1".into(),
+        module: ModuleName::parse("web-1").unwrap(),
         layout: Some(Layout::Ck),
         path: Some(PathBuf::from("/sys/fs/cgroup/x.service/subc-modules/web-1")),
         already_gone: false,
@@ -84,7 +86,7 @@ fn names_and_limits_round_trip() {
     round_trip(&Limit::Value(1 << 30));
     round_trip(&ModuleRef::ck(&id("a")));
     round_trip(&DaemonName {
-        module: "web".into(),
+        module: name("web"),
         swap: true,
         launch: "7".into(),
     });
@@ -160,7 +162,7 @@ fn module_reports_round_trip() {
         procs: Some(2),
     });
     round_trip(&RemoveReport {
-        module: "a".into(),
+        module: ModuleName::parse("a").unwrap(),
         path: None,
         removed: false,
         already_gone: true,
@@ -229,8 +231,8 @@ fn telemetry_round_trips() {
         source: "memory.max".to_string(),
     };
     round_trip(&ModuleStatus {
-        name: "a".into(),
-        module: Some("a".into()),
+        name: name("a"),
+        module: Some(name("a")),
         layout: Layout::Ck,
         path: "subc-modules/a".into(),
         populated: Figure {
@@ -310,7 +312,7 @@ fn telemetry_round_trips() {
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
-        module: "a".into(),
+        module: name("a"),
         layout: Layout::Ck,
         event: "memory_oom_kill".into(),
         value: Some(2),
@@ -332,7 +334,7 @@ fn telemetry_round_trips() {
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
-        module: "a".into(),
+        module: name("a"),
         layout: Layout::Daemon,
         event: "emptied".into(),
         value: None,
@@ -354,7 +356,7 @@ fn telemetry_round_trips() {
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
-        module: "a".into(),
+        module: name("a"),
         layout: Layout::Ck,
         event: "emptied".into(),
         value: None,
@@ -374,7 +376,7 @@ fn telemetry_round_trips() {
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
-        module: "a".into(),
+        module: name("a"),
         layout: Layout::Ck,
         event: "pressure".into(),
         value: None,

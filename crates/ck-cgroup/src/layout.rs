@@ -82,19 +82,187 @@ impl ModuleRef {
         }
     }
 
-    /// Its path relative to the root.
-    pub fn rel(&self) -> String {
-        format!("{}/{}", self.layout.dir(), self.name.as_str())
+    /// Its path relative to the root, in the crate's text (for access beneath the root).
+    pub(crate) fn rel(&self) -> String {
+        format!("{}/{}", self.layout.dir(), self.name.text())
     }
 
-    /// The module name: the id for ours, the decoded id for the daemon's (where it decodes).
-    pub fn module_name(&self) -> Option<String> {
+    /// Its path relative to the root as people see it and as a command takes it back
+    /// ([`ModuleName`]): the layout's directory and the name's shown form.
+    pub fn shown_path(&self) -> String {
+        format!("{}/{}", self.layout.dir(), self.name)
+    }
+
+    /// The module name: the directory's name for ours, the decoded id for the daemon's (where
+    /// it decodes), the id of a systemd scope.
+    pub fn module_name(&self) -> Option<DirName> {
         match self.layout {
-            Layout::Ck if self.name.is_raw_bytes() => None,
-            Layout::Ck => Some(self.name.as_str().to_string()),
-            Layout::Daemon => decode_daemon_name(self.name.as_str()).map(|d| d.module),
-            Layout::Systemd => module_of_scope(self.name.as_str()),
+            Layout::Ck => Some(self.name.clone()),
+            Layout::Daemon => decode_daemon_name(&self.name).map(|d| d.module),
+            Layout::Systemd => module_of_scope(self.name.text())
+                .and_then(|id| ModuleId::new(&id).ok())
+                .map(DirName::from),
         }
+    }
+}
+
+/// What a command names to act on one module: a name as `list` shows it (an id, a directory's
+/// name, a daemon-layout module id; [`DirName::parse`]), or one directory's path as `list`
+/// shows it (`subc-modules/<name>`, `daemon/subc-modules/<name>`), which names that directory
+/// alone. Parsed once ([`ModuleName::parse`]); shown as it was given, by the names' one rule.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ModuleName {
+    /// The layout a path named; `None` for a bare name.
+    pub layout: Option<Layout>,
+    /// The directory's name, or the module id.
+    pub name: DirName,
+}
+
+impl ModuleName {
+    /// Read a module argument: `NAME` or `LAYOUT-DIR/NAME` (`subc-modules/web`,
+    /// `daemon/subc-modules/m-web_5f3`), NAME in its shown form. Bad input (exit 2) otherwise.
+    pub fn parse(s: &str) -> Result<ModuleName, Error> {
+        let Some((dir, name)) = s.rsplit_once('/') else {
+            return Ok(ModuleName {
+                layout: None,
+                name: DirName::parse(s)?,
+            });
+        };
+        let layout = [Layout::Ck, Layout::Daemon]
+            .into_iter()
+            .find(|l| l.dir() == dir)
+            .ok_or_else(|| {
+                Error::bad_input(format!(
+                    "invalid module name {s:?}: a path names a module only as \
+                     `{MODULES_DIR}/NAME` or `daemon/{MODULES_DIR}/NAME`"
+                ))
+                .with_hint(
+                    "name a module by its id or by its name as `ck-cgroup list` shows it \
+                     (NAME, or PATH)",
+                )
+            })?;
+        Ok(ModuleName {
+            layout: Some(layout),
+            name: DirName::parse(name)?,
+        })
+    }
+}
+
+impl ModuleName {
+    /// Whether this names module `m`, whose module id is `module`: its path, its directory's
+    /// name, or the module id it decodes to (the names' one rule, never other text).
+    pub fn names(&self, m: &ModuleRef, module: Option<&DirName>) -> bool {
+        match self.layout {
+            Some(l) => l == m.layout && self.name == m.name,
+            None => self.name == m.name || Some(&self.name) == module,
+        }
+    }
+}
+
+impl From<&ModuleRef> for ModuleName {
+    fn from(m: &ModuleRef) -> ModuleName {
+        ModuleName {
+            layout: Some(m.layout),
+            name: m.name.clone(),
+        }
+    }
+}
+
+impl From<DirName> for ModuleName {
+    fn from(name: DirName) -> ModuleName {
+        ModuleName { layout: None, name }
+    }
+}
+
+impl std::str::FromStr for ModuleName {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ModuleName::parse(s)
+    }
+}
+
+impl std::fmt::Display for ModuleName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.layout {
+            Some(l) => write!(f, "{}/{}", l.dir(), self.name),
+            None => write!(f, "{}", self.name),
+        }
+    }
+}
+
+impl Serialize for ModuleName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ModuleName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        ModuleName::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A name compares equal to its shown form (`name == "daemon/subc-modules/m-web_5f3"`).
+impl PartialEq<str> for ModuleName {
+    fn eq(&self, shown: &str) -> bool {
+        ModuleName::parse(shown).is_ok_and(|n| n == *self)
+    }
+}
+
+impl PartialEq<&str> for ModuleName {
+    fn eq(&self, shown: &&str) -> bool {
+        *self == **shown
+    }
+}
+
+/// What the library's calls that act on one module take: a [`ModuleName`], or what one is
+/// made from (a [`ModuleId`], a [`DirName`], a [`ModuleRef`], or text in the shown form,
+/// parsed by [`ModuleName::parse`]).
+pub trait ToModuleName {
+    /// The module name this names; bad input where text is not of the shown form.
+    fn to_module_name(&self) -> Result<ModuleName, Error>;
+}
+
+impl ToModuleName for str {
+    fn to_module_name(&self) -> Result<ModuleName, Error> {
+        ModuleName::parse(self)
+    }
+}
+
+impl ToModuleName for String {
+    fn to_module_name(&self) -> Result<ModuleName, Error> {
+        ModuleName::parse(self)
+    }
+}
+
+impl ToModuleName for ModuleName {
+    fn to_module_name(&self) -> Result<ModuleName, Error> {
+        Ok(self.clone())
+    }
+}
+
+impl ToModuleName for DirName {
+    fn to_module_name(&self) -> Result<ModuleName, Error> {
+        Ok(ModuleName::from(self.clone()))
+    }
+}
+
+impl ToModuleName for ModuleId {
+    fn to_module_name(&self) -> Result<ModuleName, Error> {
+        Ok(ModuleName::from(DirName::from(self)))
+    }
+}
+
+impl ToModuleName for ModuleRef {
+    fn to_module_name(&self) -> Result<ModuleName, Error> {
+        Ok(ModuleName::from(self))
+    }
+}
+
+impl<T: ToModuleName + ?Sized> ToModuleName for &T {
+    fn to_module_name(&self) -> Result<ModuleName, Error> {
+        (**self).to_module_name()
     }
 }
 

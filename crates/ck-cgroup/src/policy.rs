@@ -352,13 +352,13 @@ impl Root {
             if m.layout != Layout::Ck {
                 continue;
             }
-            let Ok(id) = ModuleId::new(m.name.as_str()) else {
+            let Some(id) = m.name.as_id() else {
                 continue;
             };
             let want = policy.for_module(&id).limits;
             let (ok, skipped) = self.check_limits(&want, best_effort)?;
             for (file, value) in ok {
-                let rel = join(&m.path, file);
+                let rel = join(&m.rel(), file);
                 let was = self.dir().read_raw(&rel).ok().map(|t| t.trim().to_string());
                 let same = match (
                     &was,
@@ -400,11 +400,11 @@ impl Root {
                 });
             }
             if let Some(pref) = want.oomd {
-                let was = crate::cgroup::oomd::preference_of(self.dir(), &m.path);
+                let was = crate::cgroup::oomd::preference_of(self.dir(), &m.rel());
                 if was != Some(pref) {
                     let mut skipped = None;
                     if !dry_run {
-                        let mark = crate::cgroup::oomd::mark(self.dir(), &m.path, pref);
+                        let mark = crate::cgroup::oomd::mark(self.dir(), &m.rel(), pref);
                         match (mark.error, best_effort) {
                             (None, _) => {}
                             (Some(e), true) => skipped = Some(e),

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use ck_cgroup::Error;
+use ck_cgroup::{Error, ModuleName};
 
 use super::Ctx;
 use crate::cli::args::StopArgs;
@@ -23,7 +23,7 @@ pub struct PruneArgs {
 pub fn cmd_kill(ctx: &Ctx, backend: Backend, id: &str, stop: &StopArgs) -> Result<ExitCode, Fail> {
     // A stop that did not end is an error carrying its report: printed, then failed.
     let r = backend
-        .stop(id, &stop.options())
+        .stop(&ModuleName::parse(id)?, &stop.options())
         .or_else(Error::into_stop_report)?;
     written(ctx.out.kill(&r));
     if let Some(e) = &r.error {
@@ -54,7 +54,11 @@ pub fn cmd_prune(
         written(ctx.out.prune(&[], dry_run));
         return Ok(ExitCode::SUCCESS);
     }
-    let r = backend.prune(dry_run, kill, keep, &stop.options())?;
+    let keep = keep
+        .iter()
+        .map(|k| ModuleName::parse(k))
+        .collect::<Result<Vec<_>, _>>()?;
+    let r = backend.prune(dry_run, kill, &keep, &stop.options())?;
     written(ctx.out.prune(&r, dry_run));
     let failed = r.iter().filter(|e| e.error.is_some()).count();
     if failed > 0 {

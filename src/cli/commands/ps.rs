@@ -21,11 +21,7 @@ pub fn cmd_ps(
     // JSON with each module's `error`, shows what was found).
     let failed: Vec<String> = mods
         .iter()
-        .filter_map(|m| {
-            m.error
-                .as_ref()
-                .map(|e| format!("{}: {e}", ck_cgroup::id::shown(&m.name)))
-        })
+        .filter_map(|m| m.error.as_ref().map(|e| format!("{}: {e}", m.name)))
         .collect();
     if !failed.is_empty() {
         return Err(ck_cgroup::Error::failed(format!(

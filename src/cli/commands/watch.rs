@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use ck_cgroup::cgroup::parse::Limit;
 use ck_cgroup::telemetry::pressure::PressureTrigger;
 use ck_cgroup::telemetry::watch::{WatchEvent, WatchOptions};
-use ck_cgroup::{DirName, ModuleRef};
+use ck_cgroup::{DirName, ModuleName, ModuleRef};
 
 use super::Ctx;
 use crate::cli::backend::Cgroupfs;
@@ -48,6 +48,10 @@ pub fn cmd_watch(
             let _ = setrlimit(Resource::Nofile, lim);
         }
     }
+    let ids = ids
+        .iter()
+        .map(|n| ModuleName::parse(n))
+        .collect::<Result<Vec<_>, _>>()?;
     let opts = WatchOptions {
         ids,
         report_above: match report_above {
@@ -57,7 +61,7 @@ pub fn cmd_watch(
         per_module: policy
             .modules
             .iter()
-            .filter_map(|(id, e)| e.memory_report.map(|v| (id.to_string(), v)))
+            .filter_map(|(id, e)| e.memory_report.map(|v| (DirName::from(id), v)))
             .collect(),
         pressure,
     };
@@ -89,13 +93,11 @@ pub fn cmd_watch(
 /// named as `list` and `status` name it: `name` (its directory; the same as the event's legacy
 /// `module`) and `id` (the module id, `null` where the name does not decode).
 fn watch_line(e: &WatchEvent) -> Versioned<WatchLine<'_>> {
-    let id = DirName::new(&e.module).ok().and_then(|name| {
-        ModuleRef {
-            layout: e.layout,
-            name,
-        }
-        .module_name()
-    });
+    let id = ModuleRef {
+        layout: e.layout,
+        name: e.module.clone(),
+    }
+    .module_name();
     versioned(WatchLine {
         name: &e.module,
         id,
@@ -105,8 +107,8 @@ fn watch_line(e: &WatchEvent) -> Versioned<WatchLine<'_>> {
 
 #[derive(serde::Serialize)]
 struct WatchLine<'a> {
-    name: &'a str,
-    id: Option<String>,
+    name: &'a DirName,
+    id: Option<DirName>,
     #[serde(flatten)]
     event: &'a WatchEvent,
 }

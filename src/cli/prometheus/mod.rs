@@ -22,11 +22,11 @@ use ck_cgroup::limits::{LIMITS, Unit};
 use ck_cgroup::mutation::{self, Control};
 use ck_cgroup::telemetry::{Figure, ModuleStatus, PROC_RSS_SOURCE};
 
-/// A label value in the exposition format: a name as people see it (`id::shown`: a name that is
-/// not UTF-8 and any control character as `\xNN`), then `\`, `"` and newline escaped.
+/// A label value in the exposition format: text as people see it (a name's shown form, or
+/// `id::shown` of other text: one-to-one, no control character), then `\`, `"` and newline
+/// escaped as the format wants, so that two names are never one label value.
 fn escape(v: &str) -> String {
-    ck_cgroup::id::shown(v)
-        .replace('\\', "\\\\")
+    v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
 }
@@ -120,11 +120,11 @@ fn identity(m: &ModuleStatus) -> ((String, &'static str, &'static str), Option<S
         && let Some(d) = decode_daemon_name(&m.name)
     {
         let slot = if d.swap { "swap" } else { "main" };
-        return ((d.module, layout, slot), Some(d.launch));
+        return ((d.module.to_string(), layout, slot), Some(d.launch));
     }
     // Not the daemon's encoding (or not its layout): the id, else the name as found, which
     // carries no launch number that we know of.
-    let module = m.module.clone().unwrap_or_else(|| m.name.clone());
+    let module = m.module.as_ref().unwrap_or(&m.name).to_string();
     ((module, layout, "main"), None)
 }
 
@@ -277,8 +277,8 @@ fn gpu(series: &[Series<'_>]) -> Vec<Metric> {
                 format!(
                     "{},device=\"{}\",driver=\"{}\"",
                     s.labels,
-                    escape(&d.device),
-                    escape(&d.driver)
+                    escape(&ck_cgroup::id::shown(&d.device)),
+                    escape(&ck_cgroup::id::shown(&d.driver))
                 ),
                 Num::Int(d.bytes),
             ));
@@ -435,8 +435,13 @@ fn deprecated_limit(rows: &[ModuleStatus]) -> Metric {
     for m in rows.iter().take(MAX_SERIES) {
         let labels = format!(
             "name=\"{}\",module=\"{}\",layout=\"{}\"",
-            escape(&m.name),
-            escape(m.module.as_deref().unwrap_or("")),
+            escape(&m.name.to_string()),
+            escape(
+                &m.module
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default()
+            ),
             m.layout.name()
         );
         for f in m.limits.figures() {
@@ -464,7 +469,8 @@ mod tests {
         limits: serde_json::Value,
     ) -> ModuleStatus {
         let layout: Layout = serde_json::from_value(layout.into()).expect("a layout");
-        let unknown = ModuleStatus::unknown(name, module.map(Into::into), layout, name);
+        let n = |s: &str| ck_cgroup::DirName::new(s).expect("a name");
+        let unknown = ModuleStatus::unknown(n(name), module.map(n), layout, name);
         let mut m = serde_json::to_value(unknown).expect("a ModuleStatus serialises");
         for (field, v) in [
             ("populated", true.into()),

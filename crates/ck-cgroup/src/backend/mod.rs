@@ -11,6 +11,7 @@ use crate::cgroup::oomd::{OomdMark, OomdPreference};
 use crate::discover;
 use crate::error::Error;
 use crate::id::ModuleId;
+use crate::layout::{ModuleName, ToModuleName};
 use crate::limits::{Limits, Skipped};
 use crate::module::{ModuleEntry, PruneEntry, Root, StopReport};
 use crate::stop::StopOptions;
@@ -135,7 +136,7 @@ impl Backend {
     }
 
     /// `kill`.
-    pub fn stop(&self, id: &str, opts: &StopOptions) -> Result<StopReport, Error> {
+    pub fn stop(&self, id: &ModuleName, opts: &StopOptions) -> Result<StopReport, Error> {
         on_modules!(self, open, m => m.stop(id, opts))
     }
 
@@ -144,7 +145,7 @@ impl Backend {
         &self,
         dry_run: bool,
         kill: bool,
-        keep: &[String],
+        keep: &[ModuleName],
         opts: &StopOptions,
     ) -> Result<Vec<PruneEntry>, Error> {
         on_modules!(self, open, m => m.prune(dry_run, kill, keep, opts))
@@ -183,15 +184,21 @@ impl Backend {
     }
 
     /// `status`.
-    pub fn status<S: AsRef<str>>(&self, ids: &[S]) -> Result<Vec<ModuleStatus>, Error> {
-        let ids: Vec<String> = ids.iter().map(|n| n.as_ref().to_string()).collect();
+    pub fn status<S: ToModuleName>(&self, ids: &[S]) -> Result<Vec<ModuleStatus>, Error> {
+        let ids = ids
+            .iter()
+            .map(ToModuleName::to_module_name)
+            .collect::<Result<Vec<_>, Error>>()?;
         let ids = ids.as_slice();
         on_modules!(self, open, m => m.status(ids))
     }
 
     /// `ps`: the processes of every module, or of those named.
-    pub fn processes<S: AsRef<str>>(&self, ids: &[S]) -> Result<Vec<ModuleProcesses>, Error> {
-        let ids: Vec<String> = ids.iter().map(|n| n.as_ref().to_string()).collect();
+    pub fn processes<S: ToModuleName>(&self, ids: &[S]) -> Result<Vec<ModuleProcesses>, Error> {
+        let ids = ids
+            .iter()
+            .map(ToModuleName::to_module_name)
+            .collect::<Result<Vec<_>, Error>>()?;
         let ids = ids.as_slice();
         on_modules!(self, open, m => m.processes(ids))
     }

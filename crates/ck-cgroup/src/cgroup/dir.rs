@@ -77,15 +77,17 @@ impl CgroupDir {
         self.fd.as_fd()
     }
 
-    /// The absolute path of `rel` (for messages: a name that is not UTF-8 escaped, `\xff`).
+    /// The absolute path of `rel` (for messages: each component of `rel` in the names' shown
+    /// form, `\xff`, `tab\x09x`; the root's own path as it was given).
     pub fn display_path(&self, rel: &str) -> PathBuf {
         if rel.is_empty() {
             self.path.clone()
-        } else if rel.contains('\0') {
-            let shown: Vec<_> = rel.split('/').map(name_bytes::display).collect();
-            self.path.join(shown.join("/"))
         } else {
-            self.path.join(rel)
+            let shown: Vec<_> = rel
+                .split('/')
+                .map(|c| crate::id::shown(c).into_owned())
+                .collect();
+            self.path.join(shown.join("/"))
         }
     }
 

@@ -151,7 +151,10 @@ pub fn query(program: &Path, timeout: Duration) -> Result<String, String> {
                 .map(str::trim)
                 .find(|l| !l.is_empty())
                 .unwrap_or("no message");
-            Err(format!("{shown} failed ({s}): {}", crate::id::shown(first)))
+            Err(format!(
+                "{shown} failed ({s}): {}",
+                crate::id::shown_message(first)
+            ))
         }
         Err(e) => Err(format!("{shown}: {e}")),
     }

@@ -11,7 +11,7 @@ use crate::mutation::{self, Control};
 #[non_exhaustive]
 pub struct FreezeReport {
     /// The name asked for.
-    pub module: String,
+    pub module: ModuleName,
     /// Which placement made it.
     pub layout: Layout,
     /// Its path.
@@ -44,20 +44,23 @@ impl Root {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn freeze(&self, name: impl AsRef<str>, timeout: Duration) -> Result<FreezeReport> {
-        let name = name.as_ref();
-        self.set_frozen(name, true, timeout)
+    pub fn freeze(&self, name: impl ToModuleName, timeout: Duration) -> Result<FreezeReport> {
+        self.set_frozen(&name.to_module_name()?, true, timeout)
     }
 
     /// Thaw module `name`: `0` to its `cgroup.freeze`, then wait until `frozen 0`, at most
     /// `timeout`. A module frozen by an ancestor's `cgroup.freeze` stays frozen: that is the
     /// timeout's error. Errors as [`Root::freeze`].
-    pub fn thaw(&self, name: impl AsRef<str>, timeout: Duration) -> Result<FreezeReport> {
-        let name = name.as_ref();
-        self.set_frozen(name, false, timeout)
+    pub fn thaw(&self, name: impl ToModuleName, timeout: Duration) -> Result<FreezeReport> {
+        self.set_frozen(&name.to_module_name()?, false, timeout)
     }
 
-    fn set_frozen(&self, name: &str, frozen: bool, timeout: Duration) -> Result<FreezeReport> {
+    fn set_frozen(
+        &self,
+        name: &ModuleName,
+        frozen: bool,
+        timeout: Duration,
+    ) -> Result<FreezeReport> {
         let verb = if frozen { "freeze" } else { "thaw" };
         // The one rule for a module that is not there (docs/commands.md): exit 1, as status,
         // ps and set say it.
@@ -109,7 +112,7 @@ impl Root {
             let until = crate::cgroup::wait::wait_events_or_gone(
                 &self.dir,
                 m.layout.dir(),
-                m.name.as_str(),
+                m.name.text(),
                 &mdir,
                 timeout,
                 |e| e.frozen == Some(frozen),
@@ -128,7 +131,7 @@ impl Root {
             return Err(self.not_reached(name, &rel, frozen, now, waited_ms));
         }
         Ok(FreezeReport {
-            module: name.to_string(),
+            module: name.clone(),
             layout: m.layout,
             path,
             frozen,
@@ -141,7 +144,7 @@ impl Root {
     /// `cgroup.events` says (`now`) and which processes are in the module.
     fn not_reached(
         &self,
-        name: &str,
+        name: &ModuleName,
         rel: &str,
         frozen: bool,
         now: Option<bool>,

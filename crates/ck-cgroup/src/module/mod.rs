@@ -47,7 +47,9 @@ use crate::cgroup::tree::members;
 use crate::cgroup::wait::join;
 use crate::error::{Error, Result};
 use crate::id::{DirName, ModuleId};
-use crate::layout::{DAEMON_LEAF, Layout, MODULES_DIR, ModuleRef, WANTED_CONTROLLERS};
+use crate::layout::{
+    DAEMON_LEAF, Layout, MODULES_DIR, ModuleName, ModuleRef, ToModuleName, WANTED_CONTROLLERS,
+};
 use crate::mutation::{self, Control};
 use crate::stop::{StopOptions, TreeStop, stop_tree};
 

@@ -99,27 +99,33 @@ pub(super) fn exited_meanwhile(pid: u32) -> Error {
 }
 
 impl Root {
-    /// Find an existing module by id or by directory name as `list` shows it ([`find_all`]),
-    /// for a command that acts on one: where a module id names several of the daemon's
-    /// directories (its launches, its swap slot), none is picked: that is bad input naming
-    /// each, so that a stop never reports a module gone while another of its directories holds
-    /// a process.
+    /// Find the one existing module `name` names ([`find_all`]), for a command that acts on
+    /// one: where the name finds more than one directory (ours and the daemon's of that name,
+    /// the daemon's launches and swap slot of an id), none is picked: that is bad input naming
+    /// each by its path, which names it alone, so that a stop never takes a decoy for the
+    /// module nor reports a module gone while another of its directories holds a process.
     ///
     /// [`find_all`]: Root::find_all
-    pub fn find(&self, name: impl AsRef<str>) -> Result<Option<ModuleRef>> {
-        let name = name.as_ref();
-        let mut all = self.find_all(name)?;
+    pub fn find(&self, name: impl ToModuleName) -> Result<Option<ModuleRef>> {
+        let name = name.to_module_name()?;
+        let mut all = self.find_all(&name)?;
+        // Mutation: the first found is taken (ours before the daemon's).
+        if mutation::active(Control::FindPicksFirst) {
+            all.truncate(1);
+        }
         match all.len() {
             0 | 1 => Ok(all.pop()),
             _ => Err(Error::bad_input(format!(
-                "{name} names {} directories of the daemon's: {}",
+                "{name} names {} module directories: {}",
                 all.len(),
-                all.iter().map(|m| m.rel()).collect::<Vec<_>>().join(", ")
+                all.iter()
+                    .map(ModuleRef::shown_path)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ))
             .with_hint(format!(
-                "name one as `ck-cgroup list` shows it (e.g. `{}`); each is stopped, shown or \
-                 removed by its own name",
-                all[0].name
+                "name one by its path as `ck-cgroup list` shows it (PATH, e.g. `{}`)",
+                all[all.len() - 1].shown_path()
             ))),
         }
     }
@@ -130,47 +136,48 @@ impl Root {
         self.dir.is_dir(&ModuleRef::ck(id).rel())
     }
 
-    /// Every existing module `name` names: the directory of that name, ours
-    /// (`subc-modules/<name>`) first, then the daemon's (`daemon/subc-modules/<name>`); else, for
-    /// a module id, each of the daemon's directories whose name decodes to it
-    /// (`m-<escaped id>_<launch>`, `m-<escaped id>_swap_<launch>`), in name order. A name that can
-    /// never be a module (`cgroup.procs`, [`crate::id::module_name`]) is bad input.
-    pub fn find_all(&self, name: impl AsRef<str>) -> Result<Vec<ModuleRef>> {
-        let name = name.as_ref();
-        let dname = crate::id::module_name(name)?;
-        // The name as given, then (where it is one) the name that is not UTF-8 which `list`
-        // shows escaped as it (`\xff\xfe`).
-        let raw = crate::id::name_bytes::from_escaped(name).and_then(|t| DirName::new(&t).ok());
-        for dname in std::iter::once(dname).chain(raw) {
-            for layout in [Layout::Ck, Layout::Daemon] {
-                let m = ModuleRef {
-                    layout,
-                    name: dname.clone(),
-                };
-                if self.dir.is_dir(&m.rel())? {
-                    return Ok(vec![m]);
-                }
+    /// Every existing module `name` names: for a path (`daemon/subc-modules/<name>`), that
+    /// directory; for a name, the directory of that name, ours (`subc-modules/<name>`) then the
+    /// daemon's (`daemon/subc-modules/<name>`), then each of the daemon's directories whose name
+    /// decodes to it (`m-<escaped id>_<launch>`, `m-<escaped id>_swap_<launch>`), in name
+    /// order. Any name the kernel takes is looked for (`memory.evil` too): only a directory is a
+    /// module, so the kernel's own files (`cgroup.procs`) are found by none.
+    pub fn find_all(&self, name: impl ToModuleName) -> Result<Vec<ModuleRef>> {
+        let name = name.to_module_name()?;
+        let layouts = match name.layout {
+            Some(l) => vec![l],
+            None => vec![Layout::Ck, Layout::Daemon],
+        };
+        let mut found = Vec::new();
+        for layout in layouts {
+            let m = ModuleRef {
+                layout,
+                name: name.name.clone(),
+            };
+            if self.dir.is_dir(&m.rel())? {
+                found.push(m);
             }
         }
         // Mutation: an id finds no directory of the daemon's but one of its own name.
-        if mutation::active(Control::IdBlindToDaemonLayout)
-            || ModuleId::new(name).is_err()
+        if name.layout.is_some()
+            || mutation::active(Control::IdBlindToDaemonLayout)
             || !self.dir.is_dir(Layout::Daemon.dir())?
         {
-            return Ok(Vec::new());
+            return Ok(found);
         }
-        let mut found: Vec<ModuleRef> = self
+        let mut decoded: Vec<ModuleRef> = self
             .dir
             .subdirs(Layout::Daemon.dir())?
             .into_iter()
-            .filter_map(|n| DirName::new(&n).ok())
+            .filter_map(|n| DirName::from_text(&n).ok())
             .map(|name| ModuleRef {
                 layout: Layout::Daemon,
                 name,
             })
-            .filter(|m| m.module_name().as_deref() == Some(name))
+            .filter(|m| m.module_name().as_ref() == Some(&name.name) && !found.contains(m))
             .collect();
-        found.sort_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
+        decoded.sort_by(|a, b| a.name.cmp(&b.name));
+        found.extend(decoded);
         Ok(found)
     }
 
@@ -322,7 +329,7 @@ impl Root {
         let mut out = Vec::new();
         for layout in [Layout::Ck, Layout::Daemon] {
             for name in self.dir.subdirs(layout.dir())? {
-                let Ok(name) = DirName::new(&name) else {
+                let Ok(name) = DirName::from_text(&name) else {
                     continue;
                 };
                 let m = ModuleRef { layout, name };
@@ -337,7 +344,7 @@ impl Root {
                     } else {
                         None
                     },
-                    path: rel,
+                    path: m.shown_path(),
                     layout,
                     name: m.name,
                 });

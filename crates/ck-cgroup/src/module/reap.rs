@@ -130,11 +130,17 @@ impl Root {
     /// ```
     pub fn reap(&self, child: &mut ModuleChild, opts: &StopOptions) -> Result<Reaped> {
         let death = self.death(child)?;
+        // The module the spawn made, ours by its path: a directory of the same name in the
+        // daemon's layout is not it.
+        let module = ModuleName {
+            layout: Some(Layout::Ck),
+            name: DirName::parse(&death.module)?,
+        };
         let stop = match child.baseline.as_deref() {
-            Some(base) if self.dir.is_dir(&base.rel)? => self
-                .stop(&death.module, opts)
-                .or_else(Error::into_stop_report)?,
-            _ => StopReport::gone(&death.module, opts),
+            Some(base) if self.dir.is_dir(&base.rel)? => {
+                self.stop(&module, opts).or_else(Error::into_stop_report)?
+            }
+            _ => StopReport::gone(&module, opts),
         };
         if child.in_pid_namespace() && stop.ok() {
             let _ = child.wait_init();

@@ -28,17 +28,17 @@ impl Root {
     /// Remove an empty module. A populated one is refused with the number of its processes.
     /// The modes of its directories and control files are restored first where this process's
     /// uid owns them; sub-cgroups it made are removed at any depth, threaded ones too.
-    pub fn remove(&self, name: impl AsRef<str>) -> Result<RemoveReport> {
-        let name = name.as_ref();
-        match self.remove_module(name)? {
+    pub fn remove(&self, name: impl ToModuleName) -> Result<RemoveReport> {
+        let name = name.to_module_name()?;
+        match self.remove_module(&name)? {
             Removal::Gone => Ok(RemoveReport {
-                module: name.to_string(),
+                module: name.clone(),
                 path: None,
                 removed: false,
                 already_gone: true,
             }),
             Removal::Removed(path) => Ok(RemoveReport {
-                module: name.to_string(),
+                module: name.clone(),
                 path: Some(path),
                 removed: true,
                 already_gone: false,
@@ -56,10 +56,9 @@ impl Root {
     }
 
     /// [`Root::remove`]'s work: gone, removed, or populated (with how many processes).
-    pub(super) fn remove_module(&self, name: &str) -> Result<Removal> {
-        let name = DirName::new(name)?;
+    pub(super) fn remove_module(&self, name: &ModuleName) -> Result<Removal> {
         self.restore_layout_modes();
-        let Some(m) = self.find(name.as_str())? else {
+        let Some(m) = self.find(name)? else {
             return Ok(Removal::Gone);
         };
         let rel = m.rel();
@@ -105,7 +104,7 @@ impl Root {
                 rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY,
             )
             .map_err(|e| Error::io("open", self.dir.display_path(parent_rel), e))?;
-        let name = m.name.as_str();
+        let name = m.name.text();
         crate::cgroup::tree::remove_subtree_then(mdir, "", |deadline| {
             if !same_dir(&parent, name, mdir) {
                 return Ok(Rmdir::Vanished);

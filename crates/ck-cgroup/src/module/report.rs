@@ -60,10 +60,11 @@ pub struct ModuleEntry {
     /// Directory name as found (what `kill` and `remove` take).
     pub name: DirName,
     /// The module id; for the daemon's layout decoded from the name, `null` where it does not decode.
-    pub module: Option<String>,
+    pub module: Option<DirName>,
     /// Which placement made it.
     pub layout: Layout,
-    /// Path relative to the root.
+    /// Path relative to the root, as shown ([`ModuleRef::shown_path`]): it names this
+    /// directory alone.
     pub path: String,
     /// `cgroup.events` `populated`; `null` when it could not be read.
     pub populated: Option<bool>,
@@ -74,13 +75,24 @@ pub struct ModuleEntry {
     pub procs: Option<usize>,
 }
 
+impl ModuleEntry {
+    /// Its path relative to the root, in the crate's text (for access beneath the root).
+    pub(crate) fn rel(&self) -> String {
+        match self.layout {
+            // Relative to module.slice's cgroup: the scope in its module's slice.
+            Layout::Systemd => self.path.clone(),
+            _ => format!("{}/{}", self.layout.dir(), self.name.text()),
+        }
+    }
+}
+
 /// What `remove` did.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[must_use]
 #[non_exhaustive]
 pub struct RemoveReport {
-    /// The name asked for.
-    pub module: String,
+    /// The name asked for, in its shown form.
+    pub module: ModuleName,
     /// Its path, when found.
     pub path: Option<PathBuf>,
     /// Removed now.
@@ -94,8 +106,8 @@ pub struct RemoveReport {
 #[must_use]
 #[non_exhaustive]
 pub struct StopReport {
-    /// The name asked for.
-    pub module: String,
+    /// The name asked for, in its shown form.
+    pub module: ModuleName,
     /// Which placement made it; `null` when it was already gone.
     pub layout: Option<Layout>,
     /// Its path, when found.
@@ -130,9 +142,9 @@ pub struct StopReport {
 
 impl StopReport {
     /// The report of a stop of `name` that found nothing: already gone.
-    pub(crate) fn gone(name: &str, opts: &StopOptions) -> StopReport {
+    pub(crate) fn gone(name: &ModuleName, opts: &StopOptions) -> StopReport {
         StopReport {
-            module: name.to_string(),
+            module: name.clone(),
             layout: None,
             path: None,
             already_gone: true,

@@ -24,9 +24,9 @@ impl Root {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn signal_member(&self, name: impl AsRef<str>, pid: u32, sig: Signal) -> Result<()> {
-        let name = name.as_ref();
-        let Some(m) = self.find(name)? else {
+    pub fn signal_member(&self, name: impl ToModuleName, pid: u32, sig: Signal) -> Result<()> {
+        let name = name.to_module_name()?;
+        let Some(m) = self.find(&name)? else {
             return Err(Error::failed(format!(
                 "no module {name} under {}: nothing to signal",
                 self.path().display()

@@ -28,9 +28,9 @@ pub(crate) fn prune_entries(
     modules: Vec<ModuleEntry>,
     dry_run: bool,
     kill: bool,
-    keep: &[String],
-    stop: impl Fn(&str) -> Result<StopReport>,
-    remove: impl Fn(&str) -> Result<Removed>,
+    keep: &[ModuleName],
+    stop: impl Fn(&ModuleRef) -> Result<StopReport>,
+    remove: impl Fn(&ModuleRef) -> Result<Removed>,
 ) -> Vec<PruneEntry> {
     let mut out = Vec::new();
     for m in modules {
@@ -43,10 +43,11 @@ pub(crate) fn prune_entries(
             error: None,
         };
         let populated = m.procs != Some(0) || m.populated != Some(false);
-        if keep
-            .iter()
-            .any(|k| k == m.name.as_str() || Some(k) == m.module.as_ref())
-        {
+        let this = ModuleRef {
+            layout: m.layout,
+            name: m.name.clone(),
+        };
+        if keep.iter().any(|k| k.names(&this, m.module.as_ref())) {
             e.action = PruneAction::Kept;
         } else if populated && !kill {
             e.action = PruneAction::SkippedPopulated;
@@ -57,12 +58,12 @@ pub(crate) fn prune_entries(
                 PruneAction::WouldRemove
             };
         } else if populated {
-            stop_entry(&mut e, &stop);
+            stop_entry(&mut e, &this, &stop);
         } else {
-            match remove(m.name.as_str()) {
+            match remove(&this) {
                 Ok(Removed::Done) => e.action = PruneAction::Removed,
                 // Filled after the listing: a live module now, stopped only under --kill.
-                Ok(Removed::Populated) if kill => stop_entry(&mut e, &stop),
+                Ok(Removed::Populated) if kill => stop_entry(&mut e, &this, &stop),
                 Ok(Removed::Populated) => e.action = PruneAction::SkippedPopulated,
                 Err(err) => {
                     e.action = PruneAction::Failed;
@@ -75,9 +76,13 @@ pub(crate) fn prune_entries(
     out
 }
 
-pub(super) fn stop_entry(e: &mut PruneEntry, stop: &impl Fn(&str) -> Result<StopReport>) {
+pub(super) fn stop_entry(
+    e: &mut PruneEntry,
+    m: &ModuleRef,
+    stop: &impl Fn(&ModuleRef) -> Result<StopReport>,
+) {
     // A stop that did not end is an error that carries its report: the entry shows it.
-    match stop(e.name.as_str()).or_else(Error::into_stop_report) {
+    match stop(m).or_else(Error::into_stop_report) {
         Ok(r) => {
             e.action = if r.ok() {
                 PruneAction::Killed
@@ -251,14 +256,13 @@ impl Root {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn stop(&self, name: impl AsRef<str>, opts: &StopOptions) -> Result<StopReport> {
-        let name = name.as_ref();
+    pub fn stop(&self, name: impl ToModuleName, opts: &StopOptions) -> Result<StopReport> {
+        let name = name.to_module_name()?;
         let start = Instant::now();
         let _boost = crate::stop::Boost::new();
-        let mut report = StopReport::gone(name, opts);
-        let dname = DirName::new(name)?;
+        let mut report = StopReport::gone(&name, opts);
         let mut restored = self.restore_layout_modes();
-        let Some(m) = self.find(dname.as_str())? else {
+        let Some(m) = self.find(&name)? else {
             return Ok(report);
         };
         // The directory found (a module id may have named a daemon's `m-<id>_<n>`): the re-check
@@ -304,7 +308,7 @@ impl Root {
             // Mutation: the re-check looks the name up again, as `find` does, so that a stop of
             // `subc-modules/web` goes on to stop the daemon's `m-web_5f2`.
             let m = if mutation::active(Control::RecheckById) {
-                match self.find(found.name.as_str())? {
+                match self.find(&found.name)? {
                     Some(m) => m,
                     None => return Ok(report),
                 }
@@ -402,7 +406,7 @@ impl Root {
             m.layout.dir(),
             rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY,
         ) {
-            Ok(parent) => !same_dir(&parent, m.name.as_str(), mdir),
+            Ok(parent) => !same_dir(&parent, m.name.text(), mdir),
             Err(_) => true,
         }
     }
@@ -418,14 +422,14 @@ impl Root {
         &self,
         dry_run: bool,
         kill: bool,
-        keep: &[String],
+        keep: &[ModuleName],
         opts: &StopOptions,
     ) -> Result<Vec<PruneEntry>> {
         if !dry_run {
             self.restore_layout_modes();
             for layout in [Layout::Ck, Layout::Daemon] {
                 for name in self.dir.subdirs(layout.dir())? {
-                    if let Ok(name) = DirName::new(&name) {
+                    if let Ok(name) = DirName::from_text(&name) {
                         let m = ModuleRef { layout, name };
                         crate::cgroup::tree::restore_modes(&self.dir, &m.rel());
                     }
@@ -437,8 +441,8 @@ impl Root {
             dry_run,
             kill,
             keep,
-            |name| self.stop(name, opts),
-            |name| match self.remove_module(name)? {
+            |m| self.stop(m, opts),
+            |m| match self.remove_module(&ModuleName::from(m))? {
                 Removal::Gone | Removal::Removed(_) => Ok(Removed::Done),
                 Removal::Populated(..) => Ok(Removed::Populated),
             },

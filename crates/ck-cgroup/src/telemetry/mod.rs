@@ -20,7 +20,8 @@ use crate::cgroup::tree::members;
 use crate::cgroup::wait::join;
 use crate::error::Result;
 use crate::gpu::{GpuCensus, GpuMemory, GpuProbe};
-use crate::layout::Layout;
+use crate::id::DirName;
+use crate::layout::{Layout, ModuleName, ToModuleName};
 use crate::module::{ModuleEntry, Root};
 use crate::mutation::{self, Control};
 
@@ -133,13 +134,13 @@ impl LimitFigures {
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct ModuleStatus {
-    /// Directory name as found.
-    pub name: String,
+    /// Directory name as found, in its shown form.
+    pub name: DirName,
     /// The module id (decoded for the daemon's layout; `null` where it does not decode).
-    pub module: Option<String>,
+    pub module: Option<DirName>,
     /// Which placement made it.
     pub layout: Layout,
-    /// Path relative to the root.
+    /// Path relative to the root, as shown.
     pub path: String,
     /// `populated` from `cgroup.events`.
     pub populated: Figure<bool>,
@@ -213,10 +214,15 @@ impl ModuleStatus {
     /// from (where memory comes from `/proc` instead, `status` says so in its source). The one
     /// place the sources are named: [`Root::status`] starts from it, and so does a test's
     /// fixture (set the values it needs).
-    pub fn unknown(name: &str, module: Option<String>, layout: Layout, path: &str) -> ModuleStatus {
+    pub fn unknown(
+        name: DirName,
+        module: Option<DirName>,
+        layout: Layout,
+        path: &str,
+    ) -> ModuleStatus {
         let psi = |file: &str| Figure::new(None, format!("{file} some avg10"));
         ModuleStatus {
-            name: name.to_string(),
+            name,
             module,
             layout,
             path: path.to_string(),
@@ -271,18 +277,21 @@ impl Root {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn status<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<ModuleStatus>> {
+    pub fn status<S: ToModuleName>(&self, names: &[S]) -> Result<Vec<ModuleStatus>> {
         self.status_with(names, &GpuCensus::take(&GpuProbe::from_env()))
     }
 
     /// [`Root::status`], its device-memory figures from `gpu` (taken once by the caller, e.g.
     /// [`GpuCensus::take`], or recorded).
-    pub fn status_with<S: AsRef<str>>(
+    pub fn status_with<S: ToModuleName>(
         &self,
         names: &[S],
         gpu: &GpuCensus,
     ) -> Result<Vec<ModuleStatus>> {
-        let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
+        let names = names
+            .iter()
+            .map(ToModuleName::to_module_name)
+            .collect::<Result<Vec<_>>>()?;
         let names = names.as_slice();
         // The controllers each layout's modules have: files of the others are not there, and
         // are not tried (the figure stays unknown either way).
@@ -309,13 +318,13 @@ impl Root {
     /// Every module, or those named (by id or directory name, as [`Root::find_all`] takes them:
     /// every directory of the daemon's an id names), in that order; a name that is no module is an error of kind
     /// [`ErrorKind::NoSuchModule`](crate::error::ErrorKind::NoSuchModule).
-    pub(crate) fn selected(&self, names: &[String]) -> Result<Vec<ModuleEntry>> {
+    pub(crate) fn selected(&self, names: &[ModuleName]) -> Result<Vec<ModuleEntry>> {
         self.selected_with(names, true)
     }
 
     /// [`selected`](Self::selected), with each module's `cgroup.events` read by the listing
     /// only when `events` (`status` reads it from the module's own directory).
-    fn selected_with(&self, names: &[String], events: bool) -> Result<Vec<ModuleEntry>> {
+    fn selected_with(&self, names: &[ModuleName], events: bool) -> Result<Vec<ModuleEntry>> {
         let all = self.entries_with(false, events)?;
         if names.is_empty() {
             return Ok(all);
@@ -350,10 +359,11 @@ pub(crate) fn module_status_with(
     // The module's directory opened once, its files read from it by one path component each
     // (not each by the whole path from the root); where it cannot be opened, each read from the
     // root fails alike and its figure is unknown.
-    let own = dir.open_dir(&m.path).ok();
+    let own = dir.open_dir(&m.rel()).ok();
+    let module_rel = m.rel();
     let (dir, rel) = match &own {
         Some(d) => (d, ""),
-        None => (dir, m.path.as_str()),
+        None => (dir, module_rel.as_str()),
     };
     let f = |file: &str| {
         let controller = file.split('.').next().unwrap_or("");
@@ -397,7 +407,7 @@ pub(crate) fn module_status_with(
         .then(|| read(dir, rel, "dmem.current"))
         .flatten();
     let psi = |file: &str| f(file).and_then(|t| parse::pressure(&t).some_avg10);
-    let mut s = ModuleStatus::unknown(m.name.as_str(), m.module.clone(), m.layout, &m.path);
+    let mut s = ModuleStatus::unknown(m.name.clone(), m.module.clone(), m.layout, &m.path);
     s.populated.value = populated;
     s.frozen.value = frozen;
     s.procs.value = pids.as_ref().map(Vec::len);
@@ -540,7 +550,12 @@ mod tests {
         // A kernel without the key, and no file at all: unknown, never 0.
         assert_eq!(memory_stat(Some("kernel 8192\n")), (None, None, None));
         assert_eq!(memory_stat(None), (None, None, None));
-        let u = ModuleStatus::unknown("a", None, Layout::Ck, "subc-modules/a");
+        let u = ModuleStatus::unknown(
+            DirName::new("a").unwrap(),
+            None,
+            Layout::Ck,
+            "subc-modules/a",
+        );
         assert_eq!(
             (u.memory_anon.source.as_str(), u.memory_file.source.as_str()),
             ("memory.stat anon", "memory.stat file")

@@ -16,7 +16,9 @@ use crate::cgroup::parse;
 use crate::cgroup::tree::{Cursor, Visitor, members_of, walk};
 use crate::error::{Error, ErrorKind, Result};
 use crate::gpu::GpuCensus;
+use crate::id::DirName;
 use crate::layout::Layout;
+use crate::layout::ToModuleName;
 use crate::module::{ModuleEntry, Root};
 use crate::mutation::{self, Control};
 
@@ -29,13 +31,13 @@ pub const SWAP_SOURCE: &str = "VmSwap in /proc/<pid>/status";
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct ModuleProcesses {
-    /// Directory name as found.
-    pub name: String,
+    /// Directory name as found, in its shown form.
+    pub name: DirName,
     /// The module id (decoded for the daemon's layout; `None` where it does not decode).
-    pub module: Option<String>,
+    pub module: Option<DirName>,
     /// Which placement made it.
     pub layout: Layout,
-    /// Path relative to the root.
+    /// Path relative to the root, as shown.
     pub path: String,
     /// Its processes, in the order found (each cgroup's `cgroup.procs`, the module's first).
     pub processes: Vec<Process>,
@@ -90,21 +92,23 @@ pub struct Process {
 impl Root {
     /// The processes of every module (ours and the daemon's), or of those named; a name that is
     /// no module is an error of kind [`ErrorKind::NoSuchModule`], as in [`Root::status`].
-    pub fn processes<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<ModuleProcesses>> {
+    pub fn processes<S: ToModuleName>(&self, names: &[S]) -> Result<Vec<ModuleProcesses>> {
         let gpu = GpuCensus::take(&crate::gpu::GpuProbe::from_env());
         self.processes_with(names, &gpu)
     }
 
     /// [`Root::processes`], each process's device memory from `gpu`.
-    pub fn processes_with<S: AsRef<str>>(
+    pub fn processes_with<S: ToModuleName>(
         &self,
         names: &[S],
         gpu: &GpuCensus,
     ) -> Result<Vec<ModuleProcesses>> {
-        let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
-        let names = names.as_slice();
+        let names = names
+            .iter()
+            .map(ToModuleName::to_module_name)
+            .collect::<Result<Vec<_>>>()?;
         Ok(self
-            .selected(names)?
+            .selected(&names)?
             .iter()
             .map(|m| module_processes(self.dir(), m, gpu))
             .collect())
@@ -139,7 +143,7 @@ pub(crate) fn module_processes(
 ) -> ModuleProcesses {
     let mut found = Found::default();
     // Mutation: the walk's error is dropped, and the processes it did not reach with it.
-    let error = match walk(dir, &m.path, &mut found) {
+    let error = match walk(dir, &m.rel(), &mut found) {
         Err(_) if mutation::active(Control::PsWalkErrorDropped) => None,
         Err(e) => Some(e.to_string()),
         Ok(()) => None,
@@ -169,7 +173,7 @@ pub(crate) fn module_processes(
         };
     }
     ModuleProcesses {
-        name: m.name.as_str().to_string(),
+        name: m.name.clone(),
         module: m.module.clone(),
         layout: m.layout,
         path: m.path.clone(),
@@ -254,7 +258,7 @@ fn read_process(pid: u32, cgroup: String) -> Option<(Process, Option<u32>)> {
 }
 
 /// The error of a name that is no module (what [`Root::status`] and [`Root::processes`] say).
-pub(crate) fn no_such_module(name: &str, root: &std::path::Path) -> Error {
+pub(crate) fn no_such_module(name: &crate::layout::ModuleName, root: &std::path::Path) -> Error {
     Error::failed(format!("no module {name} under {}", root.display()))
         .with_hint("`ck-cgroup list` shows the modules")
         .with_kind(ErrorKind::NoSuchModule)

@@ -33,7 +33,7 @@ use crate::cgroup::tree::members;
 use crate::discover::cgroup2_mount;
 use crate::error::{Error, Result};
 use crate::id::{DirName, ModuleId};
-use crate::layout::Layout;
+use crate::layout::{Layout, ModuleName, ModuleRef, ToModuleName};
 use crate::limits::{Limits, Skipped};
 use crate::module::{ModuleEntry, PruneEntry, Removed, StopReport, prune_entries};
 use crate::mutation::{self, Control};
@@ -216,9 +216,7 @@ impl Scopes {
     }
 
     /// The figures of every module scope, or of those named (by id or scope name).
-    pub fn status<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<ModuleStatus>> {
-        let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
-        let names = names.as_slice();
+    pub fn status<S: ToModuleName>(&self, names: &[S]) -> Result<Vec<ModuleStatus>> {
         let (dir, chosen) = self.selected(names)?;
         let gpu = crate::gpu::GpuCensus::take(&crate::gpu::GpuProbe::from_env());
         Ok(match dir {
@@ -231,9 +229,7 @@ impl Scopes {
     }
 
     /// `ps`: the processes of the module scopes, or of those named.
-    pub fn processes<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<ModuleProcesses>> {
-        let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
-        let names = names.as_slice();
+    pub fn processes<S: ToModuleName>(&self, names: &[S]) -> Result<Vec<ModuleProcesses>> {
         let (dir, chosen) = self.selected(names)?;
         Ok(match dir {
             Some(dir) => {
@@ -249,10 +245,17 @@ impl Scopes {
 
     /// The modules' directory (`None`: module.slice is not loaded) and every module scope, or
     /// those named, in that order; a name that is no module scope is an error.
-    fn selected(&self, names: &[String]) -> Result<(Option<CgroupDir>, Vec<ModuleEntry>)> {
+    fn selected<S: ToModuleName>(
+        &self,
+        names: &[S],
+    ) -> Result<(Option<CgroupDir>, Vec<ModuleEntry>)> {
+        let names = names
+            .iter()
+            .map(ToModuleName::to_module_name)
+            .collect::<Result<Vec<_>>>()?;
         let ids = names
             .iter()
-            .map(|n| module_id(n))
+            .map(|n| module_id(n.name.text()))
             .collect::<Result<Vec<_>>>()?;
         let dir = modules_dir(self.manager()?)?;
         let all = match &dir {
@@ -272,7 +275,7 @@ impl Scopes {
         for (n, id) in names.iter().zip(&ids) {
             match all
                 .iter()
-                .find(|e| e.module.as_deref() == Some(id.as_str()))
+                .find(|e| e.module.as_ref() == Some(&DirName::from(id)))
             {
                 Some(e) => out.push(e.clone()),
                 None => return Err(no_module(n)),
@@ -291,7 +294,7 @@ impl Scopes {
         &self,
         dry_run: bool,
         kill: bool,
-        keep: &[String],
+        keep: &[ModuleName],
         opts: &StopOptions,
     ) -> Result<Vec<PruneEntry>> {
         if opts.method != crate::stop::Method::Auto {
@@ -307,21 +310,21 @@ impl Scopes {
         let mut mine = Vec::new();
         for e in entries(&dir, true)? {
             if let Some(owner) = &owner
-                && !m.part_of(e.name.as_str())?.contains(owner)
+                && !m.part_of(e.name.text())?.contains(owner)
             {
                 continue;
             }
             mine.push(e);
         }
-        let id_of = |name: &str| module_id(name);
+        let id_of = |r: &ModuleRef| module_id(r.name.text());
         Ok(prune_entries(
             mine,
             dry_run,
             kill,
             keep,
-            |name| stop_with(m, &id_of(name)?, name, opts),
-            |name| {
-                let id = id_of(name)?;
+            |r| stop_with(m, &id_of(r)?, &ModuleName::from(r), opts),
+            |r| {
+                let id = id_of(r)?;
                 m.stop_unit(&scope_unit(&id), opts.timeout)?;
                 m.stop_unit(&slice_unit(&id), opts.timeout)?;
                 Ok(Removed::Done)
@@ -335,13 +338,13 @@ impl Scopes {
     /// method is `systemd`. A scope that is not loaded is reported as already gone. A stop that
     /// did not end is an `Err` that carries its report, as of
     /// [`Root::stop`](crate::module::Root::stop).
-    pub fn stop(&self, name: impl AsRef<str>, opts: &StopOptions) -> Result<StopReport> {
-        let name = name.as_ref();
+    pub fn stop(&self, name: impl ToModuleName, opts: &StopOptions) -> Result<StopReport> {
+        let name = name.to_module_name()?;
         if opts.method != crate::stop::Method::Auto {
             return Err(method_forced());
         }
-        let id = module_id(name)?;
-        stop_with(self.manager()?, &id, name, opts)
+        let id = module_id(name.name.text())?;
+        stop_with(self.manager()?, &id, &name, opts)
     }
 }
 
@@ -370,7 +373,10 @@ fn entries(dir: &CgroupDir, count_procs: bool) -> Result<Vec<ModuleEntry>> {
             let Some(module) = module_of_scope(&scope) else {
                 continue;
             };
-            let Ok(name) = DirName::new(&scope) else {
+            let Ok(name) = DirName::from_text(&scope) else {
+                continue;
+            };
+            let Ok(module) = ModuleId::new(&module).map(DirName::from) else {
                 continue;
             };
             let rel = format!("{slice}/{scope}");
@@ -403,14 +409,19 @@ fn method_forced() -> Error {
     .with_hint("leave --method out (auto)")
 }
 
-fn no_module(n: &str) -> Error {
+fn no_module(n: &ModuleName) -> Error {
     Error::failed(format!("no module scope {n} under {MODULES_SLICE}"))
         .with_hint("`ck-cgroup list --backend systemd` shows the module scopes")
         .with_kind(crate::error::ErrorKind::NoSuchModule)
 }
 
 /// [`Scopes::stop`] on the connection `m` (and each kill of [`Scopes::prune`]).
-fn stop_with(m: &Manager, id: &ModuleId, name: &str, opts: &StopOptions) -> Result<StopReport> {
+fn stop_with(
+    m: &Manager,
+    id: &ModuleId,
+    name: &ModuleName,
+    opts: &StopOptions,
+) -> Result<StopReport> {
     let unit = scope_unit(id);
     let slice = slice_unit(id);
     let mut report = StopReport::gone(name, opts);

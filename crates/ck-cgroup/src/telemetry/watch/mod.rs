@@ -32,7 +32,8 @@ use rustix::io::Errno;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::layout::Layout;
+use crate::id::DirName;
+use crate::layout::{Layout, ModuleName};
 use crate::module::Root;
 use crate::mutation::{self, Control};
 use crate::telemetry::pressure::PressureTrigger;
@@ -44,8 +45,8 @@ use modules::{Key, Watcher};
 pub struct WatchEvent {
     /// When it was seen, RFC 3339 UTC with milliseconds.
     pub ts: String,
-    /// The module's directory name.
-    pub module: String,
+    /// The module's directory name, in its shown form.
+    pub module: DirName,
     /// Which placement made it.
     pub layout: Layout,
     /// `appeared`, `populated`, `emptied`, `removed`, `memory_low`, `memory_high`, `memory_max`,
@@ -110,13 +111,14 @@ pub struct WatchEvent {
 /// What to watch.
 #[derive(Debug, Clone, Default)]
 pub struct WatchOptions {
-    /// Only these modules (ids or directory names); all when empty.
-    pub ids: Vec<String>,
+    /// Only these modules (ids, directory names or paths, as `list` shows them); all when
+    /// empty.
+    pub ids: Vec<ModuleName>,
     /// Report when a module's memory crosses this many bytes (up: `memory_above`, down:
     /// `memory_below`).
     pub report_above: Option<u64>,
     /// Per-module thresholds (module id to bytes), over `report_above`.
-    pub per_module: BTreeMap<String, u64>,
+    pub per_module: BTreeMap<DirName, u64>,
     /// PSI triggers set on every module watched (`pressure` events).
     pub pressure: Vec<PressureTrigger>,
 }

@@ -40,7 +40,7 @@ use crate::mutation::{self, Control};
 
 mutation::alternative_module!("watch-coalesce", coalesced);
 
-pub(super) type Key = (Layout, String);
+pub(super) type Key = (Layout, DirName);
 
 #[derive(Default)]
 pub(super) struct State {
@@ -81,9 +81,9 @@ const MODULE_DIRS: [(&str, Option<Layout>); 4] = [
 /// One event of the queue, as far as `watch` cares.
 enum Queued {
     /// A directory appeared under this name (made, or renamed to it).
-    Made(Layout, String),
+    Made(Layout, DirName),
     /// The directory under this name went (removed, or renamed away).
-    Gone(Layout, String),
+    Gone(Layout, DirName),
     /// A module's file changed (the watch's descriptor).
     Changed(i32),
     /// A module's file watch ended (its file went).
@@ -156,14 +156,13 @@ impl<'a> Watcher<'a> {
             } else if let Some(&layout) = self.dir_wds.get(&ev.wd()) {
                 let name = ev
                     .file_name()
-                    .and_then(|n| n.to_str().ok())
-                    .filter(|n| !n.is_empty());
+                    .and_then(|n| DirName::from_bytes(n.to_bytes()).ok());
                 match (layout, name) {
                     (Some(l), Some(n)) if mask.contains(ReadFlags::ISDIR) => {
                         if mask.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO) {
-                            out.push(Queued::Made(l, n.to_string()));
+                            out.push(Queued::Made(l, n));
                         } else if mask.intersects(ReadFlags::DELETE | ReadFlags::MOVED_FROM) {
-                            out.push(Queued::Gone(l, n.to_string()));
+                            out.push(Queued::Gone(l, n));
                         }
                     }
                     // A file, not a module.
@@ -247,8 +246,8 @@ impl<'a> Watcher<'a> {
         }
     }
 
-    fn wanted(&self, name: &str, module: Option<&String>) -> bool {
-        self.opts.ids.is_empty() || self.opts.ids.iter().any(|i| i == name || Some(i) == module)
+    fn wanted(&self, m: &ModuleRef, module: Option<&DirName>) -> bool {
+        self.opts.ids.is_empty() || self.opts.ids.iter().any(|i| i.names(m, module))
     }
 
     fn add(
@@ -271,18 +270,18 @@ impl<'a> Watcher<'a> {
     fn made(
         &mut self,
         layout: Layout,
-        name: &str,
+        name: &DirName,
         ends: bool,
         out: &mut Vec<WatchEvent>,
     ) -> Result<()> {
-        let Ok(dir) = DirName::new(name) else {
-            return Ok(());
+        let m = ModuleRef {
+            layout,
+            name: name.clone(),
         };
-        let m = ModuleRef { layout, name: dir };
-        if !self.wanted(name, m.module_name().as_ref()) {
+        if !self.wanted(&m, m.module_name().as_ref()) {
             return Ok(());
         }
-        let k = (layout, name.to_string());
+        let k = (layout, name.clone());
         if let Some(st) = self.modules.get_mut(&k)
             && st.from_scan
         {
@@ -441,12 +440,15 @@ impl<'a> Watcher<'a> {
             .root
             .list()?
             .into_iter()
-            .filter(|m| self.wanted(m.name.as_str(), m.module.as_ref()))
+            .filter(|m| {
+                let r = ModuleRef {
+                    layout: m.layout,
+                    name: m.name.clone(),
+                };
+                self.wanted(&r, m.module.as_ref())
+            })
             .collect();
-        let present: Vec<Key> = list
-            .iter()
-            .map(|m| (m.layout, m.name.as_str().to_string()))
-            .collect();
+        let present: Vec<Key> = list.iter().map(|m| (m.layout, m.name.clone())).collect();
         let gone: Vec<Key> = self
             .modules
             .keys()
@@ -457,8 +459,8 @@ impl<'a> Watcher<'a> {
             self.gone(&k, true, out);
         }
         for m in &list {
-            let k = (m.layout, m.name.as_str().to_string());
-            let dir = self.root.dir().open_dir(&m.path).ok();
+            let k = (m.layout, m.name.clone());
+            let dir = self.root.dir().open_dir(&m.rel()).ok();
             if let Some(st) = self.modules.get(&k) {
                 let ino = dir.as_ref().and_then(|d| inode(d.fd()));
                 if mutation::active(Control::WatchByName) || ino.is_none() || st.ino == ino {
@@ -467,7 +469,7 @@ impl<'a> Watcher<'a> {
                 // Made again under the same name since it was watched.
                 self.gone(&k, true, out);
             }
-            self.follow(k, m.path.clone(), dir, report, out)?;
+            self.follow(k, m.rel(), dir, report, out)?;
         }
         Ok(())
     }

@@ -157,11 +157,11 @@ impl Watcher<'_> {
             let Some(&limit) = per.or(self.opts.report_above.as_ref()) else {
                 continue;
             };
-            let k = (m.layout, m.name.as_str().to_string());
+            let k = (m.layout, m.name.clone());
             let Some(st) = self.modules.get_mut(&k) else {
                 continue;
             };
-            let mem = memory_current(self.root.dir(), &m.path);
+            let mem = memory_current(self.root.dir(), &m.rel());
             let Some(v) = mem.value else {
                 continue;
             };
