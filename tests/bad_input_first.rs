@@ -160,13 +160,24 @@ fn bad_ids_and_names_are_exit_2_before_any_module_is_looked_at() {
         ("/", "not a single path component"),
         ("a/b", "not a single path component"),
         ("../daemon", "not a single path component"),
-        ("cgroup.procs", "interface file"),
-        ("memory.max", "interface file"),
+        ("a\nb", "newline"),
+        ("a\\b", "a backslash starts"),
+        ("a\\x2fb", "not a single path component"),
+    ];
+    // Not ids, but names the kernel takes (a module's directory may be named so).
+    let not_ids = [
+        ("cgroup.procs", "invalid module id"),
+        ("memory.max", "invalid module id"),
         (long.as_str(), "longer than 64"),
     ];
     let before = w.tree();
     for (name, args, says) in &cases {
-        for (bad, why) in &bad_names {
+        let extra = if *says == "invalid module id" {
+            &not_ids[..]
+        } else {
+            &[]
+        };
+        for (bad, why) in bad_names.iter().chain(extra) {
             let args = commands::with_module(args, bad);
             let mut c = w.ck();
             c.args(&args);

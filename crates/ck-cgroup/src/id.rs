@@ -261,8 +261,8 @@ pub fn shown_message(s: &str) -> std::borrow::Cow<'_, str> {
 
 /// A name given to act on a module (`kill`, `remove`, `freeze`, `status`, `watch` ...): a
 /// [`ModuleId`], or the name of a directory as `list` shows it ([`DirName::parse`]). Every
-/// directory the kernel lets a module make is nameable this way; [`crate::layout::ModuleName`]
-/// takes a directory's path (`daemon/subc-modules/<name>`) too.
+/// directory the kernel lets a module make is nameable this way; `ModuleName` (beside the
+/// layouts) takes a directory's path (`daemon/subc-modules/<name>`) too.
 pub fn module_name(s: &str) -> Result<DirName, Error> {
     DirName::parse(s)
 }

@@ -133,8 +133,8 @@ impl ModuleName {
             .find(|l| l.dir() == dir)
             .ok_or_else(|| {
                 Error::bad_input(format!(
-                    "invalid module name {s:?}: a path names a module only as \
-                     `{MODULES_DIR}/NAME` or `daemon/{MODULES_DIR}/NAME`"
+                    "invalid module name {s:?}: it is not a single path component, nor a \
+                     module's path (`{MODULES_DIR}/NAME`, `daemon/{MODULES_DIR}/NAME`)"
                 ))
                 .with_hint(
                     "name a module by its id or by its name as `ck-cgroup list` shows it \
