@@ -181,3 +181,44 @@ fn usage_errors_are_one_problem_line_and_one_hint_line_not_clap_text() {
         assert!(stderr(&o).is_empty(), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// `CK_CGROUP_ROOT=` (set but empty) is refused by the variable's name with its fix, not as a
+/// `--root` without a value; `--root` on the command line comes before it (it was refused too).
+#[test]
+fn an_empty_ck_cgroup_root_is_named_not_called_a_missing_root_value() {
+    let o = bare()
+        .env("CK_CGROUP_ROOT", "")
+        .arg("list")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "ck-cgroup: CK_CGROUP_ROOT is set but empty\nck-cgroup: hint: set CK_CGROUP_ROOT to the \
+         service's cgroup directory, or unset it to discover the root\n"
+    );
+    let o = bare()
+        .env("CK_CGROUP_POLICY", "")
+        .arg("list")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("ck-cgroup: CK_CGROUP_POLICY is set but empty\n"),
+        "{}",
+        stderr(&o)
+    );
+    // `--root=` is the command line's: a value is missing.
+    let o = bare().args(["--root=", "list"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("'--root <PATH>'"), "{}", stderr(&o));
+    let w = World::new();
+    ok(w.run(&["init"]));
+    let o = w
+        .ck()
+        .env("CK_CGROUP_ROOT", "")
+        .arg("list")
+        .output()
+        .unwrap();
+    ok(o);
+}
