@@ -87,3 +87,23 @@ fn v1_holds_memory() -> bool {
         .filter_map(|l| l.split_once(" - ").map(|(_, post)| post))
         .any(|post| post.starts_with("cgroup ") && post.split(',').any(|o| o == "memory"))
 }
+
+/// A daemon-layout directory whose name does not decode shows `-` in MODULE: that is said
+/// under the table, and it is not called a figure that could not be read (the note claimed so
+/// where every figure shown was read).
+#[test]
+fn an_undecodable_module_name_is_not_noted_as_an_unread_figure() {
+    let w = World::new();
+    ok(w.run(&["create", "aft"]));
+    std::fs::create_dir_all(w.root().join("daemon/subc-modules/m-nodecode")).unwrap();
+    let t = ok(w.run(&["status", "-o", "name,module,pop,procs"]));
+    assert!(
+        t.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["m-nodecode", "-", "no", "0"]),
+        "{t}"
+    );
+    assert!(!t.contains("could not be read"), "{t}");
+    assert!(t.contains("- in MODULE: "), "{t}");
+    let t = ok(w.run(&["status", "-o", "name,module,pop,procs", "aft"]));
+    assert!(!t.contains("- in MODULE"), "{t}");
+}
