@@ -107,3 +107,27 @@ fn an_undecodable_module_name_is_not_noted_as_an_unread_figure() {
     let t = ok(w.run(&["status", "-o", "name,module,pop,procs", "aft"]));
     assert!(!t.contains("- in MODULE"), "{t}");
 }
+
+/// `prune` counts a module's processes in the singular and the plural (`1 processes`).
+#[test]
+fn prune_says_1_process_not_1_processes() {
+    let w = World::new();
+    ok(w.run(&["create", "one"]));
+    let mut s = w.exec_sleep("one");
+    let out = ok(w.run(&["prune"]));
+    assert!(
+        out.contains("one: 1 process: left running (pass --kill to stop it)\n"),
+        "{out}"
+    );
+    let out = ok(w.run(&["prune", "--dry-run", "--kill"]));
+    assert!(
+        out.contains("one: 1 process: would kill and remove\n"),
+        "{out}"
+    );
+    let out = ok(w.run(&["prune", "--kill"]));
+    assert!(
+        out.contains("one: 1 process: killed and removed\n"),
+        "{out}"
+    );
+    s.wait().unwrap();
+}
