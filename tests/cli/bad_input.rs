@@ -168,7 +168,8 @@ fn usage_errors_are_one_problem_line_and_one_hint_line_not_clap_text() {
     // With --json the same problem and hint, in the error object.
     let o = bare().args(["--json", "kil", "x"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
-    let v: serde_json::Value = serde_json::from_str(&stderr(&o)).expect(&stderr(&o));
+    let e = stderr(&o);
+    let v: serde_json::Value = serde_json::from_str(&e).expect(&e);
     assert_eq!(v["error"]["message"], "unrecognized subcommand 'kil'");
     assert_eq!(
         v["error"]["hint"],
