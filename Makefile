@@ -95,7 +95,7 @@ endif
 PROMRULESDIR ?= $(DATADIR)/ck-cgroup/prometheus
 
 DOCS := README.md docs/design.md docs/packaging.md docs/daemon-integration.md docs/operations.md \
-	docs/json.md
+	docs/commands.md docs/json.md
 MAN1 = $(DESTDIR)$(MANDIR)/man1
 
 # The node exporter's textfile collector directory ck-cgroup-metrics.service writes ck-subc.prom

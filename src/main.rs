@@ -62,6 +62,36 @@ fn parse() -> Result<(Cli, String), Fail> {
             _ => {}
         }
     }
+    // An empty path (which cli::args takes): `--root=` is a usage error, as clap says it; an empty
+    // variable is refused by its name, with its fix (CK_CGROUP_ROOT's by the library's rule).
+    let empty =
+        |p: &Option<std::path::PathBuf>| p.as_ref().is_some_and(|p| p.as_os_str().is_empty());
+    for (id, is_empty) in [
+        ("root", empty(&cli.globals.root)),
+        ("policy", empty(&cli.globals.policy)),
+    ] {
+        if !is_empty {
+            continue;
+        }
+        if flag(id) {
+            return Err(Fail::Usage(Cli::command().error(
+                clap::error::ErrorKind::InvalidValue,
+                format!("a value is required for '--{id} <PATH>' but none was supplied"),
+            )));
+        }
+        let refusal = if id == "root" {
+            ck_cgroup::discover::root_from_env(Some(Default::default())).err()
+        } else {
+            Some(
+                ck_cgroup::Error::bad_input("CK_CGROUP_POLICY is set but empty").with_hint(
+                    "set CK_CGROUP_POLICY to the policy file (/dev/null: none), or unset it for the default",
+                ),
+            )
+        };
+        if let Some(e) = refusal {
+            return Err(e.into());
+        }
+    }
     let name = matches.subcommand_name().unwrap_or_default().to_string();
     Ok((cli, name))
 }

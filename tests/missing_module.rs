@@ -8,7 +8,7 @@ mod common;
 use common::*;
 
 #[test]
-fn a_missing_module_is_exit_1_naming_it_or_already_gone_in_every_command() {
+fn a_missing_module_is_exit_1_naming_it_with_the_list_as_hint_or_already_gone_in_every_command() {
     let w = World::new();
     ok(w.run(&["init"]));
     let before = w.tree();
@@ -46,6 +46,12 @@ fn a_missing_module_is_exit_1_naming_it_or_already_gone_in_every_command() {
             stderr(&o)
         );
         assert_eq!(stdout(&o), "", "{args:?}");
+        // The hint is the same too: the list to find the name in (`set` hinted at `create`).
+        assert!(
+            stderr(&o).contains("\nck-cgroup: hint: `ck-cgroup list` shows the modules"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
         let mut json = vec!["--json"];
         json.extend_from_slice(&args);
         let o = w.run(&json);

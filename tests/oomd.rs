@@ -183,6 +183,12 @@ fn status_reports_oomd_kills_as_numbers_absent_is_zero() {
     assert_eq!(s["oomd_kill"]["value"], 7, "{s}");
     let table = ok(w.run(&["status", "a"]));
     assert!(table.contains("+oomd:7"), "{table}");
+    // The kernel's count beside it: read (`0+oomd:7`), or `?` said under the table (it was `-`).
+    assert!(
+        table.contains(" 0+oomd:7")
+            || (table.contains(" ?+oomd:7") && table.contains("\n? in OOM_KILL: ")),
+        "{table}"
+    );
     let prom = ok(w.run(&["status", "--format", "prometheus"]));
     assert!(
         prom.lines()

@@ -47,14 +47,23 @@ impl From<io::Error> for Fail {
 pub fn code(r: Result<ExitCode, Fail>) -> ExitCode {
     match r {
         Ok(code) => code,
-        Err(Fail::Usage(e)) if e.use_stderr() && json() => {
-            usage_json(&e);
+        // `ck-cgroup` alone: clap's help on stderr, exit 2.
+        Err(Fail::Usage(e))
+            if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
+            let _ = e.print();
             ExitCode::from(2)
         }
+        Err(Fail::Usage(e)) if e.use_stderr() => {
+            let args: Vec<OsString> = std::env::args_os().collect();
+            let (message, hint) = usage_lines(&e, super::args::lazy::command_in(&args).as_deref());
+            failure("usage", message, Some(&hint), 2);
+            ExitCode::from(2)
+        }
+        // Help and version: clap prints them to stdout, exit 0.
         Err(Fail::Usage(e)) => {
-            // clap prints help/version to stdout (exit 0) and usage errors to stderr (exit 2).
             let _ = e.print();
-            ExitCode::from(if e.use_stderr() { 2 } else { 0 })
+            ExitCode::SUCCESS
         }
         Err(Fail::Ck(e)) => {
             report(&e);
@@ -244,21 +253,55 @@ fn failure(kind: &str, message: impl std::fmt::Display, hint: Option<&str>, exit
     let _ = io::stderr().lock().write_all(text.as_bytes());
 }
 
-/// A usage error with `--json`: clap's first line (without `error: `) as the message, the rest
-/// (its tip and usage lines) as the hint.
-fn usage_json(e: &clap::Error) {
+/// A usage error (clap's: an unknown command or flag, a bad value, a missing argument) as every
+/// error is said: its problem on one line (clap's error line, its continuation lines joined), and
+/// one hint: clap's list of values or commands and its tips ("a similar subcommand exists:
+/// 'kill'"), the usage where it names a command, and the `--help` that says more (`command`: the
+/// command the arguments name, if any).
+pub fn usage_lines(e: &clap::Error, command: Option<&str>) -> (String, String) {
     let text = e.render().to_string();
-    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
-    let first = lines.next().unwrap_or("usage error");
-    let message = first.strip_prefix("error: ").unwrap_or(first);
-    let rest: Vec<&str> = lines.collect();
-    let hint = rest.join("; ");
-    failure(
-        "usage",
-        message,
-        (!hint.is_empty()).then_some(hint.as_str()),
-        2,
-    );
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default();
+    let mut message = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    let mut hint = Vec::new();
+    // The continuation of the error line, up to the first empty line: `  <ID>`, or a list of
+    // values (`  [possible values: a, b]`), which is the hint's.
+    for l in lines.by_ref().map(str::trim).take_while(|l| !l.is_empty()) {
+        match l.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            Some(values) => hint.push(values.to_string()),
+            None => {
+                message.push(' ');
+                message.push_str(l);
+            }
+        }
+    }
+    let mut usage: Option<String> = None;
+    for l in lines.map(str::trim).filter(|l| !l.is_empty()) {
+        if l.starts_with("For more information") {
+            continue;
+        } else if let Some(u) = l.strip_prefix("Usage: ") {
+            usage = Some(u.to_string());
+        } else if let Some(u) = usage.as_mut() {
+            // A usage of more than one line.
+            u.push_str(" | ");
+            u.push_str(l);
+        } else {
+            hint.push(l.strip_prefix("tip: ").unwrap_or(l).to_string());
+        }
+    }
+    // The top level's usage (`ck-cgroup [OPTIONS] <COMMAND>`) says nothing `--help` does not.
+    if let Some(u) = usage.filter(|u| {
+        u.split_whitespace()
+            .nth(1)
+            .is_some_and(|w| !w.starts_with(['[', '<']))
+    }) {
+        hint.push(format!("usage: {u}"));
+    }
+    hint.push(match command {
+        Some(c) => format!("see `ck-cgroup {c} --help`"),
+        None => "see `ck-cgroup --help`".to_string(),
+    });
+    (message, hint.join("; "))
 }
 
 #[cfg(test)]

@@ -248,18 +248,18 @@ impl Output {
                 }
                 let mut s = String::new();
                 for e in entries {
-                    let procs = e.procs.map_or("?".to_string(), |n| n.to_string());
+                    let procs = e.procs.map_or("? processes".to_string(), |n| {
+                        plural(n, "process", "processes")
+                    });
                     let what = match e.action {
                         PruneAction::Kept => "kept (--keep)".to_string(),
                         PruneAction::Removed => "empty: removed".to_string(),
-                        PruneAction::Killed => format!("{procs} processes: killed and removed"),
+                        PruneAction::Killed => format!("{procs}: killed and removed"),
                         PruneAction::SkippedPopulated => {
-                            format!("{procs} processes: left running (pass --kill to stop it)")
+                            format!("{procs}: left running (pass --kill to stop it)")
                         }
                         PruneAction::WouldRemove => "empty: would remove".to_string(),
-                        PruneAction::WouldKill => {
-                            format!("{procs} processes: would kill and remove")
-                        }
+                        PruneAction::WouldKill => format!("{procs}: would kill and remove"),
                         PruneAction::Failed => {
                             format!("failed: {}", e.error.as_deref().unwrap_or("unknown error"))
                         }

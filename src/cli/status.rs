@@ -26,11 +26,14 @@ fn limit_num(l: &Figure<Limit>) -> String {
 
 /// The kernel's `oom_kill`, and systemd-oomd's kills folded in where it killed there
 /// (`0+oomd:3`: the kernel killed none, systemd-oomd 3 processes), so the table stays narrow.
+/// A count of the two that could not be read is `?` (`?+oomd:3`), not `-`, which is the
+/// whole cell's.
 fn oom_kill_cell(m: &ModuleStatus) -> String {
-    let kernel = opt(m.memory_events.value.and_then(|e| e.oom_kill));
+    let kernel = m.memory_events.value.and_then(|e| e.oom_kill);
+    let part = |v: Option<u64>| v.map_or("?".into(), |v| v.to_string());
     match (m.oomd_ooms.value, m.oomd_kill.value) {
-        (Some(n), k) if n > 0 => format!("{kernel}+oomd:{}", opt(k)),
-        _ => kernel,
+        (Some(n), k) if n > 0 => format!("{}+oomd:{}", part(kernel), part(k)),
+        _ => opt(kernel),
     }
 }
 
@@ -86,9 +89,10 @@ impl Col {
         }
     }
 
-    /// A column of figures, which may be unknown (`-`), as names are not.
+    /// A column of figures, which may be unknown (`-`), as names are not (MODULE's `-` is a
+    /// name that does not decode).
     fn is_figure(self) -> bool {
-        !matches!(self, Col::Name | Col::Id)
+        !matches!(self, Col::Name | Col::Id | Col::Module)
     }
 
     fn header(self) -> &'static str {
@@ -315,6 +319,17 @@ pub fn table_of(
     if unread {
         s += "- could not be read (its controller is not enabled, or no such file here)\n";
     }
+    let cell_of = |col: Col, f: &dyn Fn(&str) -> bool| {
+        shown
+            .iter()
+            .any(|(c, v)| *c == col && v.iter().any(|x| f(x)))
+    };
+    if cell_of(Col::OomKill, &|x| x.contains('?')) {
+        s += "? in OOM_KILL: that count could not be read (memory.events oom_kill, user.oomd_kill after +oomd:)\n";
+    }
+    if cell_of(Col::Module, &|x| x == "-") {
+        s += "- in MODULE: a directory of the daemon's whose name does not decode to a module id\n";
+    }
     s
 }
 
@@ -404,6 +419,37 @@ mod tests {
 
     fn names(rows: &[ModuleStatus]) -> Vec<String> {
         rows.iter().map(|m| m.name.to_string()).collect()
+    }
+
+    /// OOM_KILL where systemd-oomd killed and the kernel's count could not be read showed
+    /// `-+oomd:3`, a `-` no note explained: the unknown count is `?`, and said under the table.
+    #[test]
+    fn oom_kill_of_an_unread_kernel_count_beside_oomd_kills_is_a_question_mark_with_its_note() {
+        use serde_json::json;
+        let events =
+            json!({"low": 0, "high": 0, "max": 0, "oom": 0, "oom_kill": 0, "oom_group_kill": 0});
+        let unread = module("a", &[("oomd_ooms", json!(1)), ("oomd_kill", json!(3))]);
+        let read = module(
+            "b",
+            &[
+                ("oomd_ooms", json!(1)),
+                ("oomd_kill", json!(3)),
+                ("memory_events", events.clone()),
+            ],
+        );
+        let none = module("c", &[("oomd_ooms", json!(0)), ("memory_events", events)]);
+        let cells: Vec<String> = [&unread, &read, &none]
+            .iter()
+            .map(|m| Col::OomKill.cell(m, None))
+            .collect();
+        assert_eq!(cells, ["?+oomd:3", "0+oomd:3", "0"]);
+        let t = table(&[unread], Columns::All(&[Col::Id, Col::OomKill]));
+        assert!(t.contains("? in OOM_KILL: "), "{t}");
+        let t = table(&[read], Columns::All(&[Col::Id, Col::OomKill]));
+        assert!(
+            !t.contains("? in OOM_KILL") && !t.contains("could not be read"),
+            "{t}"
+        );
     }
 
     /// Each key orders by its own figure, the biggest first; the unknown come last (never as

@@ -87,3 +87,47 @@ fn v1_holds_memory() -> bool {
         .filter_map(|l| l.split_once(" - ").map(|(_, post)| post))
         .any(|post| post.starts_with("cgroup ") && post.split(',').any(|o| o == "memory"))
 }
+
+/// A daemon-layout directory whose name does not decode shows `-` in MODULE: that is said
+/// under the table, and it is not called a figure that could not be read (the note claimed so
+/// where every figure shown was read).
+#[test]
+fn an_undecodable_module_name_is_not_noted_as_an_unread_figure() {
+    let w = World::new();
+    ok(w.run(&["create", "aft"]));
+    std::fs::create_dir_all(w.root().join("daemon/subc-modules/m-nodecode")).unwrap();
+    let t = ok(w.run(&["status", "-o", "name,module,pop,procs"]));
+    assert!(
+        t.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["m-nodecode", "-", "no", "0"]),
+        "{t}"
+    );
+    assert!(!t.contains("could not be read"), "{t}");
+    assert!(t.contains("- in MODULE: "), "{t}");
+    let t = ok(w.run(&["status", "-o", "name,module,pop,procs", "aft"]));
+    assert!(!t.contains("- in MODULE"), "{t}");
+}
+
+/// `prune` counts a module's processes in the singular and the plural (`1 processes`).
+#[test]
+fn prune_says_1_process_not_1_processes() {
+    let w = World::new();
+    ok(w.run(&["create", "one"]));
+    let mut s = w.exec_sleep("one");
+    let out = ok(w.run(&["prune"]));
+    assert!(
+        out.contains("one: 1 process: left running (pass --kill to stop it)\n"),
+        "{out}"
+    );
+    let out = ok(w.run(&["prune", "--dry-run", "--kill"]));
+    assert!(
+        out.contains("one: 1 process: would kill and remove\n"),
+        "{out}"
+    );
+    let out = ok(w.run(&["prune", "--kill"]));
+    assert!(
+        out.contains("one: 1 process: killed and removed\n"),
+        "{out}"
+    );
+    s.wait().unwrap();
+}

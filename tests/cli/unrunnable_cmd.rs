@@ -61,3 +61,26 @@ fn run_and_exec_of_a_bare_cmd_keep_its_name_as_argv0() {
         assert_eq!(out, "cat\0/proc/self/cmdline\0", "{verb}");
     }
 }
+
+/// docs/json.md said a `sandbox` whose CMD could not be executed prints the error object and then
+/// its result line; a CMD the lookup refuses is refused before the sandbox is made: the error
+/// object is stderr's one line, and there is no result line.
+#[test]
+fn sandbox_json_of_a_missing_cmd_prints_the_error_object_alone() {
+    let o = bare()
+        .args(["--json", "sandbox", "--parent"])
+        .arg(parent())
+        .args(["--", "/nonexistent/cmd"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(127), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    let v = serde_json::from_str::<serde_json::Value>(&e).expect(&e);
+    assert_eq!(
+        (v["error"]["kind"].as_str(), v["error"]["exit"].as_i64()),
+        (Some("cmd_not_found"), Some(127)),
+        "{e}"
+    );
+    assert!(stdout(&o).is_empty());
+}

@@ -122,6 +122,14 @@ fn wants(args: &[OsString]) -> Wants {
     Wants::Whole
 }
 
+/// The command `args` name, where they name one (what a usage error's hint points to).
+pub fn command_in(args: &[OsString]) -> Option<String> {
+    match wants(args) {
+        Wants::Command(name) => Some(name),
+        Wants::Version | Wants::Whole => None,
+    }
+}
+
 /// The tree to parse `args` with: the top level and the one command they name, or `None`
 /// where the whole tree ([`super::Cli`]'s) is needed.
 pub fn tree_for(args: &[OsString]) -> Option<Command> {
@@ -136,6 +144,7 @@ pub fn tree_for(args: &[OsString]) -> Option<Command> {
 mod tests {
     use super::*;
     use crate::cli::args::Cli;
+    use crate::cli::exit::usage_lines;
     use clap::{CommandFactory, FromArgMatches};
 
     fn os(args: &[&str]) -> Vec<OsString> {
@@ -154,11 +163,12 @@ mod tests {
                 Err(e) => format!("from_arg_matches {:?} {}", e.kind(), e),
             },
             Err(e) => format!(
-                "err {:?} exit {} stderr {} text {}",
+                "err {:?} exit {} stderr {} text {} lines {:?}",
                 e.kind(),
                 e.exit_code(),
                 e.use_stderr(),
-                e.render()
+                e.render(),
+                usage_lines(&e, command_in(args).as_deref())
             ),
         }
     }

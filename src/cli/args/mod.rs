@@ -95,7 +95,7 @@ pub struct Globals {
     /// command line comes before the environment: --unit beats CK_CGROUP_ROOT, --root beats
     /// CK_CGROUP_UNIT, and of the two variables CK_CGROUP_ROOT wins (a `sandbox`'s CMD gets its
     /// root so); --root with --unit is a usage error.
-    #[arg(long, global = true, env = "CK_CGROUP_ROOT", value_name = "PATH")]
+    #[arg(long, global = true, env = "CK_CGROUP_ROOT", value_name = "PATH", value_parser = path_even_empty())]
     pub root: Option<PathBuf>,
 
     /// The service's systemd unit (e.g. ck-subc.service): the root is its cgroup (ControlGroup),
@@ -120,8 +120,17 @@ pub struct Globals {
 
     /// The policy file: default limits and per-module overrides (TOML), a regular file of at
     /// most 1 MiB (/dev/null: none). Default: /etc/ck-cgroup/policy.toml when it exists.
-    #[arg(long, global = true, env = "CK_CGROUP_POLICY", value_name = "PATH")]
+    #[arg(long, global = true, env = "CK_CGROUP_POLICY", value_name = "PATH", value_parser = path_even_empty())]
     pub policy: Option<PathBuf>,
+}
+
+/// A path, the empty one too: clap's own refuses it as a missing value of the flag, even when
+/// it came from the variable (`CK_CGROUP_ROOT=`), and even when the flag was given too (the
+/// variable is read for each command as well). An empty `--root` or `--policy` is refused after
+/// the parse, by the name of where it came from (main.rs).
+fn path_even_empty() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
+    use clap::builder::TypedValueParser;
+    clap::builder::OsStringValueParser::new().map(PathBuf::from)
 }
 
 /// The commands.

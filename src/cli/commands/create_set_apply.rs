@@ -28,7 +28,7 @@ pub fn cmd_set(ctx: &Ctx, fs: Cgroupfs, id: &str, flags: &LimitArgs) -> Result<E
         return Err(
             Error::failed(format!("no module {id} under {}", root.path().display()))
                 .with_hint(format!(
-                    "make it with `ck-cgroup create {id}` and the same limits"
+                    "`ck-cgroup list` shows the modules (`ck-cgroup create {id}` makes one)"
                 ))
                 .with_kind(ck_cgroup::ErrorKind::NoSuchModule)
                 .into(),
