@@ -27,7 +27,7 @@ fn prune_kill_kills_and_removes_a_module_whose_name_is_not_utf8() {
     let mut s = sleep_in_raw_dir(&w, &w.root().join("subc-modules"));
     let out = ok(w.run(&["prune", "--kill"]));
     assert!(
-        out.contains("\\xff\\xfe: 1 processes: killed and removed"),
+        out.contains("\\xff\\xfe: 1 process: killed and removed"),
         "{out}"
     );
     s.wait().unwrap();
