@@ -174,11 +174,13 @@ pub(crate) fn unescape(shown: &str) -> Result<Vec<u8>, BadEscape> {
     Ok(out)
 }
 
-/// The bytes of the crate's text `s` ([`text_of`]'s form; any other text is its own bytes).
+/// The bytes of the crate's text `s`, a name or a path of names ([`bytes_of`]: each component
+/// in [`text_of`]'s form turned back into its bytes; any other text is its own bytes).
 pub(crate) fn bytes_of_text(s: &str) -> Cow<'_, [u8]> {
-    match decode(s) {
-        Some(b) => Cow::Owned(b),
-        None => Cow::Borrowed(s.as_bytes()),
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    match bytes_of(s) {
+        Cow::Borrowed(o) => Cow::Borrowed(o.as_bytes()),
+        Cow::Owned(o) => Cow::Owned(o.into_vec()),
     }
 }
 
@@ -198,6 +200,11 @@ mod tests {
             b"subc-modules/m-\xff\xfe\\x"
         );
         assert_eq!(escaped(&bytes_of_text(&t)), "m-\\xff\\xfe\\\\x");
+        // A path of such names: each one shown (`doctor` spelled `\x00fffe`).
+        assert_eq!(
+            escaped(&bytes_of_text(&format!("subc-modules/{t}"))),
+            "subc-modules/m-\\xff\\xfe\\\\x"
+        );
         assert_eq!(unescape(&escaped(raw)).as_deref(), Ok(&raw[..]));
         // UTF-8 names are themselves, everywhere.
         assert_eq!(text_of(b"web"), "web");
