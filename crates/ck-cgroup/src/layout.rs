@@ -343,3 +343,48 @@ pub fn module_id(name: &str) -> Result<ModuleId, Error> {
         None => ModuleId::new(name),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A module argument is a name or one of the two layouts' paths, shown as it was given and
+    /// read back by the same rule; any other path is bad input.
+    #[test]
+    fn a_module_name_is_a_name_or_a_layouts_path_and_round_trips() {
+        for s in [
+            "web",
+            "tab\\x09x",
+            "\\\\xff",
+            "subc-modules/web",
+            "daemon/subc-modules/m-web_5f3",
+            "daemon/subc-modules/\\xff\\xfe",
+        ] {
+            let n = ModuleName::parse(s).unwrap();
+            assert_eq!(n.to_string(), s);
+            assert_eq!(ModuleName::parse(&n.to_string()).unwrap(), n);
+        }
+        let p = ModuleName::parse("daemon/subc-modules/web").unwrap();
+        assert_eq!(p.layout, Some(Layout::Daemon));
+        let web = ModuleRef {
+            layout: Layout::Daemon,
+            name: DirName::parse("m-web_5f3").unwrap(),
+        };
+        let id = web.module_name();
+        assert!(ModuleName::parse("web").unwrap().names(&web, id.as_ref()));
+        assert!(
+            !p.names(&web, id.as_ref()),
+            "a path names its directory alone"
+        );
+        for bad in [
+            "/",
+            "a/b",
+            "subc-modules/",
+            "x/subc-modules/a",
+            "module.slice/a",
+            "../a",
+        ] {
+            assert_eq!(ModuleName::parse(bad).unwrap_err().exit_code(), 2, "{bad}");
+        }
+    }
+}
