@@ -374,6 +374,67 @@ fn ten_kills_of_the_same_module_at_once_all_succeed() {
     concurrent_kills(&World::new(), "tenfold", 10, 5);
 }
 
+/// `status` and `--json status` while the module is being killed: status exits 0, and the
+/// module is shown as read while it was there (`populated` known) or left out, never as a row
+/// of a module that went while it was read; a status of the module by name that began after
+/// the kill removed it says there is no such module, and nothing else. Many more rounds run
+/// through the library (crates/ck-cgroup/tests/stop_races.rs).
+#[test]
+fn status_of_a_module_being_killed_exits_0() {
+    let w = World::new();
+    for round in 0..8 {
+        let mut c = module(&w, "going", "sleep 600 & wait", 2);
+        let start = |args: &[&str]| {
+            w.ck()
+                .args(args)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let kill = start(&["--json", "kill", "going"]);
+        let tables: Vec<_> = [&["status"][..], &["status", "--wide"]]
+            .iter()
+            .map(|a| start(a))
+            .collect();
+        let json = start(&["--json", "status"]);
+        let named = start(&["--json", "status", "going"]);
+        let k = kill.wait_with_output().unwrap();
+        assert!(k.status.success(), "round {round}: kill: {}", stderr(&k));
+        let json = json.wait_with_output().unwrap();
+        for o in tables
+            .into_iter()
+            .map(|s| s.wait_with_output().unwrap())
+            .chain([json.clone()])
+        {
+            assert!(
+                o.status.success(),
+                "round {round}: status: {:?}: {} {}",
+                o.status.code(),
+                stdout(&o),
+                stderr(&o)
+            );
+        }
+        let o = named.wait_with_output().unwrap();
+        for o in [&json, &o].into_iter().filter(|o| o.status.success()) {
+            let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+            for m in v["modules"].as_array().unwrap() {
+                assert!(
+                    m["name"] != "going" || m["populated"]["value"].is_boolean(),
+                    "round {round}: a row of a module that went while it was read: {m}"
+                );
+            }
+        }
+        if !o.status.success() {
+            let e: Value = serde_json::from_slice(&o.stderr)
+                .unwrap_or_else(|e| panic!("round {round}: {e}: {}", stderr(&o)));
+            assert_eq!(e["error"]["kind"], "no_such_module", "round {round}: {e}");
+        }
+        c.wait().unwrap();
+        assert_eq!(w.tree(), vec!["daemon", "subc-modules"], "round {round}");
+    }
+}
+
 /// `kill` racing `exec` of the same id: every exec'd process is killed with the module or
 /// refused, or it runs in a module made after the kill removed the old one; `kill` never calls
 /// a module gone that still holds one, and it succeeds.

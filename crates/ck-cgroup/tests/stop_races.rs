@@ -4,7 +4,8 @@
 //! is left. A stop that lost the race reads the module's files while the winner removes them:
 //! the kernel answers `ENODEV` for a file of a directory being removed, and `ENOENT` for a path
 //! beneath it, and either is the module gone, never a failed stop (`make test` under load saw
-//! `failed to open .../subc-modules/twice/cgroup.events: ENODEV`, exit 1, once).
+//! `failed to open .../subc-modules/twice/cgroup.events: ENODEV`, exit 1, once). And `status`
+//! beside a stop: never an error, never a row of a module that went while it was read.
 //!
 //! Threads, not processes, so that many rounds stay cheap: the binary's few rounds are in
 //! tests/teardown.rs.
@@ -115,4 +116,60 @@ fn two_concurrent_stops_of_one_module_all_succeed_and_leave_nothing() {
 #[test]
 fn ten_concurrent_stops_of_one_module_all_succeed_and_leave_nothing() {
     concurrent_stops(10, 100);
+}
+
+/// `Root::status` (every module, and the module by name) while the module is being stopped:
+/// it never fails, and the module is either shown as read while it was there (its
+/// `cgroup.events` read: `populated` known) or left out; never a row of a module that went
+/// while it was read (every figure unknown). By name, after the stop removed it, the one
+/// error is that there is no such module.
+#[test]
+fn status_of_a_module_being_stopped_shows_it_read_or_leaves_it_out() {
+    let sb = Sandbox::create(&parent()).expect("sandbox");
+    let root = Root::open(sb.path()).expect("the sandbox's root");
+    let id = ModuleId::new("raced").unwrap();
+    let dir = sb.path().join("subc-modules/raced");
+    for round in 0..30 {
+        let mut cmd = ModuleCommand::new("/bin/sh");
+        cmd.args(["-c", "sleep 600 & wait"]);
+        let mut child = root.spawn(&id, &cmd).expect("spawn");
+        holds(&dir.join("cgroup.procs"), 2);
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let readers: Vec<_> = [&[][..], &["raced"][..]]
+                .into_iter()
+                .map(|names| {
+                    let (root, done) = (&root, &done);
+                    s.spawn(move || {
+                        let mut reads = 0;
+                        while reads == 0 || !done.load(std::sync::atomic::Ordering::SeqCst) {
+                            reads += 1;
+                            match root.status(names) {
+                                Ok(rows) => {
+                                    for r in rows.iter().filter(|r| r.name == "raced") {
+                                        assert!(
+                                            r.populated.value.is_some(),
+                                            "round {round}: a row of a module that went while \
+                                             it was read: {r:?}"
+                                        );
+                                    }
+                                }
+                                Err(e)
+                                    if !names.is_empty()
+                                        && e.kind() == ck_cgroup::ErrorKind::NoSuchModule => {}
+                                Err(e) => panic!("round {round}: status {names:?}: {e}"),
+                            }
+                        }
+                    })
+                })
+                .collect();
+            let stopped = root.stop("raced", &StopOptions::default());
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            for r in readers {
+                r.join().expect("a status thread panicked");
+            }
+            assert!(stopped.is_ok_and(|r| r.ok()), "round {round}");
+        });
+        let _ = child.wait();
+    }
 }
