@@ -7,6 +7,8 @@
 //!   to types; no I/O.
 //! - [`procfs`]: `/proc/<pid>/` files read as bytes (a process's name may be any bytes).
 //! - `tree` (crate-private): walks of a subtree by directory fds (members, thaw, modes, depth-first removal).
+//! - `gone` (crate-private): which errnos of a cgroup's files say that it was removed meanwhile
+//!   (`ENODEV`, `ENOENT`): the one rule every reader racing an `rmdir` follows.
 //! - [`wait`]: waits on `cgroup.events` (`populated 0`, `frozen 1`), never sleeps.
 //! - [`memory_left`]: what stayed charged to a module once its processes were gone (shmem).
 //! - [`mount`]: where cgroup2 is mounted.
@@ -18,6 +20,7 @@
 
 pub mod death_cause;
 pub mod dir;
+pub(crate) mod gone;
 pub mod memory_left;
 pub mod mount;
 pub mod oom_cause;

@@ -12,6 +12,7 @@ use rustix::fs::OFlags;
 use rustix::io::Errno;
 
 use crate::cgroup::dir::{CgroupDir, read_fd};
+use crate::cgroup::gone::is_gone;
 use crate::cgroup::parse;
 use crate::error::{Error, Result};
 use crate::mutation::{self, Control};
@@ -33,7 +34,8 @@ pub fn wait_empty(dir: &CgroupDir, rel: &str, timeout: Duration) -> Result<Waite
 }
 
 /// Wait until `done` holds for `<rel>/cgroup.events`, or `timeout` passes ([`Waited::Empty`]
-/// stands for "done"). A cgroup that disappears counts as done.
+/// stands for "done"). A cgroup that disappears counts as done, also while its file is opened
+/// (`ENODEV`, `ENOENT`: `crate::cgroup::gone`).
 pub fn wait_events(
     dir: &CgroupDir,
     rel: &str,
@@ -43,7 +45,9 @@ pub fn wait_events(
     let events_rel = join(rel, "cgroup.events");
     let fd = match dir.open_beneath(&events_rel, OFlags::RDONLY) {
         Ok(fd) => fd,
-        Err(Errno::NOENT) => return Ok(Waited::Empty),
+        // Removed, or being removed by another process (a stop that lost the race to another
+        // stop read this as a failure: `ENODEV`, exit 1).
+        Err(e) if is_gone(e) => return Ok(Waited::Empty),
         Err(e) => return Err(Error::io("open", dir.display_path(&events_rel), e)),
     };
     wait_fd(&fd, timeout, done).map_err(|e| Error::io("wait on", dir.display_path(&events_rel), e))
@@ -61,7 +65,7 @@ pub fn wait_fd(
         let text = match read_fd(fd) {
             Ok(t) => t,
             // The cgroup was removed under us.
-            Err(Errno::NODEV) | Err(Errno::NOENT) => return Ok(Waited::Empty),
+            Err(e) if is_gone(e) => return Ok(Waited::Empty),
             Err(e) => return Err(e),
         };
         if done(&parse::events(&text)) {
@@ -141,7 +145,7 @@ pub(crate) fn wait_events_or_gone(
     }
     let fd = match cgroup.open_beneath("cgroup.events", OFlags::RDONLY) {
         Ok(fd) => fd,
-        Err(Errno::NOENT) | Err(Errno::NODEV) => return Ok(Until::Gone),
+        Err(e) if is_gone(e) => return Ok(Until::Gone),
         Err(e) => return Err(Error::io("open", dir.display_path(&events_rel), e)),
     };
     let deadline = Instant::now() + timeout;
@@ -149,7 +153,7 @@ pub(crate) fn wait_events_or_gone(
     loop {
         let text = match read_fd(&fd) {
             Ok(t) => t,
-            Err(Errno::NODEV) | Err(Errno::NOENT) => return Ok(Until::Gone),
+            Err(e) if is_gone(e) => return Ok(Until::Gone),
             Err(e) => return Err(Error::io("read", dir.display_path(&events_rel), e)),
         };
         if done(&parse::events(&text)) {

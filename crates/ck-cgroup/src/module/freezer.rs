@@ -3,6 +3,7 @@
 
 use super::*;
 
+use crate::cgroup::gone::{is_gone, removed};
 use crate::mutation::{self, Control};
 
 /// What `freeze` or `thaw` did.
@@ -79,7 +80,7 @@ impl Root {
         let path = self.dir.display_path(&rel);
         let mdir = match self.dir.open_dir(&rel) {
             Ok(d) => d,
-            Err(Errno::NOENT) => return Err(missing()),
+            Err(e) if is_gone(e) => return Err(missing()),
             Err(e) => return Err(Error::io("open", &path, e)),
         };
         let before = self.events(&rel).ok().and_then(|e| e.frozen);
@@ -87,15 +88,13 @@ impl Root {
         match self.dir.write_raw(&file, if frozen { "1" } else { "0" }) {
             Ok(()) => {}
             // Absent only where the cgroup's own files are there (as a kill decides it).
-            Err(Errno::NOENT) | Err(Errno::NODEV)
-                if self.dir.exists(&join(&rel, "cgroup.procs")) =>
-            {
+            Err(e) if is_gone(e) && !removed(&self.dir, &rel) => {
                 return Err(Error::bad_input(format!(
                     "cannot {verb} {name}: {} is absent (kernel before 5.2)",
                     self.dir.display_path(&file).display()
                 )));
             }
-            Err(Errno::NOENT) | Err(Errno::NODEV) => return Err(missing()),
+            Err(e) if is_gone(e) => return Err(missing()),
             Err(e) => {
                 return Err(Error::io(
                     format_args!("write \"{}\" to", u8::from(frozen)),

@@ -66,7 +66,7 @@ impl Root {
         crate::cgroup::tree::restore_modes(&self.dir, &rel);
         let mdir = match self.dir.open_dir(&rel) {
             Ok(d) => d,
-            Err(Errno::NOENT) => return Ok(Removal::Gone),
+            Err(e) if crate::cgroup::gone::is_gone(e) => return Ok(Removal::Gone),
             Err(e) => return Err(Error::io("open", &path, e)),
         };
         let procs = members(&mdir, "")?;

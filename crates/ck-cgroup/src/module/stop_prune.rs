@@ -2,6 +2,7 @@
 
 use super::remove::{Removal, Rmdir, same_dir};
 use super::*;
+use crate::cgroup::gone::is_gone;
 
 /// What `prune`'s removal of a module it listed as empty did.
 pub(crate) enum Removed {
@@ -274,7 +275,7 @@ impl Root {
         restored.extend(crate::cgroup::tree::restore_modes(&self.dir, &rel));
         let mdir = match self.dir.open_dir(&rel) {
             Ok(d) => d,
-            Err(Errno::NOENT) => return Ok(report),
+            Err(e) if is_gone(e) => return Ok(report),
             Err(e) => return Err(Error::io("open", &path, e)),
         };
         report.already_gone = false;
@@ -322,7 +323,7 @@ impl Root {
             let again_path = self.dir.display_path(&rel);
             let mdir = match self.dir.open_dir(&rel) {
                 Ok(d) => d,
-                Err(Errno::NOENT) => continue,
+                Err(e) if is_gone(e) => continue,
                 Err(e) => return Err(Error::io("open", &again_path, e)),
             };
             if Instant::now() >= deadline {

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use rustix::io::Errno;
 
 use crate::cgroup::dir::CgroupDir;
+use crate::cgroup::gone::{is_gone, removed};
 use crate::cgroup::wait::{Waited, join, wait_events};
 use crate::error::{Error, Result};
 use crate::mutation::{self, Control};
@@ -19,8 +20,8 @@ pub(super) enum Wrote {
 }
 
 /// Write `data` to `file` of the module. `EINTR` is retried; `EACCES`/`EPERM` once more after
-/// the modes this uid owns were restored. `ENOENT` is the module gone, or else the file absent
-/// (`absent` says what that means).
+/// the modes this uid owns were restored. `ENOENT` or `ENODEV` is the module gone (removed
+/// meanwhile: `crate::cgroup::gone`), or else the file absent (`absent` says what that means).
 pub(super) fn write_control(
     dir: &CgroupDir,
     rel: &str,
@@ -33,17 +34,16 @@ pub(super) fn write_control(
     loop {
         match dir.write_raw(&path, data) {
             Ok(()) => return Wrote::Ok,
-            Err(Errno::NOENT) | Err(Errno::NODEV) => {
+            Err(e) if is_gone(e) => {
                 // Gone or absent, decided from the kernel's own files: a directory removed while
                 // its handle is open still opens as `.`, but holds no file, not even
                 // `cgroup.procs`, which every cgroup has; a kernel without `file` has the rest.
                 // (Asked of the directory, a kill that lost the race to another kill read as
                 // a kernel before 5.14, exit 2.)
-                let procs = join(rel, "cgroup.procs");
                 let present = if mutation::active(Control::GoneReadAsAbsent) {
                     dir.is_dir(rel).unwrap_or(false)
                 } else {
-                    dir.exists(&procs)
+                    !removed(dir, rel)
                 };
                 return if present {
                     Wrote::Unsupported(absent.to_string())

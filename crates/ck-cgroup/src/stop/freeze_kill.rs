@@ -4,13 +4,13 @@
 
 use std::time::{Duration, Instant};
 
-use rustix::io::Errno;
 use rustix::process::{Pid, Signal};
 
 use super::Ran;
 use super::control::{Wrote, wait_empty_for, write_control};
 use super::signal::signal_members;
 use crate::cgroup::dir::CgroupDir;
+use crate::cgroup::gone::is_gone;
 use crate::cgroup::tree::members;
 use crate::cgroup::wait::{Waited, join, wait_events};
 use crate::error::{Error, Result};
@@ -51,7 +51,7 @@ pub(super) fn kill(dir: &CgroupDir, rel: &str, deadline: Instant) -> Result<Ran>
             }
             match dir.write_raw(&file, "0") {
                 Ok(()) => {}
-                Err(Errno::NOENT) | Err(Errno::NODEV) => return Ok(()),
+                Err(e) if is_gone(e) => return Ok(()),
                 Err(e) => return Err(Error::io("write \"0\" to", dir.display_path(&file), e)),
             }
             let w = wait_empty_for(dir, rel, Duration::from_millis(100), deadline)?;
@@ -60,14 +60,15 @@ pub(super) fn kill(dir: &CgroupDir, rel: &str, deadline: Instant) -> Result<Ran>
             }
             match dir.write_raw(&file, "1") {
                 Ok(()) => {}
-                Err(Errno::NOENT) | Err(Errno::NODEV) => return Ok(()),
+                Err(e) if is_gone(e) => return Ok(()),
                 Err(e) => return Err(Error::io("write \"1\" to", dir.display_path(&file), e)),
             }
         }
     })();
     // Never leave the module frozen.
     let thaw = match dir.write_raw(&file, "0") {
-        Ok(()) | Err(Errno::NOENT) | Err(Errno::NODEV) => Ok(()),
+        Ok(()) => Ok(()),
+        Err(e) if is_gone(e) => Ok(()),
         Err(e) => Err(Error::io("write \"0\" to", dir.display_path(&file), e)),
     };
     match result.and(thaw) {

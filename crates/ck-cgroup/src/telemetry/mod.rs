@@ -14,6 +14,7 @@ pub mod watch;
 use serde::Serialize;
 
 use crate::cgroup::dir::CgroupDir;
+use crate::cgroup::gone::{is_gone, removed};
 use crate::cgroup::oomd;
 use crate::cgroup::parse::{self, Limit};
 use crate::cgroup::tree::members;
@@ -267,6 +268,7 @@ fn absent_is_unknown(text: Option<String>) -> Option<String> {
 impl Root {
     /// The figures of every module (ours and the daemon's), or of those named. A name that is
     /// no module is an error of kind [`ErrorKind::NoSuchModule`](crate::error::ErrorKind::NoSuchModule).
+    /// A module removed while it is read (a `kill` racing the status) is left out.
     ///
     /// ```no_run
     /// # fn main() -> ck_cgroup::Result<()> {
@@ -311,7 +313,7 @@ impl Root {
         Ok(self
             .selected_with(names, false)?
             .iter()
-            .map(|m| module_status_with(self.dir(), m, on(m), gpu))
+            .filter_map(|m| module_status_with(self.dir(), m, on(m), gpu))
             .collect())
     }
 
@@ -324,18 +326,24 @@ impl Root {
 
     /// [`selected`](Self::selected), with each module's `cgroup.events` read by the listing
     /// only when `events` (`status` reads it from the module's own directory).
+    /// Each name is looked up before the modules are listed: one removed after its lookup
+    /// (a `kill` racing this) is left out, not a name that is no module.
     fn selected_with(&self, names: &[ModuleName], events: bool) -> Result<Vec<ModuleEntry>> {
-        let all = self.entries_with(false, events)?;
         if names.is_empty() {
-            return Ok(all);
+            return self.entries_with(false, events);
         }
-        let mut out = Vec::new();
+        let mut found = Vec::new();
         for n in names {
-            let found = self.find_all(n)?;
-            if found.is_empty() {
+            let each = self.find_all(n)?;
+            if each.is_empty() {
                 return Err(procs::no_such_module(n, self.path()));
             }
-            for m in found {
+            found.push(each);
+        }
+        let all = self.entries_with(false, events)?;
+        let mut out = Vec::new();
+        for each in found {
+            for m in each {
                 if let Some(e) = all
                     .iter()
                     .find(|e| e.name == m.name && e.layout == m.layout)
@@ -349,18 +357,26 @@ impl Root {
 }
 
 /// Read one module's figures. Never fails: what cannot be read is `None`. With `enabled`, the
-/// files of controllers not in it are not tried. Device memory comes from `gpu`.
+/// files of controllers not in it are not tried. Device memory comes from `gpu`. `None` for a
+/// module removed before or while it was read (its directory `ENOENT`, or without its files:
+/// `crate::cgroup::gone`): it is no module any more.
 pub(crate) fn module_status_with(
     dir: &CgroupDir,
     m: &ModuleEntry,
     enabled: Option<&[String]>,
     gpu: &GpuCensus,
-) -> ModuleStatus {
+) -> Option<ModuleStatus> {
     // The module's directory opened once, its files read from it by one path component each
     // (not each by the whole path from the root); where it cannot be opened, each read from the
     // root fails alike and its figure is unknown.
-    let own = dir.open_dir(&m.rel()).ok();
+    // Mutation: a module gone while it was read is shown all the same, every figure unknown.
+    let show_gone = mutation::active(Control::StatusShowsGone);
     let module_rel = m.rel();
+    let own = match dir.open_dir(&module_rel) {
+        Ok(d) => Some(d),
+        Err(e) if is_gone(e) && !show_gone => return None,
+        Err(_) => None,
+    };
     let (dir, rel) = match &own {
         Some(d) => (d, ""),
         None => (dir, module_rel.as_str()),
@@ -429,7 +445,12 @@ pub(crate) fn module_status_with(
     s.oomd_kill.value = killed;
     s.ck_stops.value = oomd::ck_stops(dir, rel);
     s.gpu_memory = gpu.of_module(pids.as_deref(), dmem.as_deref());
-    s
+    // Asked after every read: a removal that began meanwhile left figures of a module that is
+    // no more (an `rmdir` takes the files first).
+    if own.as_ref().is_some_and(|d| removed(d, "")) && !show_gone {
+        return None;
+    }
+    Some(s)
 }
 
 /// Memory and swap in use: `memory.current` and `memory.swap.current` (their texts, `None` when

@@ -222,7 +222,7 @@ impl Scopes {
         Ok(match dir {
             Some(dir) => chosen
                 .iter()
-                .map(|e| module_status_with(&dir, e, None, &gpu))
+                .filter_map(|e| module_status_with(&dir, e, None, &gpu))
                 .collect(),
             None => Vec::new(),
         })

@@ -2,6 +2,7 @@
 
 use super::*;
 
+use crate::cgroup::gone::is_gone;
 use crate::mutation::{self, Control};
 
 /// The processes of a subtree: each cgroup's `cgroup.procs`; where that is `EOPNOTSUPP` (a
@@ -34,7 +35,7 @@ pub(crate) fn members_of(at: &Cursor<'_>, mut f: impl FnMut(u32)) -> Result<()> 
     match read_at(at.fd(), "cgroup.procs") {
         Ok(t) => crate::cgroup::parse::pids(&t).into_iter().for_each(f),
         // Removed while we walk: empty.
-        Err(Errno::NOENT) | Err(Errno::NODEV) => {}
+        Err(e) if is_gone(e) => {}
         Err(Errno::OPNOTSUPP) if !mutation::active(Control::NoThreadsFallback) => {
             match read_at(at.fd(), "cgroup.threads") {
                 Ok(t) => {
@@ -45,7 +46,7 @@ pub(crate) fn members_of(at: &Cursor<'_>, mut f: impl FnMut(u32)) -> Result<()> 
                         }
                     }
                 }
-                Err(Errno::NOENT) | Err(Errno::NODEV) => {}
+                Err(e) if is_gone(e) => {}
                 Err(e) => return Err(Error::io("read", at.path_of("cgroup.threads"), e)),
             }
         }

@@ -22,6 +22,7 @@ use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::cgroup::dir::{CgroupDir, open_beneath_at, read_fd};
+use crate::cgroup::gone::is_gone;
 use crate::error::{Error, Result};
 use crate::mutation::{self, Control};
 
@@ -150,7 +151,7 @@ pub(crate) fn child_dirs(fd: BorrowedFd<'_>) -> std::result::Result<Vec<String>,
 pub(crate) fn walk(base: &CgroupDir, rel: &str, v: &mut dyn Visitor) -> Result<()> {
     let top = match base.open_beneath(rel, OFlags::RDONLY | OFlags::DIRECTORY) {
         Ok(fd) => fd,
-        Err(Errno::NOENT) => return Ok(()),
+        Err(e) if is_gone(e) => return Ok(()),
         Err(e) => return Err(Error::io("open", base.display_path(rel), e)),
     };
     let mut w = Walk {
@@ -236,7 +237,7 @@ impl Walk<'_> {
                 }
                 Ok(true)
             }
-            Err(Errno::NOENT) | Err(Errno::NODEV) => Ok(false),
+            Err(e) if is_gone(e) => Ok(false),
             Err(e) => Err(Error::io("read directory", self.cursor().path(), e)),
         }
     }
@@ -266,7 +267,7 @@ impl Walk<'_> {
         };
         match opened {
             Ok(fd) => Ok(Some(fd)),
-            Err(Errno::NOENT) => Ok(None),
+            Err(e) if is_gone(e) => Ok(None),
             Err(e) => Err(Error::io("open", self.cursor().path_of(child), e)),
         }
     }
@@ -335,7 +336,7 @@ fn ensure_fd(base: &CgroupDir, rel: &str, frames: &mut [Frame], i: usize) -> Res
         };
         match open_beneath_at(at, &path, OFlags::RDONLY | OFlags::DIRECTORY) {
             Ok(fd) => cur = Some(fd),
-            Err(Errno::NOENT) => return Ok(false),
+            Err(e) if is_gone(e) => return Ok(false),
             Err(e) => {
                 let c = Cursor {
                     base,

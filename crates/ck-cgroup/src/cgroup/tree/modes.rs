@@ -2,6 +2,7 @@
 
 use super::*;
 
+use crate::cgroup::gone::is_gone;
 use crate::mutation::{self, Control};
 
 /// Thaws every cgroup of a subtree whose own `cgroup.freeze` is `1` (the module's, or one it
@@ -22,7 +23,7 @@ impl Visitor for Thawer {
                     let r = at.rel_path();
                     self.thawed.push(if r.is_empty() { ".".into() } else { r });
                 }
-                Err(Errno::NOENT) | Err(Errno::NODEV) => {}
+                Err(e) if is_gone(e) => {}
                 Err(e) => return Err(Error::io("write \"0\" to", at.path_of("cgroup.freeze"), e)),
             }
         }

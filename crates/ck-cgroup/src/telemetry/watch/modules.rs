@@ -366,7 +366,7 @@ impl<'a> Watcher<'a> {
                         st.wds.push(wd);
                     }
                     // No such file: its controller is not enabled; the module removed meanwhile.
-                    Err(Errno::NOENT) => {}
+                    Err(e) if crate::cgroup::gone::is_gone(e) => {}
                     Err(e) => unwatched.push((if file.is_empty() { "." } else { file }, e)),
                 }
             }

@@ -5,10 +5,10 @@ use std::os::unix::io::AsRawFd;
 
 use rustix::event::PollFlags;
 use rustix::fs::OFlags;
-use rustix::io::Errno;
 
 use super::modules::{Key, Watcher, inode};
 use super::{Armed, WatchEvent, event, pressure_event};
+use crate::cgroup::gone::{is_gone, removed};
 use crate::cgroup::parse;
 use crate::cgroup::wait::join;
 use crate::error::{Result, errno_text};
@@ -17,9 +17,10 @@ use crate::telemetry::pressure::PsiKind;
 
 impl Watcher<'_> {
     /// Set every PSI trigger on module `k` at `rel` (its directory's inode `ino`). A module that
-    /// has gone meanwhile gets none (its directory event reports it); a pressure file that is not
-    /// there is a `pressure_unavailable` event; any other refusal is the error: the file and the
-    /// kernel's errno.
+    /// has gone meanwhile, or is being removed (its file `ENOENT` or `ENODEV`:
+    /// `crate::cgroup::gone`), gets none (its directory event reports it); a pressure file that
+    /// is not there is a `pressure_unavailable` event; any other refusal is the error: the file
+    /// and the kernel's errno.
     pub(super) fn arm(
         &self,
         k: &Key,
@@ -46,8 +47,14 @@ impl Watcher<'_> {
                 // The module went (or was made again) while its triggers were set.
                 return Ok(Vec::new());
             }
+            // A module being removed loses its files before its directory: `ENOENT`, or
+            // `ENODEV` for a file opened as it went. It gets no trigger either.
+            if is_gone(errno) && removed(self.root.dir(), rel) {
+                return Ok(Vec::new());
+            }
             let file = t.resource().file();
-            if errno == Errno::NOENT {
+            // No such file in a module that stays (`ENODEV`: hidden as it was opened).
+            if is_gone(errno) {
                 let mut e = pressure_event(k, "pressure_unavailable", t);
                 e.error = Some(format!(
                     "{}: the kernel has no {file} for this module (PSI is off for it: \
