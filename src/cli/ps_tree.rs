@@ -136,7 +136,11 @@ pub fn text(mods: &[ModuleProcesses], sorted: bool, width: Option<usize>) -> Str
             } else {
                 format!("{}`- ", "   ".repeat(d - 1))
             };
-            let orphan = if p.orphan { "  (orphan)" } else { "" };
+            let mark = format!(
+                "{}{}",
+                if p.command_cut { "  (cut)" } else { "" },
+                if p.orphan { "  (orphan)" } else { "" }
+            );
             let mut row = vec![
                 p.pid.to_string(),
                 p.ppid.to_string(),
@@ -159,7 +163,7 @@ pub fn text(mods: &[ModuleProcesses], sorted: bool, width: Option<usize>) -> Str
                 } else {
                     p.cgroup.split('/').map(shown).collect::<Vec<_>>().join("/")
                 },
-                format!("{indent}{cmd}{orphan}"),
+                format!("{indent}{cmd}{mark}"),
             ]);
             rows.push(row);
         }
