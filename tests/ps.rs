@@ -487,3 +487,71 @@ fn ps_of_60_processes_with_huge_command_lines_fits_its_room_not_sigabrt() {
     ok(w.run(&["kill", "huge", "--timeout", "10s"]));
     c.wait().unwrap();
 }
+
+/// On an 80-column terminal the line of an orphan with a long command line was cut before its
+/// `(orphan)`, the mark docs/operations.md sends the operator to: the hog's line read as any
+/// other. Now the command is cut and the mark kept, at the end of the line.
+#[test]
+fn ps_on_an_80_column_terminal_keeps_the_orphan_mark_of_a_long_command() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        skip("script(1) is not installed (util-linux), so ps is not tried on a terminal");
+        return;
+    }
+    let w = World::new();
+    // A subshell starts the long-lined shell and exits: the shell is reparented away.
+    let script = format!(
+        "(sh -c 'sleep 600; :' orphan-{long} & echo $! > {o}); exec sleep 603",
+        long = "x".repeat(200),
+        o = w.tmp("orphan").display()
+    );
+    let mut exec = w
+        .ck()
+        .args(["exec", "narrow", "--", "sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    w.track(exec.id());
+    let o = w.pid_from("orphan");
+    let procs = w.root().join("subc-modules/narrow/cgroup.procs");
+    let comm = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    // The subshell gone; the orphan, its sleep and the module's own sleep there.
+    eventually("the orphan reparented and every process exec'd", || {
+        let text = std::fs::read_to_string(&procs).unwrap_or_default();
+        text.lines().count() == 3
+            && !text.lines().any(|p| p == ppid(o).to_string())
+            && comm(exec.id()).trim() == "sleep"
+            && std::fs::read(format!("/proc/{o}/cmdline")).is_ok_and(|c| c.starts_with(b"sh\0-c\0"))
+    });
+    if ppid(o) != 1 {
+        skip("a subreaper above the test takes orphans instead of PID 1");
+        ok(w.run(&["kill", "narrow"]));
+        exec.wait().unwrap();
+        return;
+    }
+    let out = std::process::Command::new("script")
+        .args(["-q", "-e", "-c"])
+        .arg(format!(
+            "stty cols 80 rows 24; exec '{}' --root '{}' ps narrow",
+            bin(),
+            w.root().display()
+        ))
+        .arg("/dev/null")
+        .env("SHELL", "/bin/sh")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = stdout(&out).replace('\r', "");
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{o} ")))
+        .unwrap_or_else(|| panic!("{o} in {text}"));
+    assert!(line.contains(" orphan-xxx"), "{text}");
+    assert!(line.ends_with("  (orphan)"), "{text}");
+    assert_eq!(line.chars().count(), 80, "{text}");
+    ok(w.run(&["kill", "narrow"]));
+    exec.wait().unwrap();
+}
