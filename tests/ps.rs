@@ -375,3 +375,183 @@ fn ps_lists_a_process_whose_leader_exited_while_a_thread_lives_on() {
     ok(w.run(&["kill", "zl", "--timeout", "5s"]));
     c.wait().unwrap();
 }
+
+/// `args` of `ck-cgroup` on `w`'s root under `ulimit -v KIB`.
+fn under_v(w: &World, kib: u64, args: &str) -> std::process::Output {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v {kib} && exec \"$0\" --root \"$1\" {args}"
+        ))
+        .arg(bin())
+        .arg(w.root())
+        .env("CK_CGROUP_POLICY", "/dev/null")
+        .output()
+        .unwrap()
+}
+
+/// 60 processes with huge command lines: `ps` held up to 256 KiB of each (15 MiB) and the copies
+/// its output makes, past the room every command is given (16 MiB beyond what it has mapped at
+/// its start), and under a `ulimit -v` that leaves that room the runtime aborted it (SIGABRT,
+/// "memory allocation of 262147 bytes failed"). Now all command lines share one budget: `ps`,
+/// table and JSON, runs in that room (exit 0) and marks each command line it cut. Their bytes
+/// are control bytes, the costliest to show (`\x01` in the table, `\u0001` in JSON).
+#[test]
+fn ps_of_60_processes_with_huge_command_lines_fits_its_room_not_sigabrt() {
+    use ck_cgroup::telemetry::procs::{COMMAND_CAP, COMMANDS_BUDGET};
+    use std::os::unix::process::ExitStatusExt;
+    let w = World::new();
+    ok(w.run(&["init"]));
+    // 60 shells, each with 300 KB of arguments (3 of 100 KB: one argument may have 128 KiB), and
+    // each its `sleep`; the first shell becomes `sleep 600` itself.
+    let arg = "\u{1}".repeat(100_000);
+    let script = "i=0; while [ $i -lt 60 ]; do sh -c 'sleep 600; :' big \"$@\" & i=$((i+1)); done; exec sleep 600";
+    let mut c = w
+        .ck()
+        .args(["exec", "huge", "--", "sh", "-c", script, "sh"])
+        .args([&arg, &arg, &arg])
+        .spawn()
+        .unwrap();
+    w.track(c.id());
+    let procs = w.root().join("subc-modules/huge/cgroup.procs");
+    let comm = |pid: &str| std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    eventually("60 shells with their sleeps, and the first sleep", || {
+        let text = std::fs::read_to_string(&procs).unwrap_or_default();
+        let pids: Vec<&str> = text.lines().collect();
+        pids.len() == 121
+            && pids.iter().filter(|p| comm(p).trim() == "sh").count() == 60
+            && comm(&c.id().to_string()).trim() == "sleep"
+    });
+    // What this build needs (its mapped size at start and the room): the refusal under a limit
+    // below it says.
+    let need = (8..=64)
+        .step_by(2)
+        .find_map(|mib| {
+            let e = stderr(&under_v(&w, mib << 10, "ps huge"));
+            let (_, rest) = e.split_once("ck-cgroup needs ")?;
+            rest.split_once(" KiB")?.0.parse::<u64>().ok()
+        })
+        .expect("a limit under which ps says what it needs");
+    // A limit that leaves the room (and 1 MiB for what is mapped at start to differ by).
+    let kib = need + 1024;
+    let o = under_v(&w, kib, "ps huge");
+    assert_eq!(
+        (o.status.code(), o.status.signal()),
+        (Some(0), None),
+        "ps under ulimit -v {kib}: {}",
+        stderr(&o)
+    );
+    let text = stdout(&o);
+    assert_eq!(text.lines().filter(|l| l.ends_with("  (cut)")).count(), 60);
+    let o = under_v(&w, kib, "--json ps huge");
+    assert_eq!(
+        (o.status.code(), o.status.signal()),
+        (Some(0), None),
+        "ps --json under ulimit -v {kib}: {}",
+        stderr(&o)
+    );
+    // `status` and `top` read no command line: they too run in that room.
+    for args in ["status huge", "top -n 1"] {
+        let o = under_v(&w, kib, args);
+        assert_eq!(
+            (o.status.code(), o.status.signal()),
+            (Some(0), None),
+            "{args} under ulimit -v {kib}: {}",
+            stderr(&o)
+        );
+    }
+    let p: Ps = serde_json::from_slice(&o.stdout).expect("ps --json");
+    let all = &p.modules[0].processes;
+    assert_eq!(all.len(), 121);
+    let cut: Vec<&Process> = all.iter().filter(|q| q.command_cut).collect();
+    assert_eq!(cut.len(), 60);
+    let held: usize = all
+        .iter()
+        .flat_map(|q| q.command.iter().flatten())
+        .map(|a| a.len() + 1)
+        .sum();
+    assert!(
+        held <= COMMANDS_BUDGET,
+        "{held} bytes of command lines held"
+    );
+    for q in cut {
+        let args = q.command.as_deref().unwrap_or_default();
+        assert_eq!(
+            args[..4],
+            ["sh", "-c", "sleep 600; :", "big"],
+            "{:?}",
+            q.pid
+        );
+        assert!(args.concat().len() < COMMAND_CAP, "{:?}", q.pid);
+    }
+    ok(w.run(&["kill", "huge", "--timeout", "10s"]));
+    c.wait().unwrap();
+}
+
+/// On an 80-column terminal the line of an orphan with a long command line was cut before its
+/// `(orphan)`, the mark docs/operations.md sends the operator to: the hog's line read as any
+/// other. Now the command is cut and the mark kept, at the end of the line.
+#[test]
+fn ps_on_an_80_column_terminal_keeps_the_orphan_mark_of_a_long_command() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        skip("script(1) is not installed (util-linux), so ps is not tried on a terminal");
+        return;
+    }
+    let w = World::new();
+    // A subshell starts the long-lined shell and exits: the shell is reparented away.
+    let script = format!(
+        "(sh -c 'sleep 600; :' orphan-{long} & echo $! > {o}); exec sleep 603",
+        long = "x".repeat(200),
+        o = w.tmp("orphan").display()
+    );
+    let mut exec = w
+        .ck()
+        .args(["exec", "narrow", "--", "sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    w.track(exec.id());
+    let o = w.pid_from("orphan");
+    let procs = w.root().join("subc-modules/narrow/cgroup.procs");
+    let comm = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    // The subshell gone; the orphan, its sleep and the module's own sleep there.
+    eventually("the orphan reparented and every process exec'd", || {
+        let text = std::fs::read_to_string(&procs).unwrap_or_default();
+        text.lines().count() == 3
+            && !text.lines().any(|p| p == ppid(o).to_string())
+            && comm(exec.id()).trim() == "sleep"
+            && std::fs::read(format!("/proc/{o}/cmdline")).is_ok_and(|c| c.starts_with(b"sh\0-c\0"))
+    });
+    if ppid(o) != 1 {
+        skip("a subreaper above the test takes orphans instead of PID 1");
+        ok(w.run(&["kill", "narrow"]));
+        exec.wait().unwrap();
+        return;
+    }
+    let out = std::process::Command::new("script")
+        .args(["-q", "-e", "-c"])
+        .arg(format!(
+            "stty cols 80 rows 24; exec '{}' --root '{}' ps narrow",
+            bin(),
+            w.root().display()
+        ))
+        .arg("/dev/null")
+        .env("SHELL", "/bin/sh")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = stdout(&out).replace('\r', "");
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{o} ")))
+        .unwrap_or_else(|| panic!("{o} in {text}"));
+    assert!(line.contains(" orphan-xxx"), "{text}");
+    assert!(line.ends_with("  (orphan)"), "{text}");
+    assert_eq!(line.chars().count(), 80, "{text}");
+    ok(w.run(&["kill", "narrow"]));
+    exec.wait().unwrap();
+}

@@ -378,6 +378,47 @@ fn watch_pressure_reports_a_module_without_the_pressure_file() {
     assert!(alive(watch.pid()), "watch goes on");
 }
 
+/// A kill of a watched module made a false `pressure_unavailable` for each of its triggers: the
+/// kernel removes the cgroup's files before its directory, each pressure file it removes ends
+/// its trigger (POLLERR), and `watch`, finding the directory still there, took the end for
+/// `cgroup.pressure` 0 (9 of 10 kills here). Now a trigger that ends with its module is dropped
+/// in silence: the module's `removed` says it went.
+#[test]
+fn watch_pressure_says_no_pressure_unavailable_of_a_module_killed() {
+    if !psi_on() {
+        return;
+    }
+    let w = World::new();
+    let triggers = [CPU_TRIGGER, "memory:some:50ms/2s", "io:full:50ms/2s"];
+    let mut args = Vec::new();
+    for t in triggers {
+        args.extend(["--pressure", t]);
+    }
+    let watch = Watch::start(&w, &args);
+    // Each module's lines up to its `removed`: the kernel ends the triggers as it removes the
+    // files, before the directory, and `watch` reads a trigger's end before inotify's events.
+    let mut seen: Vec<Value> = Vec::new();
+    for i in 0..6 {
+        let id = format!("killed{i}");
+        let mut c = w.exec_sleep(&id);
+        ok(w.run(&["kill", "--grace", "0s", &id]));
+        c.wait().unwrap();
+        loop {
+            let e = watch.next(&id);
+            seen.push(e.clone());
+            if e["event"] == "removed" {
+                break;
+            }
+        }
+    }
+    let unavailable: Vec<&Value> = seen
+        .iter()
+        .filter(|e| e["event"] == "pressure_unavailable")
+        .collect();
+    assert!(unavailable.is_empty(), "{unavailable:?}");
+    assert!(alive(watch.pid()), "watch goes on");
+}
+
 /// Whose fault: after an operator's `kill`, `watch`'s `emptied` said `killed_by: []`, as for a
 /// module that exited on its own. Our own stop now marks the module (`user.ck_cgroup_stops`)
 /// before it signals, as systemd-oomd does before its kill: `killed_by` names `ck-cgroup`, and

@@ -82,6 +82,19 @@ fn depths(procs: &[Process]) -> Vec<usize> {
         .collect()
 }
 
+/// `line` onto `s`, cut to `width` (`None`: whole) in its command, before `mark` (the end of the
+/// line: the `(orphan)` an operator looks for stays on a narrow terminal).
+fn push_cut(s: &mut String, line: &str, mark: &str, width: Option<usize>) {
+    match width {
+        Some(w) if line.chars().count() > w => {
+            let body = line.strip_suffix(mark).unwrap_or(line);
+            let keep = w.saturating_sub(mark.chars().count());
+            s.extend(body.chars().take(keep).chain(mark.chars()).take(w));
+        }
+        _ => *s += line,
+    }
+}
+
 /// The table: one block per module (its name, id and process count), then a line per process.
 /// `width` cuts each line to the terminal's width (`None`: not a terminal, whole lines).
 pub fn text(mods: &[ModuleProcesses], sorted: bool, width: Option<usize>) -> String {
@@ -124,6 +137,8 @@ pub fn text(mods: &[ModuleProcesses], sorted: bool, width: Option<usize>) -> Str
         }
         head.extend(["CGROUP".into(), "COMMAND".into()]);
         let mut rows = vec![head];
+        // Each row's marks, the end of its command: a line cut to the width keeps them.
+        let mut marks = vec![String::new()];
         for (p, d) in m.processes.iter().zip(depth) {
             // What the process chose (its argv, its comm) is shown escaped: a control byte
             // would move the terminal's cursor or forge a row.
@@ -136,7 +151,11 @@ pub fn text(mods: &[ModuleProcesses], sorted: bool, width: Option<usize>) -> Str
             } else {
                 format!("{}`- ", "   ".repeat(d - 1))
             };
-            let orphan = if p.orphan { "  (orphan)" } else { "" };
+            let mark = format!(
+                "{}{}",
+                if p.command_cut { "  (cut)" } else { "" },
+                if p.orphan { "  (orphan)" } else { "" }
+            );
             let mut row = vec![
                 p.pid.to_string(),
                 p.ppid.to_string(),
@@ -159,17 +178,16 @@ pub fn text(mods: &[ModuleProcesses], sorted: bool, width: Option<usize>) -> Str
                 } else {
                     p.cgroup.split('/').map(shown).collect::<Vec<_>>().join("/")
                 },
-                format!("{indent}{cmd}{orphan}"),
+                format!("{indent}{cmd}{mark}"),
             ]);
             rows.push(row);
+            marks.push(mark);
         }
-        for line in table_vec(&rows).lines() {
-            match width {
-                Some(w) if line.chars().count() > w => {
-                    s.extend(line.chars().take(w));
-                }
-                _ => s += line,
-            }
+        for (line, mark) in table_vec(&rows)
+            .lines()
+            .zip(marks.iter().chain(std::iter::repeat(&String::new())))
+        {
+            push_cut(&mut s, line, mark, width);
             s.push('\n');
         }
     }

@@ -107,11 +107,7 @@ impl Root {
             .iter()
             .map(ToModuleName::to_module_name)
             .collect::<Result<Vec<_>>>()?;
-        Ok(self
-            .selected(&names)?
-            .iter()
-            .map(|m| module_processes(self.dir(), m, gpu))
-            .collect())
+        Ok(modules_processes(self.dir(), &self.selected(&names)?, gpu))
     }
 }
 
@@ -134,13 +130,26 @@ impl Visitor for Found {
     }
 }
 
-/// One module's processes. A walk that failed keeps what it found and says why in
-/// [`ModuleProcesses::error`]: a process is never left out silently.
-pub(crate) fn module_processes(
+/// The processes of `modules`, each as [`module_processes`] reads it: every module is walked
+/// first, so that the command lines read share one budget ([`Budget`]) over all their processes.
+pub(crate) fn modules_processes(
     dir: &CgroupDir,
-    m: &ModuleEntry,
+    modules: &[ModuleEntry],
     gpu: &GpuCensus,
-) -> ModuleProcesses {
+) -> Vec<ModuleProcesses> {
+    let walked: Vec<(Found, Option<String>)> =
+        modules.iter().map(|m| walk_module(dir, m)).collect();
+    let mut budget = Budget::new(walked.iter().map(|(f, _)| f.pids.len()).sum());
+    modules
+        .iter()
+        .zip(walked)
+        .map(|(m, (found, error))| module_processes(m, found, error, gpu, &mut budget))
+        .collect()
+}
+
+/// The pids of module `m` and the walk's error. A walk that failed keeps what it found and says
+/// why in [`ModuleProcesses::error`]: a process is never left out silently.
+fn walk_module(dir: &CgroupDir, m: &ModuleEntry) -> (Found, Option<String>) {
     let mut found = Found::default();
     // Mutation: the walk's error is dropped, and the processes it did not reach with it.
     let error = match walk(dir, &m.rel(), &mut found) {
@@ -148,10 +157,21 @@ pub(crate) fn module_processes(
         Err(e) => Some(e.to_string()),
         Ok(()) => None,
     };
+    (found, error)
+}
+
+/// One module's processes, those `found` by its walk, their command lines read within `budget`.
+fn module_processes(
+    m: &ModuleEntry,
+    found: Found,
+    error: Option<String>,
+    gpu: &GpuCensus,
+    budget: &mut Budget,
+) -> ModuleProcesses {
     let mut read: Vec<(Process, Option<u32>)> = found
         .pids
         .into_iter()
-        .filter_map(|(pid, cgroup)| read_process(pid, cgroup))
+        .filter_map(|(pid, cgroup)| read_process(pid, cgroup, budget))
         .collect();
     for (p, _) in &mut read {
         p.gpu_memory = gpu.of_process(p.pid);
@@ -183,18 +203,61 @@ pub(crate) fn module_processes(
 }
 
 /// The most of a command line read (`/proc/<pid>/cmdline`): a module's process may have one of
-/// any size (its stack limit allows), and `ps` of a thousand of them must fit in the memory it
-/// has. The rest is cut, and [`Process::command_cut`] says so.
+/// any size (its stack limit allows). The rest is cut, and [`Process::command_cut`] says so.
 pub const COMMAND_CAP: usize = 256 * 1024;
 
-/// `/proc/<pid>/cmdline`, at most [`COMMAND_CAP`] bytes; whether there was more.
-fn read_cmdline(pid: u32) -> Option<(Vec<u8>, bool)> {
+/// The most of all command lines one [`Root::processes`] holds together: 60 processes of
+/// [`COMMAND_CAP`] each were 15 MiB, and `ps` must fit in the room every command is given (16 MiB
+/// beyond what it has mapped at its start, the CLI's `room`) with its output, where a byte may
+/// take 4 (`\x01` in the table, held three times as it is built) or 6 (`\u0001` in JSON): some
+/// 8 MiB at most for this budget. Each process reads at most its share of what is left (what is
+/// left over the processes not yet read), never less than [`COMMAND_FLOOR`]: what is held is at
+/// most this or [`COMMAND_FLOOR`] a process, whichever is more.
+pub const COMMANDS_BUDGET: usize = 512 << 10;
+
+/// The least of a command line read, however many processes share [`COMMANDS_BUDGET`]: the
+/// program and its first arguments (a process's other figures take as much).
+pub const COMMAND_FLOOR: usize = 256;
+
+/// What is left of [`COMMANDS_BUDGET`], and for how many processes.
+pub(crate) struct Budget {
+    left: usize,
+    processes: usize,
+}
+
+impl Budget {
+    /// The budget of `processes` command lines.
+    fn new(processes: usize) -> Budget {
+        Budget {
+            left: COMMANDS_BUDGET,
+            processes,
+        }
+    }
+
+    /// The most the next process may read: its share of what is left.
+    fn share(&self) -> usize {
+        // Mutation: every process reads up to the cap, however many there are.
+        if mutation::active(Control::PsArgvUncapped) {
+            return COMMAND_CAP;
+        }
+        (self.left / self.processes.max(1)).clamp(COMMAND_FLOOR, COMMAND_CAP)
+    }
+
+    /// A process read `used` bytes (or none, gone meanwhile).
+    fn spend(&mut self, used: usize) {
+        self.left = self.left.saturating_sub(used);
+        self.processes = self.processes.saturating_sub(1);
+    }
+}
+
+/// `/proc/<pid>/cmdline`, at most `cap` bytes; whether there was more.
+fn read_cmdline(pid: u32, cap: usize) -> Option<(Vec<u8>, bool)> {
     use std::io::Read;
     let f = std::fs::File::open(format!("/proc/{pid}/cmdline")).ok()?;
     let mut buf = Vec::new();
-    f.take(COMMAND_CAP as u64 + 1).read_to_end(&mut buf).ok()?;
-    let cut = buf.len() > COMMAND_CAP;
-    buf.truncate(COMMAND_CAP);
+    f.take(cap as u64 + 1).read_to_end(&mut buf).ok()?;
+    let cut = buf.len() > cap;
+    buf.truncate(cap);
     Some((buf, cut))
 }
 
@@ -221,7 +284,11 @@ fn arguments(bytes: &[u8]) -> Vec<String> {
 /// not this one (`NSpid`'s last field); `None` when it exited meanwhile. Its files are read as
 /// bytes: a name or an argument that is not UTF-8 is kept as the crate's text of its bytes, never
 /// a reason to leave the process out.
-fn read_process(pid: u32, cgroup: String) -> Option<(Process, Option<u32>)> {
+fn read_process(pid: u32, cgroup: String, budget: &mut Budget) -> Option<(Process, Option<u32>)> {
+    let share = budget.share();
+    // Spent whether or not the process is still there: the next ones' shares are known.
+    let cmdline = read_cmdline(pid, share);
+    budget.spend(cmdline.as_ref().map_or(0, |(b, _)| b.len()));
     let stat_bytes = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
     let stat_text = String::from_utf8_lossy(&stat_bytes);
     let stat = parse::proc_stat(&stat_text)?;
@@ -231,7 +298,7 @@ fn read_process(pid: u32, cgroup: String) -> Option<(Process, Option<u32>)> {
     let status = crate::cgroup::procfs::read_text(pid, "status").ok();
     let mem = status.as_deref().map(parse::proc_status_memory);
     let inner = status.as_deref().and_then(parse::proc_status_nspid_inner);
-    let cmdline = read_cmdline(pid).filter(|(b, _)| !b.is_empty());
+    let cmdline = cmdline.filter(|(b, _)| !b.is_empty());
     let command_cut = cmdline.as_ref().is_some_and(|(_, cut)| *cut);
     let command = cmdline.map(|(b, _)| arguments(&b));
     // A zombie has no memory left to report: it holds none (its VmRSS line is gone).

@@ -43,7 +43,7 @@ pub mod oomd_units;
 
 use crate::backend::Bus;
 use crate::layout::{MODULES_SLICE, module_id, module_of_scope, scope_unit, slice_unit};
-use crate::telemetry::procs::{ModuleProcesses, module_processes};
+use crate::telemetry::procs::{ModuleProcesses, modules_processes};
 use crate::telemetry::{ModuleStatus, module_status_with};
 use manager::{Manager, ScopeSpec};
 
@@ -234,10 +234,7 @@ impl Scopes {
         Ok(match dir {
             Some(dir) => {
                 let gpu = crate::gpu::GpuCensus::take(&crate::gpu::GpuProbe::from_env());
-                chosen
-                    .iter()
-                    .map(|e| module_processes(&dir, e, &gpu))
-                    .collect()
+                modules_processes(&dir, &chosen, &gpu)
             }
             None => Vec::new(),
         })

@@ -4,7 +4,7 @@
 use std::os::unix::io::AsRawFd;
 
 use rustix::event::PollFlags;
-use rustix::fs::OFlags;
+use rustix::fs::{AtFlags, OFlags};
 
 use super::modules::{Key, Watcher, inode};
 use super::{Armed, WatchEvent, event, pressure_event};
@@ -12,6 +12,7 @@ use crate::cgroup::gone::{is_gone, removed};
 use crate::cgroup::parse;
 use crate::cgroup::wait::join;
 use crate::error::{Result, errno_text};
+use crate::mutation::{self, Control};
 use crate::telemetry::memory_current;
 use crate::telemetry::pressure::PsiKind;
 
@@ -37,14 +38,8 @@ impl Watcher<'_> {
                 }
                 Err(errno) => errno,
             };
-            let now = self
-                .root
-                .dir()
-                .open_beneath(rel, OFlags::RDONLY | OFlags::DIRECTORY)
-                .ok()
-                .and_then(|fd| inode(&fd));
-            if now.is_none() || now != ino {
-                // The module went (or was made again) while its triggers were set.
+            if !self.stays(rel, ino) {
+                // The module went (or is going, or was made again) while its triggers were set.
                 return Ok(Vec::new());
             }
             // A module being removed loses its files before its directory: `ENOENT`, or
@@ -69,8 +64,30 @@ impl Watcher<'_> {
         Ok(armed)
     }
 
+    /// Whether module `rel` stays: its directory is the one followed (inode `ino`) and the kernel
+    /// is not removing it. A removal takes the cgroup's files first, `cgroup.events` before the
+    /// pressure files (`css_clear_dir`), then the directory, and each pressure file it takes ends
+    /// its trigger (`POLLERR`; a trigger set meanwhile finds no file, `ENOENT`): while the
+    /// directory is still there, `cgroup.events` gone says the trigger ended with its module.
+    fn stays(&self, rel: &str, ino: Option<u64>) -> bool {
+        let Ok(dir) = self
+            .root
+            .dir()
+            .open_beneath(rel, OFlags::RDONLY | OFlags::DIRECTORY)
+        else {
+            return false;
+        };
+        if inode(&dir).is_none() || inode(&dir) != ino {
+            return false;
+        }
+        // Mutation: a module whose directory is there stays, its removal under way too.
+        mutation::active(Control::PressureEndOfModuleReported)
+            || rustix::fs::statat(&dir, "cgroup.events", AtFlags::SYMLINK_NOFOLLOW).is_ok()
+    }
+
     /// Triggers that `poll(2)` found ready: `POLLPRI` is a `pressure` event; `POLLERR` (the
-    /// cgroup went, or there is no trigger on the descriptor) drops the descriptor.
+    /// cgroup went, or there is no trigger on the descriptor) drops the descriptor, in silence
+    /// where its module went or is going ([`Self::stays`]).
     pub(super) fn pressure(
         &mut self,
         ready: Vec<((Key, i32), PollFlags)>,
@@ -89,15 +106,9 @@ impl Watcher<'_> {
                 st.triggers.retain(|a| a.fd.as_raw_fd() != raw);
                 // Gone with its module (its directory event says so), or taken while the module
                 // stays (`cgroup.pressure` 0 hides the files): that is said, not left silent.
-                let now = self
-                    .root
-                    .dir()
-                    .open_beneath(&st.rel, OFlags::RDONLY | OFlags::DIRECTORY)
-                    .ok()
-                    .and_then(|fd| inode(&fd));
+                let (rel, ino) = (st.rel.clone(), st.ino);
                 if let Some(t) = idx.and_then(|i| self.opts.pressure.get(i))
-                    && now.is_some()
-                    && now == st.ino
+                    && self.stays(&rel, ino)
                 {
                     let mut e = pressure_event(&k, "pressure_unavailable", t);
                     e.error = Some(format!(
