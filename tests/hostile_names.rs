@@ -296,7 +296,10 @@ fn the_literal_text_of_an_escape_is_not_the_module_it_spells() {
     ok(w.run(&["init"]));
     let modules = w.root().join("subc-modules");
     let mut raw = sleep_in_raw_dir(&w, &modules);
-    let mut text = sleep_in_dir(&w, &modules.join("\\xff\\xfe"));
+    // The text `\xff\xfe`: backslash, x, f, f ... (a String: clippy takes the literal's `\\`
+    // for a path separator).
+    let literal = String::from("\\xff\\xfe");
+    let mut text = sleep_in_dir(&w, &modules.join(literal));
     let list = ok(w.run(&["list"]));
     let mut rows: Vec<&str> = list
         .lines()
