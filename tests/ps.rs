@@ -549,7 +549,8 @@ fn ps_on_an_80_column_terminal_keeps_the_orphan_mark_of_a_long_command() {
         .lines()
         .find(|l| l.starts_with(&format!("{o} ")))
         .unwrap_or_else(|| panic!("{o} in {text}"));
-    assert!(line.contains(" orphan-xxx"), "{text}");
+    // The command is cut (how much of it shows depends on the widths of the pids), the mark is not.
+    assert!(line.contains(" sh -c "), "{text}");
     assert!(line.ends_with("  (orphan)"), "{text}");
     assert_eq!(line.chars().count(), 80, "{text}");
     ok(w.run(&["kill", "narrow"]));
