@@ -20,7 +20,6 @@ use rustix::fs::OFlags;
 use rustix::io::Errno;
 
 use crate::cgroup::dir::CgroupDir;
-use crate::cgroup::wait::join;
 use crate::mutation::{self, Control};
 
 /// Whether `errno`, from an open, read or write of a cgroup's file (or of a path beneath a
@@ -41,9 +40,13 @@ pub(crate) fn is_gone(errno: Errno) -> bool {
 /// first). Asked where `ENOENT` may also be a file the kernel does not have.
 /// Only `ENOENT` counts: a directory this process may not search (`EACCES`) is still there.
 pub(crate) fn removed(dir: &CgroupDir, rel: &str) -> bool {
-    dir.open_beneath(&join(rel, "cgroup.procs"), OFlags::PATH)
-        .err()
-        == Some(Errno::NOENT)
+    // The path spelled here, not by `wait::join`: `wait` asks this file what is gone.
+    let procs = if rel.is_empty() {
+        "cgroup.procs".to_string()
+    } else {
+        format!("{rel}/cgroup.procs")
+    };
+    dir.open_beneath(&procs, OFlags::PATH).err() == Some(Errno::NOENT)
 }
 
 #[cfg(test)]
