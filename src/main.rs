@@ -26,10 +26,13 @@ fn main() -> ExitCode {
     }
     // With --json errors are JSON, a usage error too: clap finds one before --json is parsed.
     exit::set_json(exit::json_in_args(std::env::args_os()));
-    exit::code(parse().and_then(|(cli, name)| {
-        exit::set_json(cli.globals.json);
-        run(cli, &name)
-    }))
+    exit::code(
+        parse().and_then(|(cli, name)| {
+            exit::set_json(cli.globals.json);
+            run(cli, &name)
+        }),
+        || cli::args::lazy::command_in(&std::env::args_os().collect::<Vec<_>>()),
+    )
 }
 
 /// The arguments, and the command's name as clap knows it (the one a refusal names).

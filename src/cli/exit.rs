@@ -43,8 +43,9 @@ impl From<io::Error> for Fail {
 }
 
 /// The one place errors become exit codes: 0 help or version, or a closed stdout; 1 failed; 2 bad
-/// input, usage or unsupported. Never 255.
-pub fn code(r: Result<ExitCode, Fail>) -> ExitCode {
+/// input, usage or unsupported. Never 255. `command` names the command the arguments name, asked
+/// only for a usage error's hint (the parse's side, `cli::args::lazy::command_in`).
+pub fn code(r: Result<ExitCode, Fail>, command: impl FnOnce() -> Option<String>) -> ExitCode {
     match r {
         Ok(code) => code,
         // `ck-cgroup` alone: clap's help on stderr, exit 2.
@@ -55,8 +56,7 @@ pub fn code(r: Result<ExitCode, Fail>) -> ExitCode {
             ExitCode::from(2)
         }
         Err(Fail::Usage(e)) if e.use_stderr() => {
-            let args: Vec<OsString> = std::env::args_os().collect();
-            let (message, hint) = usage_lines(&e, super::args::lazy::command_in(&args).as_deref());
+            let (message, hint) = usage_lines(&e, command().as_deref());
             failure("usage", message, Some(&hint), 2);
             ExitCode::from(2)
         }
