@@ -47,6 +47,29 @@ fn run_returns_the_exit_code_and_the_death_signal_unchanged() {
     assert_eq!(w.tree(), vec!["daemon", "subc-modules"]);
 }
 
+/// `run` takes down the module it made, by its path: with a directory of the same name in the
+/// daemon's layout (the daemon's own launch of the id, or a decoy a module made), a stop by the
+/// bare id found two directories and refused, and the module's tree outlived `run`.
+#[test]
+fn run_takes_down_its_own_module_beside_a_daemon_directory_of_the_same_name() {
+    let w = World::new();
+    ok(w.run(&["init"]));
+    for decoy in ["daemon/subc-modules/dec", "daemon/subc-modules/m-dec_5f1"] {
+        std::fs::create_dir_all(w.root().join(decoy)).unwrap();
+        let o = w.run(&["run", "dec", "--", "sh", "-c", "sleep 600 & exit 3"]);
+        assert_eq!(o.status.code(), Some(3), "{decoy}: {}", stderr(&o));
+        assert!(
+            !module(&w, "dec").exists(),
+            "{decoy}: run's module outlived it"
+        );
+        assert!(
+            w.root().join(decoy).exists(),
+            "{decoy}: run removed the daemon's"
+        );
+        std::fs::remove_dir(w.root().join(decoy)).unwrap();
+    }
+}
+
 #[test]
 fn run_takes_down_the_grandchild_cmd_left_behind() {
     let w = World::new();

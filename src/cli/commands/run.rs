@@ -9,7 +9,7 @@ use ck_cgroup::mutation::{self, Control};
 use ck_cgroup::signals::SignalRelay;
 use ck_cgroup::spawn::{HeldInit, ModuleChild, ModuleCommand};
 use ck_cgroup::stop::StopOptions;
-use ck_cgroup::{Error, ModuleId, Root};
+use ck_cgroup::{Error, ModuleId, ModuleRef, Root};
 use rustix::process::Signal;
 
 use super::{Ctx, create_with_limits, module_limits};
@@ -94,7 +94,7 @@ fn resident(
         Err(e) => {
             // Nothing of CMD runs: a module made for it now is removed again (it is empty).
             if !existed {
-                let _ = root.remove(id.as_str());
+                let _ = root.remove(ModuleRef::ck(id));
             }
             return Err(e.into());
         }
@@ -127,7 +127,9 @@ fn resident(
         ..*opts
     };
     let report = root
-        .stop(id.as_str(), &opts)
+        // Ours by its path: a directory of that name the daemon's layout holds (a decoy a
+        // module made, or the daemon's own launch of the id) is not the module run made.
+        .stop(ModuleRef::ck(id), &opts)
         .or_else(Error::into_stop_report)?;
     if let Some(e) = &report.error {
         // stdout is CMD's: the JSON result is the last line on stderr, then the error.

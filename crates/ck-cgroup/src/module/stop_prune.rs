@@ -198,8 +198,7 @@ impl Root {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn kill(&self, name: impl AsRef<str>, timeout: Duration) -> Result<StopReport> {
-        let name = name.as_ref();
+    pub fn kill(&self, name: impl ToModuleName, timeout: Duration) -> Result<StopReport> {
         self.stop(
             name,
             &StopOptions {
