@@ -765,6 +765,11 @@ fn run_reports_whose_fault_the_death_was() {
         "sleep 600 & exit 3",
     ]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    // The module by the name run was given, as the daemon reads it (not its path: lane 2's
+    // real-daemon-oomd looked for `module hog: killed by` and met `module subc-modules/hog`).
+    let line = stderr(&o).lines().last().unwrap_or_default().to_string();
+    let v: serde_json::Value = serde_json::from_str(&line).expect(&line);
+    assert_eq!(v["module"], "crash", "{line}");
     let d = death(&o);
     assert_eq!(d.cause, Cause::Exited { code: 3 });
     assert_eq!(d.charged, Some(true));

@@ -9,7 +9,7 @@ use ck_cgroup::mutation::{self, Control};
 use ck_cgroup::signals::SignalRelay;
 use ck_cgroup::spawn::{HeldInit, ModuleChild, ModuleCommand};
 use ck_cgroup::stop::StopOptions;
-use ck_cgroup::{Error, ModuleId, ModuleRef, Root};
+use ck_cgroup::{DirName, Error, ModuleId, ModuleName, ModuleRef, Root};
 use rustix::process::Signal;
 
 use super::{Ctx, create_with_limits, module_limits};
@@ -126,11 +126,14 @@ fn resident(
         signal: asked.unwrap_or(opts.signal),
         ..*opts
     };
-    let report = root
+    let mut report = root
         // Ours by its path: a directory of that name the daemon's layout holds (a decoy a
         // module made, or the daemon's own launch of the id) is not the module run made.
         .stop(ModuleRef::ck(id), &opts)
         .or_else(Error::into_stop_report)?;
+    // Reported by the name it was given (`module hog: killed by systemd-oomd`, JSON `"module":
+    // "hog"`), as before the stop went by its path: the daemon and operators read that name.
+    report.module = ModuleName::from(DirName::from(id.clone()));
     if let Some(e) = &report.error {
         // stdout is CMD's: the JSON result is the last line on stderr, then the error.
         written(ctx.out.run(&report, death.as_ref()));

@@ -118,7 +118,7 @@ expect "after the daemon's SIGKILL, Restart= started a new daemon with a b c in 
 sleep 0.2
 left=$(for p in $old_pids; do alive "$p" && echo "$p $(tr '\0' ' ' < "/proc/$p/cmdline")"; done || true)
 expect "no process of the old modules survives ($(wc -w <<< "$old_pids") checked; alive: ${left:-none})" [ -z "$left" ]
-pruned=$(journal_since "$t0" | grep -c 'subc-module-.*: [0-9]* processes: killed and removed' || true)
+pruned=$(journal_since "$t0" | grep -cE 'subc-module-.*: [0-9]+ process(es)?: killed and removed' || true)
 expect "ExecStartPre's prune killed the old scopes ($pruned lines in the journal)" [ "$pruned" -ge 3 ]
 journal_since "$t0" | grep -E 'subc-module-.*(Stopp|Deactivated|Failed)|Scheduled restart|ck-subc.service: (Main|Failed|Consumed)' | tail -n 12 || true
 
