@@ -245,6 +245,33 @@ fn kill_says_systemd_oomd_killed_the_module_read_before_the_rmdir() {
     assert_eq!(v["kills"]["oomd_ooms"], 0, "{v}");
 }
 
+/// A module that raised its own `user.oomd_ooms` and lives on: `kill` finds its processes
+/// running with no kill pending, which no kill of systemd-oomd leaves, so it does not say
+/// "killed by systemd-oomd" (a red team's shape: the line said so for a forged mark).
+#[test]
+fn kill_of_a_live_module_with_a_forged_oomd_mark_names_no_oomd_kill() {
+    let w = World::new();
+    let mut cmd = w.exec_sleep("forger");
+    let m = w.root().join("subc-modules/forger");
+    set_xattr(&m, "user.oomd_ooms", "1");
+    set_xattr(&m, "user.oomd_kill", "3");
+    let human = ok(w.run(&["kill", "forger"]));
+    let _ = cmd.wait();
+    assert!(!human.contains("killed by systemd-oomd"), "{human}");
+    assert!(
+        human.contains("module forger: user.oomd_ooms not taken for systemd-oomd's kill"),
+        "{human}"
+    );
+    let mut cmd = w.exec_sleep("forger2");
+    let m = w.root().join("subc-modules/forger2");
+    set_xattr(&m, "user.oomd_ooms", "1");
+    let v = json(ok(w.run(&["--json", "kill", "forger2"])));
+    let _ = cmd.wait();
+    assert_eq!(v["marks_unconfirmed"][0]["mark"], "user.oomd_ooms", "{v}");
+    let report: ck_cgroup::module::StopReport = serde_json::from_value(v.clone()).expect("parses");
+    assert_eq!(report.marks_unconfirmed.len(), 1, "{v}");
+}
+
 #[test]
 fn watch_says_systemd_oomd_killed_a_module_and_who_emptied_it() {
     let w = World::new();

@@ -56,6 +56,33 @@ pub fn kills_line(
     (!by.is_empty()).then(|| format!("module {module}: killed by {}", by.join(" and ")))
 }
 
+/// A stop's lines of who killed in the module ([`kills_line`]) and of each mark it did not
+/// believe: `module a: user.oomd_ooms not taken for systemd-oomd's kill: it is raised, but ...`
+/// (then no "killed by systemd-oomd").
+pub fn stop_kills_lines(r: &ck_cgroup::module::StopReport) -> Vec<String> {
+    let mut k = r.kills;
+    let mut out = Vec::new();
+    for m in &r.marks_unconfirmed {
+        if m.mark == ck_cgroup::cgroup::oomd::OOMS {
+            k.oomd_ooms = Some(0);
+            k.oomd_kill = Some(0);
+        }
+        out.push(format!(
+            "module {}: {} not taken for {}: {}",
+            r.module,
+            m.mark,
+            if m.mark == ck_cgroup::cgroup::oomd::OOMS {
+                "systemd-oomd's kill"
+            } else {
+                "a stop of ck-cgroup's"
+            },
+            m.why
+        ));
+    }
+    out.splice(0..0, kills_line(&r.module, &k));
+    out
+}
+
 /// The line of a stop that left shared memory charged (`memory.stat` `shmem` above 0 once the
 /// module's processes were gone): a kill does not free it; `None` where none was left or it is
 /// unknown.

@@ -412,7 +412,7 @@ impl Output {
         if self.json {
             return result_line(&Run { stop: r, death });
         }
-        if let Some(line) = super::oomd_lines::kills_line(&r.module, &r.kills) {
+        for line in super::oomd_lines::stop_kills_lines(r) {
             eprintln!("ck-cgroup: {line}");
         }
         if let Some(line) = super::oomd_lines::memory_left_line(&r.module, &r.memory_left) {
@@ -541,7 +541,7 @@ fn stop_text(r: &StopReport) -> String {
         if r.removed { "removed" } else { "kept" }
     ));
     let mut s = format!("{}: {}\n", r.module, parts.join("; "));
-    if let Some(line) = super::oomd_lines::kills_line(&r.module, &r.kills) {
+    for line in super::oomd_lines::stop_kills_lines(r) {
         s += &format!("{line}\n");
     }
     if let Some(line) = super::oomd_lines::memory_left_line(&r.module, &r.memory_left) {

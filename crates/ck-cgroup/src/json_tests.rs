@@ -75,6 +75,9 @@ fn stop_report() -> StopReport {
             shmem: Some(1 << 20),
             file: None,
         },
+        marks_unconfirmed: vec![crate::cgroup::death_cause::UnconfirmedMark::oomd_unkilled(
+            &[4711],
+        )],
     }
 }
 

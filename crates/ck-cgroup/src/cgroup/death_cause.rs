@@ -4,20 +4,35 @@
 //! what rose between the two reads counts, so a directory reused by a later spawn does not carry
 //! an earlier death into this one.
 //!
-//! The order in which [`cause`] decides:
+//! A mark is evidence, not proof: `user.ck_cgroup_stops` and `user.oomd_ooms` are xattrs that
+//! anyone who owns the directory can raise, a module of the daemon's uid included. So a mark is
+//! believed only where the death agrees with it ([`judge`]); one that does not is named in
+//! [`Verdict::unconfirmed`] and the death is told as if it had not risen.
 //!
-//! 1. `user.ck_cgroup_stops` of the module rose: a stop of ck-cgroup's (the helper's `kill`,
-//!    `prune --kill`, `run`'s stop, the library's `Root::stop`) ended it, however the process
-//!    then exited: [`Cause::Stopped`].
-//! 2. It exited with a code: [`Cause::Exited`].
-//! 3. A signal other than `SIGKILL` (the OOM killers send only `SIGKILL`): [`Cause::Signal`].
-//! 4. `SIGKILL`, and the module's `memory.events` `oom_kill` rose: the kernel's OOM killer, with
+//! The order in which [`judge`] decides:
+//!
+//! 1. A stop this process made of the module ended it (the library's `Root::stop`, `run`'s
+//!    stop), known without any mark: [`Cause::Stopped`].
+//! 2. `user.ck_cgroup_stops` of the module rose (a stop of another process: the helper's `kill`,
+//!    `prune --kill`) and the death agrees: the process was killed by `SIGKILL` or by a signal a
+//!    stop sends (any but the crash signals `SIGSEGV`, `SIGBUS`, `SIGILL`, `SIGFPE`, `SIGABRT`,
+//!    `SIGSYS`, `SIGTRAP`, `SIGXCPU`, `SIGXFSZ`), or it exited with 0: [`Cause::Stopped`]. An
+//!    exit with another code or a crash signal is no stop's doing: the mark is unconfirmed.
+//! 3. It exited with a code: [`Cause::Exited`].
+//! 4. A signal other than `SIGKILL` (the OOM killers send only `SIGKILL`): [`Cause::Signal`].
+//! 5. `SIGKILL`, and the module's `memory.events` `oom_kill` rose: the kernel's OOM killer, with
 //!    the limit that made it kill ([`oom_cause::cause`]): [`Cause::KernelOom`].
-//! 5. systemd-oomd's `user.oomd_ooms` rose on the module, else on the nearest ancestor where it
-//!    rose: [`Cause::Oomd`].
-//! 6. A counter of steps 4 and 5 could not be read both times (no memory controller, an
+//! 6. systemd-oomd's `user.oomd_ooms` rose on the module, else on the nearest ancestor where it
+//!    rose and no process under that ancestor that started before the spawn still runs
+//!    (systemd-oomd kills every process of the cgroup it picks, so such a survivor proves that
+//!    no kill of the whole happened: the mark is unconfirmed): [`Cause::Oomd`].
+//! 7. A counter of steps 5 and 6 could not be read both times (no memory controller, an
 //!    unreadable xattr): [`Cause::Unknown`], saying which. Unknown is never read as "not OOM".
-//! 7. Otherwise a plain `SIGKILL` from someone who leaves no mark: [`Cause::Signal`].
+//! 8. Otherwise a plain `SIGKILL` from someone who leaves no mark: [`Cause::Signal`].
+//!
+//! What stays forgeable: a module that raises a mark and then kills itself with `SIGKILL` (or
+//! the stop's signal) dies as a real stop or kill does. The cure is a uid of its own per module
+//! (`ModuleCommand::uid`/`gid`): a module that does not own its directory cannot raise its marks.
 
 use serde::{Deserialize, Serialize};
 
@@ -53,8 +68,9 @@ pub enum Cause {
         /// absolute path of the ancestor it killed (the module died with it).
         ancestor: Option<String>,
     },
-    /// Stopped by ck-cgroup: the helper's `kill`, `prune --kill`, `run`'s stop, the library's
-    /// `Root::stop`.
+    /// Stopped by ck-cgroup: a stop of the reporting process's own (the library's
+    /// `Root::stop`, `run`'s stop), or another's (the helper's `kill`, `prune --kill`) whose
+    /// mark rose with a death a stop causes ([`judge`]).
     Stopped,
     /// It cannot be told.
     Unknown {
@@ -79,6 +95,81 @@ impl Cause {
             Cause::Stopped => Some(false),
             Cause::Unknown { .. } => None,
         }
+    }
+}
+
+/// A mark that rose but that the death does not agree with: believed nowhere, the death told as
+/// if it had not risen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct UnconfirmedMark {
+    /// The mark: `user.ck_cgroup_stops` or `user.oomd_ooms`.
+    pub mark: String,
+    /// The absolute path of the ancestor it rose on; `None` for the module's own directory.
+    pub on: Option<String>,
+    /// Why the death does not agree with it.
+    pub why: String,
+}
+
+impl UnconfirmedMark {
+    /// The module's `user.oomd_ooms`, raised while the processes `unkilled` ran with no kill
+    /// pending ([`oomd::unkilled_despite_oomd`]).
+    pub(crate) fn oomd_unkilled(unkilled: &[u32]) -> UnconfirmedMark {
+        let n = unkilled.len();
+        let pids: Vec<String> = unkilled.iter().take(8).map(u32::to_string).collect();
+        UnconfirmedMark {
+            mark: oomd::OOMS.to_string(),
+            on: None,
+            why: format!(
+                "it is raised, but {n} process{} ran with no kill pending when the stop began \
+                 (pid {}{}): systemd-oomd kills every process of the cgroup it picks",
+                if n == 1 { "" } else { "es" },
+                pids.join(", "),
+                if n > pids.len() { ", ..." } else { "" }
+            ),
+        }
+    }
+}
+
+/// A death's cause, and the marks that rose but were not believed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// Why it died.
+    pub cause: Cause,
+    /// The marks that rose with a death they could not have caused.
+    pub unconfirmed: Vec<UnconfirmedMark>,
+}
+
+/// The signals a crash raises (the kernel's or the program's own), never a stop's.
+const CRASH_SIGNALS: [rustix::process::Signal; 9] = {
+    use rustix::process::Signal;
+    [
+        Signal::SEGV,
+        Signal::BUS,
+        Signal::ILL,
+        Signal::FPE,
+        Signal::ABORT,
+        Signal::SYS,
+        Signal::TRAP,
+        Signal::XCPU,
+        Signal::XFSZ,
+    ]
+};
+
+/// Whether a stop of ck-cgroup's could have ended a process this way: `SIGKILL` or a signal a
+/// stop sends (none of the crash signals), or an exit with 0 (a process that caught the stop's
+/// signal and ended cleanly). `None`: it could; `Some(why)`: it could not.
+fn stop_disagrees(code: Option<i32>, signal: Option<i32>) -> Option<String> {
+    match (code, signal) {
+        (Some(0), _) => None,
+        (Some(code), _) => Some(format!(
+            "it rose, but the process exited with code {code}, which no stop of ck-cgroup's causes"
+        )),
+        (None, Some(sig)) if CRASH_SIGNALS.iter().any(|s| s.as_raw() == sig) => Some(format!(
+            "it rose, but the process died of {}, a crash signal no stop of ck-cgroup's sends",
+            signal_name(sig)
+        )),
+        _ => None,
     }
 }
 
@@ -135,19 +226,75 @@ fn rose(before: Option<u64>, now: Option<u64>) -> Option<bool> {
 }
 
 /// The cause of a death whose exit `code` (an exit) or `signal` (its number) is known, from the
-/// counters read at spawn (`before`) and after the death (`now`), in the order of this module's
-/// documentation.
+/// counters read at spawn (`before`) and after the death (`now`), with no evidence beside the
+/// marks: [`judge`] with no stop of this process and no survivor known.
 pub fn cause(
     code: Option<i32>,
     signal: Option<i32>,
     before: &DeathCounters,
     now: &DeathCounters,
 ) -> Cause {
-    if rose(before.kills.ck_stops, now.kills.ck_stops) == Some(true) {
+    judge(code, signal, before, now, false, &mut |_| None).cause
+}
+
+/// The cause of a death whose exit `code` (an exit) or `signal` (its number) is known, from the
+/// counters read at spawn (`before`) and after the death (`now`), in the order of this module's
+/// documentation, checking each mark against the death: `stopped_here` is whether a stop this
+/// process made ended it; `survivor_under(path)` gives a process under the ancestor `path` that
+/// started before the spawn and still runs (`None`: none, or none known), asked only for an
+/// ancestor whose `user.oomd_ooms` rose.
+pub fn judge(
+    code: Option<i32>,
+    signal: Option<i32>,
+    before: &DeathCounters,
+    now: &DeathCounters,
+    stopped_here: bool,
+    survivor_under: &mut dyn FnMut(&str) -> Option<u32>,
+) -> Verdict {
+    let mut unconfirmed = Vec::new();
+    let cause = decide(
+        code,
+        signal,
+        before,
+        now,
+        stopped_here,
+        survivor_under,
+        &mut unconfirmed,
+    );
+    Verdict { cause, unconfirmed }
+}
+
+fn decide(
+    code: Option<i32>,
+    signal: Option<i32>,
+    before: &DeathCounters,
+    now: &DeathCounters,
+    stopped_here: bool,
+    survivor_under: &mut dyn FnMut(&str) -> Option<u32>,
+    unconfirmed: &mut Vec<UnconfirmedMark>,
+) -> Cause {
+    // Mutation: every mark is believed as it reads (a stop mark whatever the death, an
+    // ancestor's oomd mark whoever lives on under it), as the death report did before.
+    let believe_all = mutation::active(Control::MarksBelieved);
+    if stopped_here {
         return Cause::Stopped;
     }
+    if rose(before.kills.ck_stops, now.kills.ck_stops) == Some(true) {
+        match stop_disagrees(code, signal) {
+            Some(why) if !believe_all => unconfirmed.push(UnconfirmedMark {
+                mark: crate::cgroup::oomd::STOPS.to_string(),
+                on: None,
+                why,
+            }),
+            _ => return Cause::Stopped,
+        }
+    }
+    let at_module = rose(before.kills.oomd_ooms, now.kills.oomd_ooms);
     let sig = match (code, signal) {
-        (Some(code), _) => return Cause::Exited { code },
+        (Some(code), _) => {
+            oomd_without_kill(at_module, &format!("exited with code {code}"), unconfirmed);
+            return Cause::Exited { code };
+        }
         (None, Some(sig)) => sig,
         (None, None) => {
             return Cause::Unknown {
@@ -156,6 +303,11 @@ pub fn cause(
         }
     };
     if sig != rustix::process::Signal::KILL.as_raw() {
+        oomd_without_kill(
+            at_module,
+            &format!("died of {}", signal_name(sig)),
+            unconfirmed,
+        );
         return Cause::Signal {
             signal: signal_name(sig),
         };
@@ -171,7 +323,6 @@ pub fn cause(
     if let Ok(Some(limit)) = kernel {
         return Cause::KernelOom { limit };
     }
-    let at_module = rose(before.kills.oomd_ooms, now.kills.oomd_ooms);
     if at_module == Some(true) {
         return Cause::Oomd { ancestor: None };
     }
@@ -183,11 +334,21 @@ pub fn cause(
             .find(|(p, _)| p == path)
             .and_then(|(_, v)| *v);
         match rose(b, *n) {
-            Some(true) => {
-                return Cause::Oomd {
-                    ancestor: Some(path.clone()),
-                };
-            }
+            Some(true) => match survivor_under(path) {
+                Some(pid) if !believe_all => unconfirmed.push(UnconfirmedMark {
+                    mark: crate::cgroup::oomd::OOMS.to_string(),
+                    on: Some(path.clone()),
+                    why: format!(
+                        "it rose, but pid {pid} under it, started before this module, still runs: \
+                         systemd-oomd kills every process of the cgroup it picks"
+                    ),
+                }),
+                _ => {
+                    return Cause::Oomd {
+                        ancestor: Some(path.clone()),
+                    };
+                }
+            },
             Some(false) => {}
             None => {
                 unreadable.get_or_insert_with(|| format!("user.oomd_ooms of {path}"));
@@ -206,6 +367,18 @@ pub fn cause(
         None => Cause::Signal {
             signal: signal_name(sig),
         },
+    }
+}
+
+/// The module's own `user.oomd_ooms` rose with a death that was no `SIGKILL` (`how`):
+/// systemd-oomd sends only `SIGKILL`, so the mark is unconfirmed.
+fn oomd_without_kill(at_module: Option<bool>, how: &str, unconfirmed: &mut Vec<UnconfirmedMark>) {
+    if at_module == Some(true) {
+        unconfirmed.push(UnconfirmedMark {
+            mark: crate::cgroup::oomd::OOMS.to_string(),
+            on: None,
+            why: format!("it rose, but the process {how}: systemd-oomd kills only by SIGKILL"),
+        });
     }
 }
 
@@ -266,9 +439,11 @@ mod tests {
         );
         let mut n = quiet();
         n.kills.ck_stops = Some(1);
-        // A stop of ours, however the process then ended.
-        assert_eq!(cause(Some(143), None, &b, &n), Cause::Stopped);
+        // A stop of another process's, where the death agrees: the stop's signal, SIGKILL, or
+        // a clean exit of a process that caught the signal.
         assert_eq!(cause(None, Some(15), &b, &n), Cause::Stopped);
+        assert_eq!(cause(None, KILL, &b, &n), Cause::Stopped);
+        assert_eq!(cause(Some(0), None, &b, &n), Cause::Stopped);
         let mut n = quiet();
         n.oom.module_oom_kill = Some(1);
         n.oom.ancestors[1].1 = Some(1);
@@ -291,6 +466,77 @@ mod tests {
                 ancestor: Some("/r".into())
             }
         );
+    }
+
+    #[test]
+    fn a_mark_the_death_disagrees_with_is_unconfirmed() {
+        let b = quiet();
+        let none = &mut |_: &str| None;
+        // The module raised its own stop mark, then crashed or exited with a code: its fault.
+        let mut n = quiet();
+        n.kills.ck_stops = Some(1);
+        for (code, sig, want) in [
+            (Some(3), None, Cause::Exited { code: 3 }),
+            (Some(143), None, Cause::Exited { code: 143 }),
+            (
+                None,
+                Some(11),
+                Cause::Signal {
+                    signal: "SIGSEGV".into(),
+                },
+            ),
+            (
+                None,
+                Some(6),
+                Cause::Signal {
+                    signal: "SIGABRT".into(),
+                },
+            ),
+        ] {
+            let v = judge(code, sig, &b, &n, false, none);
+            assert_eq!(v.cause, want);
+            assert_eq!(v.cause.charged(), Some(true));
+            assert_eq!(v.unconfirmed.len(), 1, "{v:?}");
+            assert_eq!(v.unconfirmed[0].mark, "user.ck_cgroup_stops");
+            assert_eq!(v.unconfirmed[0].on, None);
+        }
+        // A stop of this process's own is known, however the process then ended.
+        let v = judge(Some(4), None, &b, &b.clone(), true, none);
+        assert_eq!((v.cause, v.unconfirmed), (Cause::Stopped, vec![]));
+        // An ancestor's oomd mark while a process under it that is older than the spawn lives
+        // on: no kill of the whole happened, so a SIGKILL is the module's own.
+        let mut n = quiet();
+        n.oomd_above[0].1 = Some(1);
+        let mut asked = Vec::new();
+        let mut survivor = |p: &str| {
+            asked.push(p.to_string());
+            Some(4242)
+        };
+        let v = judge(None, KILL, &b, &n, false, &mut survivor);
+        assert_eq!(
+            v.cause,
+            Cause::Signal {
+                signal: "SIGKILL".into()
+            }
+        );
+        assert_eq!(asked, ["/r/subc-modules"]);
+        assert_eq!(v.unconfirmed.len(), 1, "{v:?}");
+        assert_eq!(v.unconfirmed[0].on.as_deref(), Some("/r/subc-modules"));
+        assert!(v.unconfirmed[0].why.contains("4242"), "{v:?}");
+        // With no survivor it is believed.
+        let v = judge(None, KILL, &b, &n, false, none);
+        assert_eq!(
+            v.cause,
+            Cause::Oomd {
+                ancestor: Some("/r/subc-modules".into())
+            }
+        );
+        // The module's own oomd mark with a death systemd-oomd never causes.
+        let mut n = quiet();
+        n.kills.oomd_ooms = Some(1);
+        let v = judge(Some(1), None, &b, &n, false, none);
+        assert_eq!(v.cause, Cause::Exited { code: 1 });
+        assert_eq!(v.unconfirmed[0].mark, "user.oomd_ooms");
     }
 
     #[test]

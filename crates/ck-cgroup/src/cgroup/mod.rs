@@ -15,6 +15,8 @@
 //! - [`oomd`]: systemd-oomd's xattrs (a directory's preference, its kill counters).
 //! - [`death_cause`]: why a module's main process died (exited, a signal, an OOM killer, a stop
 //!   of ours), from what rose on its directory and above it since it was spawned.
+//! - `stops_here` (crate-private): the stops this process made, by cgroup id, so that its death
+//!   reports know them without reading a mark a module could raise.
 //! - [`oom_cause`]: which limit an OOM kill in a module came from (the module's, an ancestor's,
 //!   the machine's).
 
@@ -27,6 +29,7 @@ pub mod oom_cause;
 pub mod oomd;
 pub mod parse;
 pub mod procfs;
+pub(crate) mod stops_here;
 pub(crate) mod tree;
 pub mod wait;
 

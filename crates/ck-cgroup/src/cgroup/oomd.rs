@@ -419,6 +419,26 @@ pub fn mark_stop(dir: &CgroupDir, rel: &str) {
     let _ = rfs::fsetxattr(&fd, STOPS, n.to_string().as_bytes(), XattrFlags::empty());
 }
 
+/// The processes of the module `dir` that run unkilled although its [`OOMS`] mark says that
+/// systemd-oomd killed it: systemd-oomd sends `SIGKILL` to every process of the cgroup it
+/// picks, so a member with no `SIGKILL` pending (`/proc/<pid>/status` `SigPnd`/`ShdPnd`) that
+/// is not exiting (`State` other than `Z`, `X`) outlived no such kill, and the mark (which a
+/// module that owns its directory can raise itself) is not taken for one. Empty where the mark
+/// is not raised (one `getxattr(2)`, the only read then) or every member is dying.
+pub fn unkilled_despite_oomd(dir: &CgroupDir) -> Vec<u32> {
+    if oomd_counters(dir, "").0.is_none_or(|n| n == 0) {
+        return Vec::new();
+    }
+    let members = crate::cgroup::tree::members(dir, "").unwrap_or_default();
+    members
+        .into_iter()
+        .filter(|&pid| {
+            crate::cgroup::procfs::read_text(pid, "status")
+                .is_ok_and(|st| !crate::cgroup::parse::proc_status_dying(&st))
+        })
+        .collect()
+}
+
 /// The preference of `rel` as a status figure: `None` where it cannot be read.
 pub fn preference_of(dir: &CgroupDir, rel: &str) -> Option<OomdPreference> {
     read_preference(dir, rel).ok()

@@ -178,6 +178,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_task_with_sigkill_pending_or_exiting_is_dying() {
+        let st = |state: &str, sig: &str, shd: &str| {
+            format!("Name:\tx\nState:\t{state}\nSigPnd:\t{sig}\nShdPnd:\t{shd}\n")
+        };
+        assert!(!proc_status_dying(&st(
+            "S (sleeping)",
+            "0000000000000000",
+            "0000000000000000"
+        )));
+        assert!(proc_status_dying(&st(
+            "S (sleeping)",
+            "0000000000000000",
+            "0000000000000100"
+        )));
+        assert!(proc_status_dying(&st(
+            "R (running)",
+            "0000000000000100",
+            "0000000000000000"
+        )));
+        assert!(proc_status_dying(&st(
+            "Z (zombie)",
+            "0000000000000000",
+            "0000000000000000"
+        )));
+        // SIGTERM (bit 14) pending is no kill.
+        assert!(!proc_status_dying(&st(
+            "S (sleeping)",
+            "0000000000004000",
+            "0000000000000000"
+        )));
+    }
+
+    #[test]
     fn one_key_reads_as_the_map_does() {
         let t = "usage_usec 12\nuser_usec 5\nbad line\nx notanumber\nlast 7";
         for k in ["usage_usec", "user_usec", "x", "last", "absent", "bad"] {
@@ -459,6 +492,25 @@ pub fn proc_status_tracer(text: &str) -> Option<u32> {
 /// whose `Tgid` is not itself names a thread, not a process.
 pub fn proc_status_tgid(text: &str) -> Option<u32> {
     proc_status_number(text, "Tgid:")
+}
+
+/// Whether the task of a `/proc/<pid>/status` text is dying: `SIGKILL` pending for it or its
+/// thread group (`SigPnd:`/`ShdPnd:`, bit 8 of the hexadecimal mask), or exiting (`State:` `Z`
+/// or `X`).
+pub fn proc_status_dying(text: &str) -> bool {
+    const SIGKILL_BIT: u64 = 1 << 8;
+    let field = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(str::trim)
+    };
+    let pending = |key: &str| {
+        field(key)
+            .and_then(|m| u64::from_str_radix(m, 16).ok())
+            .is_some_and(|m| m & SIGKILL_BIT != 0)
+    };
+    let exiting = field("State:").is_some_and(|s| s.starts_with('Z') || s.starts_with('X'));
+    pending("SigPnd:") || pending("ShdPnd:") || exiting
 }
 
 /// The pid in the innermost PID namespace, from `NSpid:` of `/proc/<pid>/status`, when the

@@ -24,6 +24,31 @@ pub fn stat_name(stat: &[u8]) -> Option<&[u8]> {
     stat.get(open + 1..close)
 }
 
+/// When process `pid` started, in clock ticks since boot: `/proc/<pid>/stat` field 22
+/// (`starttime`); `None` where it cannot be read (the process is gone).
+pub fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    start_ticks_of(&stat)
+}
+
+/// Field 22 of a `/proc/<pid>/stat` text: the fields after the name's last `)` start at 3.
+fn start_ticks_of(stat: &[u8]) -> Option<u64> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(stat.get(close + 1..)?).ok()?;
+    rest.split_ascii_whitespace().nth(22 - 3)?.parse().ok()
+}
+
+/// Now, in the clock ticks of [`start_ticks`]: `CLOCK_BOOTTIME` (`clock_gettime(2)`) times
+/// `sysconf(_SC_CLK_TCK)`, rounded down.
+pub fn now_ticks() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+    let hz = rustix::param::clock_ticks_per_second();
+    let secs = u64::try_from(t.tv_sec).unwrap_or(0);
+    let nanos = u64::try_from(t.tv_nsec).unwrap_or(0);
+    secs.saturating_mul(hz)
+        .saturating_add(nanos.saturating_mul(hz) / 1_000_000_000)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -34,6 +59,15 @@ mod tests {
         assert_eq!(stat_name(b"42 (\xff\xfe) S 1"), Some(&b"\xff\xfe"[..]));
         assert_eq!(stat_name(b"42 () S 1"), Some(&b""[..]));
         assert_eq!(stat_name(b"garbage"), None);
+    }
+
+    #[test]
+    fn a_start_time_is_field_22_whatever_the_name() {
+        let stat = b"42 (a) b) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 12345 999 1";
+        assert_eq!(start_ticks_of(stat), Some(12345));
+        assert_eq!(start_ticks_of(b"42 (x) S 1"), None);
+        let mine = start_ticks(std::process::id()).expect("this process's start");
+        assert!(mine <= now_ticks(), "{mine} > {}", now_ticks());
     }
 
     #[test]

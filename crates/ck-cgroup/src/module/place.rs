@@ -485,6 +485,7 @@ impl Root {
         // What the death will be told against (`Root::death`): the counters now, before the
         // child runs.
         let counters = DeathCounters::read(&self.dir, &rel, &dir, self.mount().as_ref());
+        let spawned_ticks = crate::cgroup::procfs::now_ticks();
         // The pre-exec placement (kernels before 5.7) has the child in this process's cgroup
         // until it moves itself: under the placement lock, as every placement.
         let _lock = self.placement_lock(false)?;
@@ -505,7 +506,16 @@ impl Root {
                 errno,
             )
         })?;
-        child.baseline = Some(Box::new(crate::spawn::Baseline { rel, dir, counters }));
+        crate::cgroup::stops_here::spawned();
+        let stops_here = crate::cgroup::stops_here::cgroup_id(&dir)
+            .map(|id| (id, crate::cgroup::stops_here::seq()));
+        child.baseline = Some(Box::new(crate::spawn::Baseline {
+            rel,
+            dir,
+            counters,
+            stops_here,
+            spawned_ticks,
+        }));
         Ok(child)
     }
 

@@ -29,6 +29,12 @@ pub struct Death {
     /// The processes still in the module when the death was read (children and orphans it left;
     /// the init of its PID namespace not counted); `null` where they could not be listed.
     pub survivors: Option<Vec<u32>>,
+    /// The marks that rose but that the death does not agree with (a module of the daemon's uid
+    /// can raise `user.ck_cgroup_stops` and `user.oomd_ooms` itself): not believed, the cause
+    /// told as if they had not risen ([`death_cause::judge`]). Empty where every mark that rose
+    /// was believed; absent in JSON written before it existed.
+    #[serde(default)]
+    pub marks_unconfirmed: Vec<death_cause::UnconfirmedMark>,
 }
 
 impl Death {
@@ -96,7 +102,21 @@ impl Root {
             Err(e) if e.errno() == Some(Errno::NOENT) => Some(Vec::new()),
             Err(_) => None,
         };
-        let cause = death_cause::cause(code, signal, &base.counters, &now);
+        // A stop of this process's that began while the main process was in the module.
+        let stopped_here = base.stops_here.is_some_and(|(id, since)| {
+            crate::cgroup::stops_here::stopped_while_in(id, since, child.id())
+        });
+        let mount = self.mount();
+        let mut survivor_under = |path: &str| self.survivor_under(mount.as_ref(), path, base);
+        let verdict = death_cause::judge(
+            code,
+            signal,
+            &base.counters,
+            &now,
+            stopped_here,
+            &mut survivor_under,
+        );
+        let cause = verdict.cause;
         Ok(Death {
             module: base.rel.rsplit('/').next().unwrap_or(&base.rel).to_string(),
             exit_code: code,
@@ -104,6 +124,29 @@ impl Root {
             charged: cause.charged(),
             cause,
             survivors,
+            marks_unconfirmed: verdict.unconfirmed,
+        })
+    }
+
+    /// A process under the ancestor `path` (this root, a directory above the module beneath it,
+    /// or one above the root beneath the cgroup2 mount) that started before the spawn of `base`
+    /// and still runs; `None` where there is none or the ancestor cannot be walked.
+    fn survivor_under(
+        &self,
+        mount: Option<&CgroupDir>,
+        path: &str,
+        base: &crate::spawn::Baseline,
+    ) -> Option<u32> {
+        let path = std::path::Path::new(path);
+        let (dir, rel) = if let Ok(rel) = path.strip_prefix(self.dir.path()) {
+            (&self.dir, rel)
+        } else {
+            let m = mount?;
+            (m, path.strip_prefix(m.path()).ok()?)
+        };
+        let pids = crate::cgroup::tree::members(dir, rel.to_str()?).ok()?;
+        pids.into_iter().find(|&pid| {
+            crate::cgroup::procfs::start_ticks(pid).is_some_and(|t| t < base.spawned_ticks)
         })
     }
 

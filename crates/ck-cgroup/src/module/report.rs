@@ -138,6 +138,12 @@ pub struct StopReport {
     /// when the module was already gone): shared memory a kill cannot free.
     #[serde(default)]
     pub memory_left: crate::cgroup::memory_left::MemoryLeft,
+    /// Marks on the module that this stop found no agreement for: `user.oomd_ooms` raised while
+    /// processes ran unkilled when the stop began (systemd-oomd kills every process of the cgroup
+    /// it picks; a module that owns its directory can raise the mark itself). Left out of the
+    /// JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marks_unconfirmed: Vec<crate::cgroup::death_cause::UnconfirmedMark>,
 }
 
 impl StopReport {
@@ -159,6 +165,7 @@ impl StopReport {
             error: None,
             kills: crate::cgroup::oomd::KillCounters::default(),
             memory_left: crate::cgroup::memory_left::MemoryLeft::default(),
+            marks_unconfirmed: Vec::new(),
         }
     }
 

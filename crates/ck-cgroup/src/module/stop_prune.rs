@@ -281,6 +281,13 @@ impl Root {
         report.layout = Some(m.layout);
         report.path = Some(path.clone());
         report.restored = restored;
+        crate::cgroup::stops_here::record(&mdir);
+        let unkilled = crate::cgroup::oomd::unkilled_despite_oomd(&mdir);
+        if !unkilled.is_empty() && !mutation::active(Control::MarksBelieved) {
+            report.marks_unconfirmed.push(
+                crate::cgroup::death_cause::UnconfirmedMark::oomd_unkilled(&unkilled),
+            );
+        }
         crate::cgroup::oomd::mark_stop(&mdir, "");
         let sealed = seal(&mdir);
         let deadline = start + opts.grace + opts.timeout;
