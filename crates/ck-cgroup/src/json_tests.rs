@@ -313,10 +313,33 @@ fn telemetry_round_trips() {
             }],
         },
     });
+    // An events_lost of all modules: no one directory.
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
-        module: name("a"),
-        layout: Layout::Ck,
+        module: None,
+        layout: None,
+        scope: Some("all modules".into()),
+        event: "events_lost".into(),
+        value: None,
+        previous: None,
+        threshold: None,
+        source: None,
+        resource: None,
+        kind: None,
+        threshold_us: None,
+        window_us: None,
+        avg10: None,
+        error: Some("the inotify queue overflowed".into()),
+        killed_by: None,
+        inferred: None,
+        oom_cause: None,
+        oom_cause_unknown: None,
+    });
+    round_trip(&WatchEvent {
+        ts: "2026-01-01T00:00:00.000Z".into(),
+        module: Some(name("a")),
+        layout: Some(Layout::Ck),
+        scope: None,
         event: "memory_oom_kill".into(),
         value: Some(2),
         previous: Some(1),
@@ -337,8 +360,9 @@ fn telemetry_round_trips() {
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
-        module: name("a"),
-        layout: Layout::Daemon,
+        module: Some(name("a")),
+        layout: Some(Layout::Daemon),
+        scope: None,
         event: "emptied".into(),
         value: None,
         previous: None,
@@ -359,8 +383,9 @@ fn telemetry_round_trips() {
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
-        module: name("a"),
-        layout: Layout::Ck,
+        module: Some(name("a")),
+        layout: Some(Layout::Ck),
+        scope: None,
         event: "emptied".into(),
         value: None,
         previous: None,
@@ -379,8 +404,9 @@ fn telemetry_round_trips() {
     });
     round_trip(&WatchEvent {
         ts: "2026-01-01T00:00:00.000Z".into(),
-        module: name("a"),
-        layout: Layout::Ck,
+        module: Some(name("a")),
+        layout: Some(Layout::Ck),
+        scope: None,
         event: "pressure".into(),
         value: None,
         previous: None,

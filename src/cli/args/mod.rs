@@ -183,7 +183,8 @@ pub enum Command {
     /// Re-apply the policy's limits to every existing module; report what differed.
     Apply(ApplyOpts),
     /// Module events as JSON Lines as they happen (appeared, emptied, removed, OOM and pids
-    /// counters rising, memory above a threshold, pressure triggers firing). Reports; never kills.
+    /// counters rising, memory above a threshold, pressure triggers firing), and events_lost
+    /// naming what may be missing and why. Reports; never kills.
     Watch(WatchOpts),
     /// Per-module figures: memory, swap, OOM events, pids, cpu, pressure, and the limits in force.
     ///
@@ -398,7 +399,8 @@ pub struct ApplyOpts {
 // `watch`'s arguments (its about and help are the variant `Command::Watch`'s).
 #[derive(Debug, clap::Args)]
 pub struct WatchOpts {
-    /// Modules to watch (ids or directory names); all when none, new ones included.
+    /// Modules to watch (ids, directory names or paths as `list` shows them); all when none,
+    /// new ones included.
     pub ids: Vec<String>,
     /// Report when a module's memory rises above SIZE (and when it falls back). Default: the
     /// policy's memory_report.

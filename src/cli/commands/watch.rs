@@ -35,10 +35,13 @@ pub fn cmd_watch(
             root.path().display()
         ));
     }
-    if !pressure.is_empty() {
-        // Each module holds a descriptor per trigger: take the hard limit on descriptors (the
-        // default soft 1024 is some 300 modules with three triggers). poll(2), not select(2), so
-        // high descriptor numbers are fine; a limit that cannot be raised stays as it was.
+    {
+        // Each module holds its directory's descriptor, one per trigger, and a rise of
+        // user.oomd_ooms holds pidfds for its check (at most a quarter of the limit): take the
+        // hard limit on descriptors (the default soft 1024 is some 300 modules with three
+        // triggers). poll(2), not select(2), so high descriptor numbers are fine; a limit that
+        // cannot be raised stays as it was (a directory that finds no descriptor is an
+        // events_lost line).
         use rustix::process::{Resource, getrlimit, setrlimit};
         let mut lim = getrlimit(Resource::Nofile);
         if let (Some(soft), Some(hard)) = (lim.current, lim.maximum)
@@ -68,9 +71,10 @@ pub fn cmd_watch(
     let mut failed = None;
     ck_cgroup::telemetry::watch::watch(&root, &opts, |e| {
         if e.event == "pressure_unavailable" {
+            let module = e.module.as_ref().map(ToString::to_string);
             crate::cli::exit::note(format_args!(
                 "watch: module {}: {}",
-                e.module,
+                module.as_deref().unwrap_or("?"),
                 e.error.as_deref().unwrap_or("no pressure file")
             ));
         }
@@ -91,13 +95,18 @@ pub fn cmd_watch(
 
 /// One `watch` line as the CLI prints it: the library's event with `version`, and the module
 /// named as `list` and `status` name it: `name` (its directory; the same as the event's legacy
-/// `module`) and `id` (the module id, `null` where the name does not decode).
+/// `module`) and `id` (the module id, `null` where the name does not decode). An `events_lost`
+/// of no one directory (`scope`) has `null` for both, and for `module` and `layout`; one of a
+/// name given without its layout has that name and a `null` id.
 fn watch_line(e: &WatchEvent) -> Versioned<WatchLine<'_>> {
-    let id = ModuleRef {
-        layout: e.layout,
-        name: e.module.clone(),
-    }
-    .module_name();
+    let id = match (e.layout, &e.module) {
+        (Some(layout), Some(name)) => ModuleRef {
+            layout,
+            name: name.clone(),
+        }
+        .module_name(),
+        _ => None,
+    };
     versioned(WatchLine {
         name: &e.module,
         id,
@@ -107,7 +116,7 @@ fn watch_line(e: &WatchEvent) -> Versioned<WatchLine<'_>> {
 
 #[derive(serde::Serialize)]
 struct WatchLine<'a> {
-    name: &'a DirName,
+    name: &'a Option<DirName>,
     id: Option<DirName>,
     #[serde(flatten)]
     event: &'a WatchEvent,

@@ -100,6 +100,11 @@ impl Witness {
 }
 
 impl Witness {
+    /// How many processes are held.
+    pub(crate) fn len(&self) -> usize {
+        self.held.len()
+    }
+
     /// The pids of those held that still run now (sorted), without waiting: `watch`'s check
     /// that a kill systemd-oomd's mark claims took place.
     pub(crate) fn running_now(&self) -> Vec<u32> {

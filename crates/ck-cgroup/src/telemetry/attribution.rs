@@ -28,7 +28,7 @@ use crate::stop::witness::Witness;
 pub const OOMD_CONFIRM: Duration = Duration::from_secs(10);
 
 /// How many of the module's processes are held to check a rise (one that lives on is enough).
-const CONFIRM_HOLD: usize = 8;
+pub(super) const CONFIRM_HOLD: usize = 8;
 
 /// The name of `watch`'s event for a rise that was not followed by the kill it claims.
 pub(super) const OOMD_KILL_UNCONFIRMED: &str = "oomd_kill_unconfirmed";
@@ -109,6 +109,11 @@ impl Kills {
             due: Instant::now() + OOMD_CONFIRM,
             witness,
         });
+    }
+
+    /// How many pidfds the pending check holds (`watch`'s descriptor budget counts them).
+    pub(super) fn held(&self) -> usize {
+        self.pending.as_ref().map_or(0, |p| p.witness.len())
     }
 
     /// When the pending check is due, if there is one.

@@ -45,10 +45,19 @@ use modules::{Key, Watcher};
 pub struct WatchEvent {
     /// When it was seen, RFC 3339 UTC with milliseconds.
     pub ts: String,
-    /// The module's directory name, in its shown form.
-    pub module: DirName,
-    /// Which placement made it.
-    pub layout: Layout,
+    /// The module's directory name, in its shown form; `None` only in an `events_lost` that is
+    /// not of one module's directory ([`WatchEvent::scope`] says what it covers).
+    pub module: Option<DirName>,
+    /// Which placement made it; `None` only in an `events_lost` of all modules, or of a name
+    /// given without its layout.
+    pub layout: Option<Layout>,
+    /// `events_lost` of more than one module's directory: `all modules` (events of any module,
+    /// lifetimes that began and ended unseen included, may be lost; `module` and `layout` are
+    /// `None`), `named` (of every module the name `module` names: a lifetime not followed may be
+    /// lost), or the directory as found, `subc-modules/NAME` in its shown form (a name that
+    /// cannot be a module's). Absent in every other event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
     /// `appeared`, `populated`, `emptied`, `removed`, `memory_low`, `memory_high`, `memory_max`,
     /// `memory_oom`, `memory_oom_kill`, `memory_oom_group_kill`, `pids_max`, `memory_above`,
     /// `memory_below`, `oomd_kill` (systemd-oomd killed it: `user.oomd_ooms` grew),
@@ -56,7 +65,8 @@ pub struct WatchEvent {
     /// the module then still ran 10 s later: the mark may be forged), `pressure`
     /// (a PSI trigger fired), `pressure_unavailable` (the module has
     /// no pressure file for a trigger, or the kernel ended the trigger while the module stays:
-    /// it is not set; `error` says why).
+    /// it is not set; `error` says why), `events_lost` (events may be missing: of the module
+    /// named, or of those `scope` says; `error` says why, with the errno, and what was lost).
     pub event: String,
     /// The counter or figure now (counters: the file's value; thresholds: memory in bytes).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -86,7 +96,8 @@ pub struct WatchEvent {
     /// then; absent when it could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub avg10: Option<f64>,
-    /// `pressure_unavailable`: why the trigger could not be set (the errno and what it means).
+    /// `pressure_unavailable`: why the trigger could not be set (the errno and what it means);
+    /// `events_lost`: why events were lost (the errno where a call failed) and which.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// `emptied`: the killers whose counters grew since the module was last populated,
@@ -140,7 +151,19 @@ pub fn watch(
         .map_err(|e| Error::io("set up inotify for", root.path(), e))?;
     let mut w = Watcher::new(root, opts, ino);
     let mut out = Vec::new();
-    w.rescan(false, &mut out)?;
+    let said = |r: Result<()>,
+                out: &mut Vec<WatchEvent>,
+                emit: &mut dyn FnMut(&WatchEvent) -> std::io::Result<()>| {
+        // What was found before a failure (an events_lost saying what it lost) comes first.
+        if r.is_err() {
+            for e in out.drain(..) {
+                let _ = emit(&e);
+            }
+        }
+        r
+    };
+    let r = w.rescan(false, &mut out);
+    said(r, &mut out, &mut emit)?;
     let mut buf = vec![std::mem::MaybeUninit::<u8>::uninit(); 16 * 1024];
     loop {
         for e in out.drain(..) {
@@ -204,7 +227,8 @@ pub fn watch(
             }
             continue;
         }
-        w.drain(&mut buf, &mut out)?;
+        let r = w.drain(&mut buf, &mut out);
+        said(r, &mut out, &mut emit)?;
         if thresholds {
             w.thresholds(&mut out);
         }
@@ -218,15 +242,27 @@ pub(super) fn event(
     previous: Option<u64>,
     source: Option<String>,
 ) -> WatchEvent {
+    let mut e = blank(name);
+    e.module = Some(k.1.clone());
+    e.layout = Some(k.0);
+    e.value = value;
+    e.previous = previous;
+    e.source = source;
+    e
+}
+
+/// Event `name` of no module, every other field absent.
+fn blank(name: &str) -> WatchEvent {
     WatchEvent {
         ts: now_rfc3339(),
-        module: k.1.clone(),
-        layout: k.0,
+        module: None,
+        layout: None,
+        scope: None,
         event: name.to_string(),
-        value,
-        previous,
+        value: None,
+        previous: None,
         threshold: None,
-        source,
+        source: None,
         resource: None,
         kind: None,
         threshold_us: None,
@@ -238,6 +274,21 @@ pub(super) fn event(
         oom_cause: None,
         oom_cause_unknown: None,
     }
+}
+
+/// An `events_lost` event of `module` in `layout` (where known) or of `scope`, saying `why`.
+pub(super) fn lost_event(
+    module: Option<DirName>,
+    layout: Option<Layout>,
+    scope: Option<String>,
+    why: String,
+) -> WatchEvent {
+    let mut e = blank("events_lost");
+    e.module = module;
+    e.layout = layout;
+    e.scope = scope;
+    e.error = Some(why);
+    e
 }
 
 /// A `pressure` or `pressure_unavailable` event of trigger `t` on module `k`.

@@ -29,8 +29,9 @@ use std::os::unix::io::{AsRawFd, OwnedFd};
 use rustix::fs::{OFlags, inotify};
 use rustix::io::Errno;
 
-use super::{Armed, WatchEvent, WatchOptions, event};
+use super::{Armed, WatchEvent, WatchOptions, event, lost_event};
 use crate::cgroup::CgroupDir;
+use crate::cgroup::gone::is_gone;
 use crate::cgroup::parse;
 use crate::error::{Error, Result};
 use crate::id::DirName;
@@ -67,6 +68,12 @@ pub(super) struct State {
     /// The counters that tell an OOM kill's cause, as last read (when it was followed, and at
     /// each `memory_oom_kill`).
     oom: Option<crate::cgroup::oom_cause::OomCounters>,
+    /// Its directory could not be opened when its lifetime began (said by `events_lost`):
+    /// nothing of it is read until it is removed.
+    unopened: bool,
+    /// The errno of the last read of its `cgroup.events` that failed while it stays (said once
+    /// by `events_lost`, until a read succeeds again).
+    unreadable: Option<Errno>,
 }
 
 /// The directories watched for modules coming and going: the two that hold modules, and their
@@ -90,9 +97,33 @@ enum Queued {
     Ignored(i32),
     /// A directory that holds modules changed: rescan.
     Rescan,
+    /// A directory appeared or went in `layout`'s directory whose name cannot be a module's
+    /// (these bytes, shown): said, then a rescan.
+    Unnamed(Layout, String),
     /// The kernel's queue overflowed (`IN_Q_OVERFLOW`): events of any module were lost. Each
     /// module is told so (`events_lost`), then a rescan reports what is there now.
     Lost,
+}
+
+/// The `scope` of an `events_lost` of every module.
+const ALL: &str = "all modules";
+
+/// The `scope` of an `events_lost` of every module a name given names.
+const NAMED: &str = "named";
+
+/// The reason `events_lost` of all modules (or of a name given) gives after a queue overflow.
+const OVERFLOWED_ALL: &str = "the inotify queue overflowed (this watch fell behind its reader, or the kernel's fs.inotify.max_queued_events was reached): lifetimes of modules since the previous line may be lost, those that began and ended unseen included; the lines that follow report what is there now";
+
+/// What ENOSPC of `inotify_add_watch` means.
+const LIMIT: &str = " (ENOSPC: the inotify watch limit was reached: fs.inotify.max_user_watches, or user.max_inotify_watches of a user namespace)";
+
+/// Say a loss that this watch found (a directory it could not open or read, a lifetime it was
+/// not following when the queue overflowed, a check the descriptor budget cannot hold).
+fn say(out: &mut Vec<WatchEvent>, e: WatchEvent) {
+    // Mutation: those losses are not said.
+    if !mutation::active(Control::WatchGapSilent) {
+        out.push(e);
+    }
 }
 
 /// The reason `events_lost` gives after a queue overflow.
@@ -110,6 +141,10 @@ pub(super) struct Watcher<'a> {
     dirs: Vec<OwnedFd>,
     /// The cgroup2 mount, for the counters of the root's ancestors (an OOM kill's cause).
     mount: Option<CgroupDir>,
+    /// How many pidfds the checks of `user.oomd_ooms` rises may hold at once, all modules
+    /// together: a quarter of the soft RLIMIT_NOFILE, so that the directories of modules (and
+    /// the files read through them) always find a descriptor.
+    pidfd_budget: usize,
 }
 
 impl<'a> Watcher<'a> {
@@ -125,6 +160,7 @@ impl<'a> Watcher<'a> {
             mount: crate::cgroup::mount::cgroup2_mount()
                 .ok()
                 .and_then(|m| CgroupDir::open(&m).ok()),
+            pidfd_budget: pidfd_budget(),
         }
     }
 
@@ -157,6 +193,13 @@ impl<'a> Watcher<'a> {
                 let name = ev
                     .file_name()
                     .and_then(|n| DirName::from_bytes(n.to_bytes()).ok());
+                if let (Some(l), None, Some(n)) = (layout, &name, ev.file_name())
+                    && mask.contains(ReadFlags::ISDIR)
+                {
+                    let shown = crate::id::name_bytes::escaped(n.to_bytes());
+                    out.push(Queued::Unnamed(l, format!("{}/{shown}", l.dir())));
+                    continue;
+                }
                 match (layout, name) {
                     (Some(l), Some(n)) if mask.contains(ReadFlags::ISDIR) => {
                         if mask.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO) {
@@ -225,6 +268,23 @@ impl<'a> Watcher<'a> {
                     self.wds.remove(wd);
                 }
                 Queued::Rescan => rescan = true,
+                Queued::Unnamed(l, found) => {
+                    say(
+                        out,
+                        lost_event(
+                            None,
+                            Some(*l),
+                            Some(found.clone()),
+                            format!(
+                                "a directory appeared or went whose name cannot be a module's \
+                                 (the kernel gave bytes no directory name holds): {found}; its \
+                                 lifetime is not reported; the lines that follow report what is \
+                                 there now"
+                            ),
+                        ),
+                    );
+                    rescan = true;
+                }
                 Queued::Lost => {
                     self.lost_all(out);
                     rescan = true;
@@ -237,12 +297,33 @@ impl<'a> Watcher<'a> {
         Ok(())
     }
 
-    /// Tell every module followed that its events may have been lost (a queue overflow).
+    /// Tell every module followed that its events may have been lost (a queue overflow); then
+    /// say it of every module, or of each name given, since a lifetime that began and ended in
+    /// the gap was never followed (an empty root, or `watch late` still waiting for `late`).
     fn lost_all(&self, out: &mut Vec<WatchEvent>) {
-        for k in self.modules.keys() {
+        let mut keys: Vec<&Key> = self.modules.keys().collect();
+        keys.sort();
+        for k in keys {
             let mut e = event(k, "events_lost", None, None, None);
             e.error = Some(OVERFLOWED.to_string());
             out.push(e);
+        }
+        if self.opts.ids.is_empty() {
+            say(
+                out,
+                lost_event(None, None, Some(ALL.into()), OVERFLOWED_ALL.into()),
+            );
+        }
+        for id in &self.opts.ids {
+            say(
+                out,
+                lost_event(
+                    Some(id.name.clone()),
+                    id.layout,
+                    Some(NAMED.into()),
+                    OVERFLOWED_ALL.into(),
+                ),
+            );
         }
     }
 
@@ -292,11 +373,21 @@ impl<'a> Watcher<'a> {
         // A lifetime open still had its end lost (a queue overflow): it ended before this one.
         self.gone(&k, true, out);
         let dir = if ends {
-            None
+            Opened::Gone
         } else {
-            self.root.dir().open_dir(&m.rel()).ok()
+            self.open_module(&m.rel())
         };
         self.follow(k, m.rel(), dir, true, out)
+    }
+
+    /// Open a module's directory: a directory gone meanwhile is [`Opened::Gone`] (its end is
+    /// queued); any other errno is [`Opened::Failed`], said by `events_lost`.
+    fn open_module(&self, rel: &str) -> Opened {
+        match self.root.dir().open_dir(rel) {
+            Ok(d) => Opened::Dir(d),
+            Err(e) if is_gone(e) => Opened::Gone,
+            Err(e) => Opened::Failed(e),
+        }
     }
 
     /// The lifetime open under `k`'s name ended: report it (after the `emptied` it must have
@@ -328,15 +419,21 @@ impl<'a> Watcher<'a> {
 
     /// Start following module `k` at `rel` (its directory opened as `dir`, when this lifetime's
     /// directory could be had): watch its event files, set its PSI triggers, report it as
-    /// appeared (with `report`) and its state. A trigger the kernel refuses is the error.
+    /// appeared (with `report`) and its state. A directory that could not be opened is said
+    /// (`events_lost`, the errno). A trigger the kernel refuses is the error.
     fn follow(
         &mut self,
         k: Key,
         rel: String,
-        dir: Option<CgroupDir>,
+        opened: Opened,
         report: bool,
         out: &mut Vec<WatchEvent>,
     ) -> Result<()> {
+        let (dir, unopened) = match opened {
+            Opened::Dir(d) => (Some(d), None),
+            Opened::Gone => (None, None),
+            Opened::Failed(e) => (None, Some(e)),
+        };
         // A new cgroup starts empty: a module that already holds a process is reported as
         // populated right after it appeared.
         let oom = Some(self.oom_counters(&rel));
@@ -346,6 +443,7 @@ impl<'a> Watcher<'a> {
             ino: dir.as_ref().and_then(|d| inode(d.fd())),
             populated: Some(false),
             from_scan: !report,
+            unopened: unopened.is_some(),
             ..State::default()
         };
         // Files whose watch could not be added (the watch limit, EMFILE): the module's events
@@ -380,6 +478,16 @@ impl<'a> Watcher<'a> {
         if report {
             out.push(event(&k, "appeared", None, None, None));
         }
+        if let Some(errno) = unopened {
+            let mut e = event(&k, "events_lost", None, None, None);
+            e.error = Some(format!(
+                "its directory could not be opened: {}{}: its populated, emptied and counters \
+                 are not reported (this lifetime's removed is)",
+                crate::error::errno_text(errno),
+                why_errno(errno)
+            ));
+            say(out, e);
+        }
         // Mutation: a watch that could not be added is not said.
         if !unwatched.is_empty() && !mutation::active(Control::WatchLossSilent) {
             let what: Vec<String> = unwatched
@@ -387,7 +495,7 @@ impl<'a> Watcher<'a> {
                 .map(|(f, e)| format!("{f}: {}", crate::error::errno_text(*e)))
                 .collect();
             let limit = if unwatched.iter().any(|(_, e)| *e == Errno::NOSPC) {
-                " (ENOSPC: the inotify watch limit was reached: fs.inotify.max_user_watches, or user.max_inotify_watches of a user namespace)"
+                LIMIT
             } else {
                 ""
             };
@@ -418,6 +526,28 @@ impl<'a> Watcher<'a> {
         // nothing must not wait forever in silence.
         for (rel, layout) in MODULE_DIRS {
             let path = || self.root.dir().display_path(rel);
+            // Said on stdout too, before the error ends the watch: every module in it is lost.
+            let lost = |what: &str, e: Errno, out: &mut Vec<WatchEvent>| {
+                let found = if rel.is_empty() { "." } else { rel };
+                say(
+                    out,
+                    lost_event(
+                        None,
+                        layout,
+                        Some(found.into()),
+                        format!(
+                            "{found} could not be {what}: {}{}: the modules in it are not \
+                             followed; this watch ends",
+                            crate::error::errno_text(e),
+                            if e == Errno::NOSPC {
+                                LIMIT
+                            } else {
+                                why_errno(e)
+                            }
+                        ),
+                    ),
+                );
+            };
             let fd = match self
                 .root
                 .dir()
@@ -425,14 +555,20 @@ impl<'a> Watcher<'a> {
             {
                 Ok(fd) => fd,
                 Err(Errno::NOENT) => continue,
-                Err(e) => return Err(Error::io("open", path(), e)),
+                Err(e) => {
+                    lost("opened", e, out);
+                    return Err(Error::io("open", path(), e));
+                }
             };
             match self.add(fd.as_raw_fd(), "", dir_flags) {
                 Ok(wd) => {
                     self.dir_wds.insert(wd, layout);
                 }
                 Err(Errno::NOENT) => continue,
-                Err(e) => return Err(Error::io("watch (inotify_add_watch)", path(), e)),
+                Err(e) => {
+                    lost("watched (inotify_add_watch)", e, out);
+                    return Err(Error::io("watch (inotify_add_watch)", path(), e));
+                }
             }
             self.dirs.push(fd);
         }
@@ -460,10 +596,19 @@ impl<'a> Watcher<'a> {
         }
         for m in &list {
             let k = (m.layout, m.name.clone());
-            let dir = self.root.dir().open_dir(&m.rel()).ok();
+            let dir = self.open_module(&m.rel());
             if let Some(st) = self.modules.get(&k) {
-                let ino = dir.as_ref().and_then(|d| inode(d.fd()));
-                if mutation::active(Control::WatchByName) || ino.is_none() || st.ino == ino {
+                let ino = match &dir {
+                    Opened::Dir(d) => inode(d.fd()),
+                    _ => None,
+                };
+                // A lifetime whose directory could not be opened was said to be unread: the same
+                // one, as far as can be told (its removed comes from the queue).
+                if mutation::active(Control::WatchByName)
+                    || ino.is_none()
+                    || st.ino == ino
+                    || st.unopened
+                {
                     continue;
                 }
                 // Made again under the same name since it was watched.
@@ -494,11 +639,29 @@ impl<'a> Watcher<'a> {
                 Err(_) => return,
             },
         };
-        let Some(populated) = dir
-            .read_raw("cgroup.events")
-            .ok()
-            .and_then(|t| parse::events(&t).populated)
-        else {
+        let text = match dir.read_raw("cgroup.events") {
+            Ok(t) => t,
+            // Removed, or being removed: its removed is queued.
+            Err(errno) if is_gone(errno) => return,
+            Err(errno) => {
+                // Said once, until a read succeeds again.
+                if let Some(st) = self.modules.get_mut(k)
+                    && st.unreadable != Some(errno)
+                {
+                    st.unreadable = Some(errno);
+                    let mut e = event(k, "events_lost", None, None, None);
+                    e.error = Some(format!(
+                        "its cgroup.events could not be read: {}{}: its populated and emptied \
+                         are not reported until a read succeeds",
+                        crate::error::errno_text(errno),
+                        why_errno(errno)
+                    ));
+                    say(out, e);
+                }
+                return;
+            }
+        };
+        let Some(populated) = parse::events(&text).populated else {
             return;
         };
         let mut counters = BTreeMap::new();
@@ -520,6 +683,15 @@ impl<'a> Watcher<'a> {
             }
         }
         let kills = crate::cgroup::oomd::kill_counters(dir, "");
+        // The pidfds other modules' checks hold: this one's rise may take what is left of the
+        // budget (its own check's, replaced by a new rise, included).
+        let held_by_others: usize = self
+            .modules
+            .iter()
+            .filter(|(key, _)| *key != k)
+            .map(|(_, s)| s.kills.held())
+            .sum();
+        let room = self.pidfd_budget.saturating_sub(held_by_others);
         // An OOM kill's cause, from the counters now against those of the last read.
         let oom_kill_rose = self.modules.get(k).is_some_and(|st| {
             counters.get("memory_oom_kill").copied().unwrap_or(0)
@@ -554,7 +726,32 @@ impl<'a> Watcher<'a> {
                     .as_ref()
                     .and_then(|d| crate::cgroup::tree::members(d, "").ok())
                     .unwrap_or_default();
-                st.kills.expect_kill(&pids);
+                // The descriptor budget: the checks never take the descriptors the directories
+                // need (a module that appears meanwhile must be opened).
+                let budgeted = if mutation::active(Control::WatchPidfdsUnbudgeted) {
+                    pids.len()
+                } else {
+                    pids.len().min(room)
+                };
+                st.kills.expect_kill(&pids[..budgeted]);
+                let wanted = pids.len().min(crate::telemetry::attribution::CONFIRM_HOLD);
+                let held = st.kills.held();
+                if held < wanted {
+                    let mut e = event(k, "events_lost", None, None, None);
+                    e.error = Some(format!(
+                        "the check of this rise of user.oomd_ooms holds {held} of the {wanted} \
+                         processes it would hold: this watch holds at most {} descriptors for \
+                         those checks (a quarter of its RLIMIT_NOFILE), or no descriptor was \
+                         left; an oomd_kill_unconfirmed of this rise may be missing{}",
+                        self.pidfd_budget,
+                        if held == 0 {
+                            " (none held: the rise is taken at its word)"
+                        } else {
+                            ""
+                        }
+                    ));
+                    say(out, e);
+                }
             }
             if Some(populated) != st.populated {
                 let name = if populated { "populated" } else { "emptied" };
@@ -585,6 +782,7 @@ impl<'a> Watcher<'a> {
             }
         }
         st.populated = Some(populated);
+        st.unreadable = None;
         st.counters.extend(counters);
     }
 }
@@ -617,6 +815,38 @@ impl Watcher<'_> {
                 ));
             }
         }
+    }
+}
+
+/// A quarter of the soft RLIMIT_NOFILE ([`Watcher::pidfd_budget`]).
+fn pidfd_budget() -> usize {
+    let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(u64::MAX);
+    usize::try_from(soft / 4).unwrap_or(usize::MAX)
+}
+
+/// A module's directory, as an open of it went.
+pub(super) enum Opened {
+    Dir(CgroupDir),
+    /// Gone (removed, or being removed) before it could be opened.
+    Gone,
+    /// Refused: the errno.
+    Failed(Errno),
+}
+
+/// What an errno of an open or read of a module's directory means here.
+fn why_errno(errno: Errno) -> &'static str {
+    match errno {
+        Errno::MFILE | Errno::NFILE => {
+            " (no descriptor left for it: this watch's RLIMIT_NOFILE, or the system's fs.file-max; \
+             a higher `ulimit -n`, or fewer modules)"
+        }
+        Errno::ACCESS | Errno::PERM => {
+            " (its directory's mode or owner denies this watch's uid: the module changed it, \
+             e.g. chmod 000)"
+        }
+        _ => "",
     }
 }
 

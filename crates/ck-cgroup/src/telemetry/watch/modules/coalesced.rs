@@ -36,7 +36,7 @@ impl Watcher<'_> {
                 Queued::Ignored(wd) => {
                     self.wds.remove(wd);
                 }
-                Queued::Rescan | Queued::Lost => rescan = true,
+                Queued::Rescan | Queued::Lost | Queued::Unnamed(..) => rescan = true,
             }
         }
         for k in changed {
