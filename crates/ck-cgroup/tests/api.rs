@@ -30,13 +30,7 @@ fn procs_fd_places_a_std_command_and_stop_takes_it() {
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].procs, Some(1));
     let r = root
-        .stop(
-            id.as_str(),
-            &StopOptions {
-                timeout: Duration::from_secs(5),
-                ..StopOptions::default()
-            },
-        )
+        .stop(id.as_str(), &StopOptions::kill(Duration::from_secs(5)))
         .unwrap();
     assert!(r.ok() && r.removed && r.tree.killed == 1, "{r:?}");
     child.wait().unwrap();
@@ -147,4 +141,55 @@ fn wait_timeout_and_signal_member_by_pidfd() {
         }
     );
     assert!(r.stop.ok());
+}
+
+/// `StopOptions::default()` is the graceful stop: TERM reaches the tree first (a module that
+/// traps it says so), with a grace, before any SIGKILL; `StopOptions::kill` is SIGKILL at once.
+/// (Before, the default had no grace: SIGKILL at once, and the trap never ran.)
+#[test]
+fn the_default_stop_sends_term_with_a_grace_and_kill_is_sigkill_at_once() {
+    use ck_cgroup::spawn::ModuleCommand;
+    let sb = Sandbox::create(&parent()).expect("sandbox");
+    let root = sb.root();
+    let opts = StopOptions::default();
+    assert_eq!(opts.signal, ck_cgroup::Signal::TERM);
+    assert_eq!(opts.grace, ck_cgroup::stop::DEFAULT_GRACE);
+    assert_eq!(opts.grace, Duration::from_secs(10));
+    let dir = tempfile::tempdir().unwrap();
+    for (name, opts, want) in [
+        ("graceful", StopOptions::default(), true),
+        ("killed", StopOptions::kill(Duration::from_secs(10)), false),
+    ] {
+        let id = ModuleId::new(name).unwrap();
+        let said = dir.path().join(name);
+        let ready = dir.path().join(format!("{name}.ready"));
+        let script = format!(
+            "trap 'echo term > {}; exit 0' TERM; : > {}; while :; do sleep 0.05; done",
+            said.display(),
+            ready.display()
+        );
+        let mut cmd = ModuleCommand::new("/bin/sh");
+        cmd.args(["-c", &script]);
+        let mut child = root.spawn(&id, &cmd).unwrap();
+        while !ready.exists() {
+            assert_eq!(
+                child.try_wait().unwrap(),
+                None,
+                "{name} ended before its trap"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let r = root.stop(&id, &opts).unwrap();
+        assert!(r.ok(), "{r:?}");
+        assert_eq!(
+            said.exists(),
+            want,
+            "{name}: the trap ran: {}",
+            said.exists()
+        );
+        if want {
+            assert_eq!(r.tree.method, None, "the tree ended in the grace: {r:?}");
+        }
+        let _ = child.wait();
+    }
 }

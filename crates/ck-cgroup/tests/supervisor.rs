@@ -68,6 +68,11 @@ fn pid_from(file: &Path) -> i32 {
     panic!("the module never wrote its pid to {}", file.display());
 }
 
+/// `ck-cgroup kill`'s stop without `--grace`: SIGKILL at once.
+fn stop_now() -> StopOptions {
+    StopOptions::kill(Duration::from_secs(10))
+}
+
 fn supervisor(sb: &Sandbox) -> Supervisor {
     Supervisor {
         root: Root::open(sb.path()).unwrap(),
@@ -111,7 +116,8 @@ fn the_processes_it_left_are_named_and_stopped_with_the_module() {
     assert_eq!(r.death.cause, Cause::Exited { code: 1 });
     let left = r.death.survivors.clone().expect("listed");
     assert_eq!(left.len(), 1, "{:?}", r.death);
-    assert!(r.stop.ok() && r.stop.tree.killed == 1, "{:?}", r.stop);
+    // The default stop: TERM reached the one it left, which ended in the grace.
+    assert!(r.stop.ok() && r.stop.tree.signalled == 1, "{:?}", r.stop);
     assert!(!sb.path().join("subc-modules/leaver").exists());
 }
 
@@ -173,7 +179,8 @@ fn an_operators_stop_is_not_charged_even_when_it_removed_the_module_first() {
             let _pid = pid_from(&pidfile);
             // `ck-cgroup kill stopped`, as an operator runs it (the supervisor's own stop may
             // remove the module first: both are fine).
-            let r = operator.stop("stopped", &StopOptions::default()).unwrap();
+            // SIGKILL at once, as `ck-cgroup kill` without --grace.
+            let r = operator.stop("stopped", &stop_now()).unwrap();
             assert!(r.ok(), "{r:?}");
         });
         assert!(sup.run_once(&id, &cmd).unwrap());
@@ -184,7 +191,7 @@ fn an_operators_stop_is_not_charged_even_when_it_removed_the_module_first() {
     let _ = std::fs::remove_file(&pidfile);
     let mut child = sup.root.spawn(&id, &cmd).unwrap();
     let _pid = pid_from(&pidfile);
-    let r = operator.stop("stopped", &StopOptions::default()).unwrap();
+    let r = operator.stop("stopped", &stop_now()).unwrap();
     assert!(r.removed, "{r:?}");
     let r = sup.root.reap(&mut child, &StopOptions::default()).unwrap();
     assert_eq!(r.death.cause, Cause::Stopped, "{:?}", r.death);

@@ -199,13 +199,7 @@ impl Root {
     /// # }
     /// ```
     pub fn kill(&self, name: impl ToModuleName, timeout: Duration) -> Result<StopReport> {
-        self.stop(
-            name,
-            &StopOptions {
-                timeout,
-                ..StopOptions::default()
-            },
-        )
+        self.stop(name, &StopOptions::kill(timeout))
     }
 
     /// Stop the module's whole tree (`stop_tree`: graceful signal and grace on the whole
