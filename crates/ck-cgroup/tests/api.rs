@@ -193,3 +193,76 @@ fn the_default_stop_sends_term_with_a_grace_and_kill_is_sigkill_at_once() {
         let _ = child.wait();
     }
 }
+
+/// What `list()` gives is what `stop` takes: the entry itself names the directory listed, even
+/// where a directory of the same name is in the daemon's layout (by the bare name the two are
+/// refused as ambiguous), and `&entry.name` is taken too.
+#[test]
+fn a_listed_module_is_stopped_by_its_entry_even_beside_a_namesake_in_the_daemons_layout() {
+    let sb = Sandbox::create(&parent()).expect("sandbox");
+    let root = sb.root();
+    let id = ModuleId::new("twin").unwrap();
+    let _ = root.create(&id).unwrap();
+    // A directory of the same name in the daemon's layout.
+    std::fs::create_dir_all(sb.path().join("daemon/subc-modules/twin")).unwrap();
+    let listed = root.list().unwrap();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    let ours = listed
+        .iter()
+        .find(|m| m.layout == ck_cgroup::Layout::Ck)
+        .unwrap();
+    let e = root
+        .stop(&ours.name, &StopOptions::default())
+        .expect_err("the bare name names two directories");
+    assert_eq!(e.kind(), ErrorKind::BadInput, "{e}");
+    let r = root.stop(ours, &StopOptions::default()).unwrap();
+    assert!(r.removed, "{r:?}");
+    assert!(!sb.path().join("subc-modules/twin").exists());
+    assert!(sb.path().join("daemon/subc-modules/twin").exists());
+    // Now the name is one directory's: the entry's name alone stops it.
+    let theirs = root.list().unwrap().remove(0);
+    let r = root.stop(&theirs.name, &StopOptions::default()).unwrap();
+    assert!(r.removed, "{r:?}");
+}
+
+/// `Modules::All` is every module and `Modules::Named` of no name is none; the older empty
+/// slice (`module::ALL`) still means every module.
+#[test]
+#[allow(deprecated)]
+fn modules_all_is_said_and_an_empty_named_list_is_no_module() {
+    let sb = Sandbox::create(&parent()).expect("sandbox");
+    let root = sb.root();
+    for name in ["one", "two"] {
+        let _ = root.create(&ModuleId::new(name).unwrap()).unwrap();
+    }
+    let names = |rows: Vec<ck_cgroup::telemetry::ModuleStatus>| {
+        let mut n: Vec<String> = rows.into_iter().map(|r| r.name.to_string()).collect();
+        n.sort();
+        n
+    };
+    assert_eq!(
+        names(root.status(&ck_cgroup::Modules::All).unwrap()),
+        ["one", "two"]
+    );
+    assert_eq!(
+        names(root.status(ck_cgroup::module::ALL).unwrap()),
+        ["one", "two"]
+    );
+    assert!(
+        root.status(&ck_cgroup::Modules::Named(vec![]))
+            .unwrap()
+            .is_empty()
+    );
+    let two = ck_cgroup::Modules::named(&["two"]).unwrap();
+    assert_eq!(names(root.status(&two).unwrap()), ["two"]);
+    assert_eq!(root.processes(&ck_cgroup::Modules::All).unwrap().len(), 2);
+    assert!(
+        root.processes(&ck_cgroup::Modules::Named(vec![]))
+            .unwrap()
+            .is_empty()
+    );
+    // A status row names its module for the calls that act on one.
+    let row = root.status(&two).unwrap().remove(0);
+    let r = root.stop(&row, &StopOptions::default()).unwrap();
+    assert!(r.removed, "{r:?}");
+}

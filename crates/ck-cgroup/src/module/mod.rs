@@ -54,7 +54,10 @@ use crate::mutation::{self, Control};
 use crate::stop::{StopOptions, TreeStop, stop_tree};
 
 /// No module named: every module, for the calls that take a list of names
-/// (`root.status(ALL)`, `root.processes(ALL)`).
+/// (`root.status(ALL)`, `root.processes(ALL)`). An empty slice, which those calls read as every
+/// module: say it with [`Modules::All`](crate::layout::Modules::All) instead
+/// (`root.status(&Modules::All)`), where an empty list of names is no module.
+#[deprecated(note = "an empty slice read as every module: use `&ck_cgroup::Modules::All`")]
 pub const ALL: &[&str] = &[];
 
 /// A service root: a cgroup2 directory below the hierarchy's root.

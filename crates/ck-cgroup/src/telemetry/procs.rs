@@ -89,25 +89,38 @@ pub struct Process {
     pub gpu_memory: crate::gpu::GpuMemory,
 }
 
+/// The directory the report is of, by its layout and name ([`ModuleName::of_dir`]).
+impl ToModuleName for ModuleProcesses {
+    fn to_module_name(&self) -> Result<crate::layout::ModuleName> {
+        Ok(crate::layout::ModuleName::of_dir(self.layout, &self.name))
+    }
+}
+
 impl Root {
     /// The processes of every module (ours and the daemon's), or of those named; a name that is
     /// no module is an error of kind [`ErrorKind::NoSuchModule`], as in [`Root::status`].
-    pub fn processes<S: ToModuleName>(&self, names: &[S]) -> Result<Vec<ModuleProcesses>> {
+    ///
+    /// `names`: as [`Root::status`] takes them ([`Selection`](crate::layout::Selection)).
+    pub fn processes<N: crate::layout::Selection + ?Sized>(
+        &self,
+        names: &N,
+    ) -> Result<Vec<ModuleProcesses>> {
         let gpu = GpuCensus::take(&crate::gpu::GpuProbe::from_env());
         self.processes_with(names, &gpu)
     }
 
     /// [`Root::processes`], each process's device memory from `gpu`.
-    pub fn processes_with<S: ToModuleName>(
+    pub fn processes_with<N: crate::layout::Selection + ?Sized>(
         &self,
-        names: &[S],
+        names: &N,
         gpu: &GpuCensus,
     ) -> Result<Vec<ModuleProcesses>> {
-        let names = names
-            .iter()
-            .map(ToModuleName::to_module_name)
-            .collect::<Result<Vec<_>>>()?;
-        Ok(modules_processes(self.dir(), &self.selected(&names)?, gpu))
+        let names = names.selection()?;
+        Ok(modules_processes(
+            self.dir(),
+            &self.selected(names.as_deref())?,
+            gpu,
+        ))
     }
 }
 
