@@ -266,3 +266,54 @@ fn modules_all_is_said_and_an_empty_named_list_is_no_module() {
     let r = root.stop(&row, &StopOptions::default()).unwrap();
     assert!(r.removed, "{r:?}");
 }
+
+/// Under a PID namespace `id()` is the init's pid and `program_pid()` the program's (its child,
+/// pid 2 there); `processes()` marks the init, which carries the spawner's name. Without one,
+/// the two pids are the same.
+#[test]
+fn program_pid_is_the_programs_under_a_pid_namespace_and_processes_marks_the_init() {
+    use ck_cgroup::spawn::ModuleCommand;
+    let sb = Sandbox::create(&parent()).expect("sandbox");
+    let root = sb.root();
+    let id = ModuleId::new("ns").unwrap();
+    let mut cmd = ModuleCommand::new("/bin/sleep");
+    cmd.arg("60").pid_namespace(true);
+    let mut child = root.spawn(&id, &cmd).unwrap();
+    let program = child.program_pid().expect("the program was found");
+    assert_ne!(program, child.id());
+    let status = std::fs::read_to_string(format!("/proc/{program}/status")).unwrap();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
+    assert_eq!(field("PPid:"), [child.id().to_string()]);
+    assert_eq!(field("NSpid:").last().map(String::as_str), Some("2"));
+    assert_eq!(field("Name:"), ["sleep"]);
+    let procs = root.processes(&[&id]).unwrap().remove(0).processes;
+    let init = procs
+        .iter()
+        .find(|p| p.pid == child.id())
+        .expect("the init");
+    assert!(init.init, "{init:?}");
+    let prog = procs
+        .iter()
+        .find(|p| p.pid == program)
+        .expect("the program");
+    assert!(!prog.init && prog.name == "sleep", "{prog:?}");
+    child.signal(ck_cgroup::Signal::TERM).unwrap();
+    let r = root.reap(&mut child, &StopOptions::default()).unwrap();
+    // The init is no survivor of the program's death; the stop that followed counts it.
+    assert_eq!(r.death.survivors, Some(vec![]), "{:?}", r.death);
+    let plain = ModuleId::new("plain").unwrap();
+    let mut cmd = ModuleCommand::new("/bin/sleep");
+    cmd.arg("60");
+    let mut child = root.spawn(&plain, &cmd).unwrap();
+    assert_eq!(child.program_pid(), Some(child.id()));
+    let procs = root.processes(&[&plain]).unwrap().remove(0).processes;
+    assert!(procs.iter().all(|p| !p.init), "{procs:?}");
+    child.signal(ck_cgroup::Signal::KILL).unwrap();
+    let _ = root.reap(&mut child, &StopOptions::default());
+}

@@ -27,7 +27,9 @@ pub struct Death {
     /// ([`Cause::charged`]): `None` where the cause is unknown.
     pub charged: Option<bool>,
     /// The processes still in the module when the death was read (children and orphans it left;
-    /// the init of its PID namespace not counted); `null` where they could not be listed.
+    /// the init of its PID namespace not counted: it lives on until the namespace is empty, and
+    /// the stop that follows counts it in [`TreeStop::killed`]); `null` where they could not be
+    /// listed.
     pub survivors: Option<Vec<u32>>,
 }
 

@@ -172,7 +172,10 @@ pub struct TreeStop {
     /// Methods that could not run, in the order tried.
     pub fell_through: Vec<FellThrough>,
     /// Processes in the tree when the kill began (0 when they could not be listed: the kill
-    /// does not depend on the list).
+    /// does not depend on the list). Every process of the tree is counted, the init of a PID
+    /// namespace included (`ModuleChild::id`), where a
+    /// [`Death`](crate::module::Death)'s `survivors` leave it out: for a module spawned with a
+    /// PID namespace whose program has died, the kill finds the survivors and the init.
     pub killed: usize,
     /// Milliseconds from the start to `populated 0` (or to the timeout).
     pub waited_ms: f64,

@@ -83,6 +83,13 @@ pub struct Process {
     pub orphan: bool,
     /// Its parent is a process of the same module (the table indents it under the parent).
     pub parent_in_module: bool,
+    /// It is the init of a PID namespace (pid 1 there: `NSpid:` of `/proc/<pid>/status`), as
+    /// `run` and `ModuleCommand::pid_namespace` start one: a fork of the process that spawned
+    /// the module (the helper, or the daemon), which never runs `execve`, so its
+    /// [`command`](Self::command) and [`name`](Self::name) are that spawner's. The program is
+    /// its child. Left out of the JSON where false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub init: bool,
     /// Device (GPU) memory it holds: DRM `fdinfo` or `nvidia-smi` ([`crate::gpu`]); unknown,
     /// with the reason, where there is no GPU or a reader failed.
     #[serde(default)]
@@ -331,6 +338,7 @@ fn read_process(pid: u32, cgroup: String, budget: &mut Budget) -> Option<(Proces
             name,
             orphan: false,
             parent_in_module: false,
+            init: inner == Some(1),
             gpu_memory: crate::gpu::GpuMemory::default(),
         },
         inner,
