@@ -317,3 +317,44 @@ fn program_pid_is_the_programs_under_a_pid_namespace_and_processes_marks_the_ini
     child.signal(ck_cgroup::Signal::KILL).unwrap();
     let _ = root.reap(&mut child, &StopOptions::default());
 }
+
+/// `remove_layout` undoes `init`: it refuses (Busy, nothing removed) while a module's directory
+/// or a process is in the layout, and then removes what `init` made; `init` lays it out again.
+#[test]
+fn remove_layout_undoes_init_and_refuses_while_a_module_or_a_process_is_there() {
+    let sb = Sandbox::create(&parent()).expect("sandbox");
+    let root = sb.root();
+    let id = ModuleId::new("held").unwrap();
+    let _ = root.create(&id).unwrap();
+    let e = root.remove_layout().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
+    assert!(e.to_string().contains("\"held\""), "{e}");
+    assert!(sb.path().join("subc-modules/held").exists());
+    let _ = root.remove("held").unwrap();
+    // A process in daemon/.
+    let mut sleeper = Command::new("sleep").arg("600").spawn().unwrap();
+    std::fs::write(
+        sb.path().join("daemon/cgroup.procs"),
+        sleeper.id().to_string(),
+    )
+    .unwrap();
+    let e = root.remove_layout().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
+    assert!(e.to_string().contains("processes"), "{e}");
+    assert!(
+        sb.path().join("subc-modules").exists(),
+        "nothing was removed"
+    );
+    sleeper.kill().unwrap();
+    let _ = sleeper.wait();
+    ck_cgroup::cgroup::wait::wait_empty(root.dir(), "daemon", Duration::from_secs(10)).unwrap();
+    let removed = root.remove_layout().unwrap();
+    assert_eq!(removed, ["subc-modules", "daemon"]);
+    assert!(!root.is_service_root().unwrap());
+    assert!(
+        root.remove_layout().unwrap().is_empty(),
+        "nothing left to remove"
+    );
+    let _ = root.init().unwrap();
+    assert!(root.is_service_root().unwrap());
+}
