@@ -134,6 +134,7 @@ fn wait_timeout_and_signal_member_by_pidfd() {
         .expect("exited on TERM");
     assert_eq!(st.signal(), Some(15));
     let r = root.reap(&mut child, &StopOptions::default()).unwrap();
+    assert_eq!(r.death.signal_kind(), Some(ck_cgroup::Signal::TERM));
     assert_eq!(
         r.death.cause,
         ck_cgroup::cgroup::death_cause::Cause::Signal {
@@ -189,6 +190,9 @@ fn the_default_stop_sends_term_with_a_grace_and_kill_is_sigkill_at_once() {
         );
         if want {
             assert_eq!(r.tree.method, None, "the tree ended in the grace: {r:?}");
+            assert_eq!(r.signal_kind(), Some(ck_cgroup::Signal::TERM), "{r:?}");
+        } else {
+            assert_eq!(r.signal_kind(), None, "{r:?}");
         }
         let _ = child.wait();
     }

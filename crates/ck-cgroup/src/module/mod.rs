@@ -35,9 +35,9 @@ mod stop_prune;
 pub use freezer::FreezeReport;
 pub use reap::{Death, Reaped};
 pub use report::*;
-pub use stop_prune::signal_name;
 #[cfg(feature = "systemd")]
 pub(crate) use stop_prune::{Removed, prune_entries};
+pub use stop_prune::{signal_from_name, signal_name};
 
 use crate::cgroup::death_cause::DeathCounters;
 use crate::cgroup::dir::CgroupDir;

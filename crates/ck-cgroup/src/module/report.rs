@@ -140,7 +140,8 @@ pub struct StopReport {
     pub path: Option<PathBuf>,
     /// It did not exist: nothing to do.
     pub already_gone: bool,
-    /// The graceful signal (`SIGTERM`); `null` without a grace period.
+    /// The graceful signal (`SIGTERM`); `null` without a grace period. As a [`Signal`]:
+    /// [`StopReport::signal_kind`].
     pub signal: Option<String>,
     /// The grace period in milliseconds.
     pub grace_ms: f64,
@@ -167,6 +168,13 @@ pub struct StopReport {
 }
 
 impl StopReport {
+    /// The graceful signal as the [`Signal`] the calls take ([`signal_name`]'s inverse); `None`
+    /// without a grace period.
+    pub fn signal_kind(&self) -> Option<Signal> {
+        let name = self.signal.as_deref()?;
+        signal_from_name(name)
+    }
+
     /// The report of a stop of `name` that found nothing: already gone.
     pub(crate) fn gone(name: &ModuleName, opts: &StopOptions) -> StopReport {
         StopReport {
