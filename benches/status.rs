@@ -314,7 +314,7 @@ fn measure(root: &Root, sandbox: &Path, bin: &Path, kind: Kind, populated: usize
         }
         Kind::Library => {
             let t0 = Instant::now();
-            let status = root.status(ck_cgroup::module::ALL)?;
+            let status = root.status(&ck_cgroup::Modules::All)?;
             let t1 = Instant::now();
             let json = serde_json::to_vec(&status)?;
             let t2 = Instant::now();

@@ -761,8 +761,7 @@ fn fork_storm_figures() {
                         &id,
                         &StopOptions {
                             method,
-                            timeout: Duration::from_secs(120),
-                            ..StopOptions::default()
+                            ..StopOptions::kill(Duration::from_secs(120))
                         },
                     )
                     .unwrap();

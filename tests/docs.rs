@@ -340,3 +340,62 @@ fn the_daemon_integration_supervisor_block_is_the_supervisor_example() {
         "docs/daemon-integration.md's supervisor block differs from crates/ck-cgroup/examples/supervisor.rs between its guide: markers"
     );
 }
+
+/// Every Rust block of docs/daemon-integration.md is compiled: each is the code between the
+/// `guide:` markers of one of the library's examples (dedented), which `cargo build --examples`
+/// compiles and `crates/ck-cgroup/tests/supervisor.rs` runs. A block added to the guide without
+/// its example fails here, naming its first line.
+#[test]
+fn every_rust_block_of_the_daemon_integration_guide_is_an_examples_compiled_code() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/ck-cgroup/examples");
+    let mut regions = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let Some((_, rest)) = text.split_once("// guide: start\n") else {
+            continue;
+        };
+        let Some((region, _)) = rest.split_once("// guide: end\n") else {
+            panic!("{}: guide: start without guide: end", path.display());
+        };
+        // Up to the end marker's line (its indent is no line of the region).
+        let region = region.rsplit_once('\n').map_or("", |(r, _)| r);
+        // The region's lines as written, less the indent of its first line.
+        let indent = region
+            .lines()
+            .next()
+            .map_or(0, |l| l.len() - l.trim_start().len());
+        let dedented: String = region
+            .lines()
+            .map(|l| {
+                l.get(indent..)
+                    .filter(|_| l.len() >= indent)
+                    .unwrap_or(l.trim_start())
+            })
+            .map(|l| format!("{}\n", l.trim_end()))
+            .collect();
+        regions.push(dedented);
+    }
+    assert!(
+        regions.len() >= 2,
+        "the examples' guide regions: {regions:?}"
+    );
+    let guide = read("docs/daemon-integration.md");
+    let mut blocks = 0;
+    let mut rest = guide.as_str();
+    while let Some((_, after)) = rest.split_once("```rust\n") {
+        let (block, more) = after.split_once("```\n").expect("a closed rust block");
+        blocks += 1;
+        let normal: String = block
+            .lines()
+            .map(|l| format!("{}\n", l.trim_end()))
+            .collect();
+        assert!(
+            regions.contains(&normal),
+            "docs/daemon-integration.md's rust block starting {:?} is no example's code between guide: markers (crates/ck-cgroup/examples/): make it one, so that it compiles",
+            block.lines().next().unwrap_or("")
+        );
+        rest = more;
+    }
+    assert!(blocks >= 2, "the guide's rust blocks: {blocks}");
+}

@@ -152,9 +152,10 @@ pub fn text(mods: &[ModuleProcesses], sorted: bool, width: Option<usize>) -> Str
                 format!("{}`- ", "   ".repeat(d - 1))
             };
             let mark = format!(
-                "{}{}",
+                "{}{}{}",
                 if p.command_cut { "  (cut)" } else { "" },
-                if p.orphan { "  (orphan)" } else { "" }
+                if p.orphan { "  (orphan)" } else { "" },
+                if p.init { "  (init)" } else { "" }
             );
             let mut row = vec![
                 p.pid.to_string(),

@@ -119,7 +119,7 @@ fn scale_once(ctx: &Ctx, k: Sc, seen: &Seen, n: usize) -> Res<f64> {
         }
         Sc::LibStatus => {
             let t0 = Instant::now();
-            let st = ctx.root.status(ck_cgroup::module::ALL)?;
+            let st = ctx.root.status(&ck_cgroup::Modules::All)?;
             let v = serde_json::to_vec(&st)?;
             let ms = ms_since(t0);
             if st.len() != n || v.is_empty() {

@@ -260,9 +260,97 @@ impl ToModuleName for ModuleRef {
     }
 }
 
+impl ModuleName {
+    /// The directory `name` of `layout` as a report gives them (`list`'s
+    /// [`ModuleEntry`](crate::module::ModuleEntry), `status`, `ps`): that directory alone, by its
+    /// path, so that a name found in both layouts is not refused as two. A systemd scope's
+    /// name is bare (its path is not one of this root's).
+    pub fn of_dir(layout: Layout, name: &DirName) -> ModuleName {
+        let layout = match layout {
+            Layout::Ck | Layout::Daemon => Some(layout),
+            Layout::Systemd => None,
+        };
+        ModuleName {
+            layout,
+            name: name.clone(),
+        }
+    }
+}
+
 impl<T: ToModuleName + ?Sized> ToModuleName for &T {
     fn to_module_name(&self) -> Result<ModuleName, Error> {
         (**self).to_module_name()
+    }
+}
+
+/// Which modules a call that reads many takes ([`Root::status`](crate::Root::status),
+/// [`Root::processes`](crate::Root::processes)): every one, or those named, said so.
+/// `Modules::Named` of no name is no module (an empty answer), never every module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Modules {
+    /// Every module of the root, both layouts.
+    All,
+    /// These, in this order (each as [`ToModuleName`] reads it).
+    Named(Vec<ModuleName>),
+}
+
+impl Modules {
+    /// The modules `names` names: bad input where one is not of the shown form.
+    pub fn named<S: ToModuleName>(names: &[S]) -> Result<Modules, Error> {
+        names
+            .iter()
+            .map(ToModuleName::to_module_name)
+            .collect::<Result<Vec<_>, _>>()
+            .map(Modules::Named)
+    }
+}
+
+/// What [`Root::status`](crate::Root::status) and [`Root::processes`](crate::Root::processes)
+/// take: [`Modules`] (`&Modules::All`, `&Modules::Named(..)`), or a slice, array or `Vec` of
+/// names ([`ToModuleName`]), where an empty one means every module (the older spelling, as
+/// [`module::ALL`](crate::module::ALL) is).
+pub trait Selection {
+    /// The names selected; `None` for every module.
+    fn selection(&self) -> Result<Option<Vec<ModuleName>>, Error>;
+}
+
+impl Selection for Modules {
+    fn selection(&self) -> Result<Option<Vec<ModuleName>>, Error> {
+        Ok(match self {
+            Modules::All => None,
+            Modules::Named(names) => Some(names.clone()),
+        })
+    }
+}
+
+impl<S: ToModuleName> Selection for [S] {
+    /// Empty: every module.
+    fn selection(&self) -> Result<Option<Vec<ModuleName>>, Error> {
+        if self.is_empty() {
+            return Ok(None);
+        }
+        match Modules::named(self)? {
+            Modules::Named(n) => Ok(Some(n)),
+            Modules::All => Ok(None),
+        }
+    }
+}
+
+impl<S: ToModuleName, const N: usize> Selection for [S; N] {
+    fn selection(&self) -> Result<Option<Vec<ModuleName>>, Error> {
+        self.as_slice().selection()
+    }
+}
+
+impl<S: ToModuleName> Selection for Vec<S> {
+    fn selection(&self) -> Result<Option<Vec<ModuleName>>, Error> {
+        self.as_slice().selection()
+    }
+}
+
+impl<T: Selection + ?Sized> Selection for &T {
+    fn selection(&self) -> Result<Option<Vec<ModuleName>>, Error> {
+        (**self).selection()
     }
 }
 

@@ -90,7 +90,7 @@ mod json_tests;
 pub use cgroup::CgroupDir;
 pub use error::{Class, Error, ErrorKind, Result};
 pub use id::{DirName, ModuleId};
-pub use layout::{Layout, ModuleName, ModuleRef, ToModuleName};
+pub use layout::{Layout, ModuleName, ModuleRef, Modules, Selection, ToModuleName};
 pub use module::Root;
 pub use sandbox::Sandbox;
 

@@ -536,10 +536,7 @@ const TEARDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 /// held stays behind: `scripts/mutation-controls` runs each control's tests in a sandbox of the
 /// plain helper (built without any control), whose teardown takes it all.
 fn empty_and_remove(parent: &CgroupDir, name: &str, dir: &CgroupDir) -> Result<()> {
-    let opts = StopOptions {
-        timeout: TEARDOWN_TIMEOUT,
-        ..StopOptions::default()
-    };
+    let opts = StopOptions::kill(TEARDOWN_TIMEOUT);
     let stopped = stop_tree(dir, "", &opts)?;
     if !stopped.empty {
         // Still populated (each process's state named), or empty with processes it listed

@@ -50,10 +50,7 @@ fn concurrent_stops(stoppers: usize, rounds: usize) {
     let id = ModuleId::new("raced").unwrap();
     let modules = sb.path().join("subc-modules");
     let dir = modules.join("raced");
-    let opts = StopOptions {
-        timeout: Duration::from_secs(10),
-        ..StopOptions::default()
-    };
+    let opts = StopOptions::kill(Duration::from_secs(10));
     for round in 0..rounds {
         let mut cmd = ModuleCommand::new("/bin/sh");
         // A process (the shell) and its child (the sleep it forked).
@@ -163,7 +160,7 @@ fn status_of_a_module_being_stopped_shows_it_read_or_leaves_it_out() {
                     })
                 })
                 .collect();
-            let stopped = root.stop("raced", &StopOptions::default());
+            let stopped = root.stop("raced", &StopOptions::kill(Duration::from_secs(10)));
             done.store(true, std::sync::atomic::Ordering::SeqCst);
             for r in readers {
                 r.join().expect("a status thread panicked");

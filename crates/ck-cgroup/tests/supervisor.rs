@@ -12,7 +12,6 @@
 #[allow(dead_code)]
 mod supervisor;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -68,12 +67,13 @@ fn pid_from(file: &Path) -> i32 {
     panic!("the module never wrote its pid to {}", file.display());
 }
 
+/// `ck-cgroup kill`'s stop without `--grace`: SIGKILL at once.
+fn stop_now() -> StopOptions {
+    StopOptions::kill(Duration::from_secs(10))
+}
+
 fn supervisor(sb: &Sandbox) -> Supervisor {
-    Supervisor {
-        root: Root::open(sb.path()).unwrap(),
-        budget: 3,
-        charged: HashMap::new(),
-    }
+    Supervisor::new(Root::open(sb.path()).unwrap())
 }
 
 #[test]
@@ -111,7 +111,8 @@ fn the_processes_it_left_are_named_and_stopped_with_the_module() {
     assert_eq!(r.death.cause, Cause::Exited { code: 1 });
     let left = r.death.survivors.clone().expect("listed");
     assert_eq!(left.len(), 1, "{:?}", r.death);
-    assert!(r.stop.ok() && r.stop.tree.killed == 1, "{:?}", r.stop);
+    // The default stop: TERM reached the one it left, which ended in the grace.
+    assert!(r.stop.ok() && r.stop.tree.signalled == 1, "{:?}", r.stop);
     assert!(!sb.path().join("subc-modules/leaver").exists());
 }
 
@@ -173,10 +174,12 @@ fn an_operators_stop_is_not_charged_even_when_it_removed_the_module_first() {
             let _pid = pid_from(&pidfile);
             // `ck-cgroup kill stopped`, as an operator runs it (the supervisor's own stop may
             // remove the module first: both are fine).
-            let r = operator.stop("stopped", &StopOptions::default()).unwrap();
+            // SIGKILL at once, as `ck-cgroup kill` without --grace.
+            let r = operator.stop("stopped", &stop_now()).unwrap();
             assert!(r.ok(), "{r:?}");
         });
-        assert!(sup.run_once(&id, &cmd).unwrap());
+        // Stopped on purpose: not started again.
+        assert!(!sup.run_once(&id, &cmd).unwrap());
     });
     assert_eq!(sup.charged[&id], 0, "the operator's stop was charged");
     // The stop removed the module before the death was read: its mark is read through the
@@ -184,7 +187,7 @@ fn an_operators_stop_is_not_charged_even_when_it_removed_the_module_first() {
     let _ = std::fs::remove_file(&pidfile);
     let mut child = sup.root.spawn(&id, &cmd).unwrap();
     let _pid = pid_from(&pidfile);
-    let r = operator.stop("stopped", &StopOptions::default()).unwrap();
+    let r = operator.stop("stopped", &stop_now()).unwrap();
     assert!(r.removed, "{r:?}");
     let r = sup.root.reap(&mut child, &StopOptions::default()).unwrap();
     assert_eq!(r.death.cause, Cause::Stopped, "{:?}", r.death);
@@ -234,4 +237,80 @@ fn a_bare_sigkill_without_the_memory_controller_is_unknown_and_says_why() {
     assert!(text.contains(r#""cause":{"kind":"unknown""#), "{text}");
     let back: ck_cgroup::module::Death = serde_json::from_str(&text).unwrap();
     assert_eq!(back, r.death);
+}
+
+#[path = "support/skip.rs"]
+#[allow(dead_code)]
+mod support_skip;
+
+/// The example's binary, built beside this test (`cargo build --all-targets`, what `make test`
+/// runs first): `target/<profile>/examples/supervisor`.
+fn example_binary() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let profile = exe.parent()?.parent()?;
+    Some(profile.join("examples/supervisor")).filter(|p| p.exists())
+}
+
+/// The example runs end to end: three modules at once from one thread, in a sandbox of its own
+/// under the tests' parent. The crasher spends its budget (3 in a minute) and is given up, the
+/// flaky one is charged its two failures and not its clean exit, the one an operator stops is
+/// not charged and not started again. The flaky module's last run ends only once the steady
+/// one was stopped: a supervisor that ran them one after another never gets there, and is
+/// killed after a minute.
+#[test]
+fn the_supervisor_example_runs_three_modules_at_once_and_charges_only_their_faults() {
+    let Some(bin) = example_binary() else {
+        support_skip::skip(
+            "the supervisor example is not built beside this test: `cargo build -p ck-cgroup --examples` (make test builds it)",
+        );
+        return;
+    };
+    let mut child = std::process::Command::new(&bin)
+        .arg(parent())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "the supervisor example did not end within a minute: it does not run its modules at once"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    assert!(status.success(), "{status}\n{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    let at = |want: &str| {
+        lines
+            .iter()
+            .position(|l| l.starts_with(want))
+            .unwrap_or_else(|| panic!("no line {want:?} in:\n{out}"))
+    };
+    for want in [
+        "crasher: 3 charged",
+        "flaky: 2 charged",
+        "steady: 0 charged",
+    ] {
+        assert!(lines.contains(&want), "no line {want:?} in:\n{out}");
+    }
+    at("crasher: Signal { signal: \"SIGSEGV\" }; charged true, 3 of 3 this minute; done");
+    let stopped = at("steady: Stopped; charged false, 0 of 3 this minute; done");
+    let clean = at("flaky: Exited { code: 0 }; charged false");
+    assert!(
+        stopped < clean,
+        "flaky ended before steady was stopped:\n{out}"
+    );
+    assert_eq!(
+        lines.iter().filter(|l| l.contains("restart")).count(),
+        4,
+        "two restarts each of crasher and flaky:\n{out}"
+    );
 }

@@ -266,7 +266,7 @@ impl<'a> View<'a> {
         let at = Instant::now();
         // `top` shows no device memory: no GPU census (no `nvidia-smi`) per refresh.
         let no_gpu = ck_cgroup::gpu::GpuCensus::not_read();
-        let mut rows = self.root.status_with(ck_cgroup::module::ALL, &no_gpu)?;
+        let mut rows = self.root.status_with(&ck_cgroup::Modules::All, &no_gpu)?;
         let mut rates = HashMap::new();
         let mut cpu = HashMap::new();
         for m in &rows {

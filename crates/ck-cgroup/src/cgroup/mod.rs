@@ -13,6 +13,8 @@
 //! - [`memory_left`]: what stayed charged to a module once its processes were gone (shmem).
 //! - [`mount`]: where cgroup2 is mounted.
 //! - [`oomd`]: systemd-oomd's xattrs (a directory's preference, its kill counters).
+//! - `kill_known` (crate-private): [`oomd::KillCounters`]' answers as `Option<bool>` (`by_kernel_known`, …):
+//!   unknown where a counter could not be read, never "no".
 //! - [`death_cause`]: why a module's main process died (exited, a signal, an OOM killer, a stop
 //!   of ours), from what rose on its directory and above it since it was spawned.
 //! - `stops_here` (crate-private): the stops this process made, by cgroup id, so that its death
@@ -23,6 +25,7 @@
 pub mod death_cause;
 pub mod dir;
 pub(crate) mod gone;
+mod kill_known;
 pub mod memory_left;
 pub mod mount;
 pub mod oom_cause;

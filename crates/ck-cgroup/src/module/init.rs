@@ -4,6 +4,18 @@ use super::*;
 
 use crate::mutation::{self, Control};
 
+/// The error of a layout directory `d` that still holds `what`.
+fn busy_layout(root: &Root, d: &str, what: &str) -> Error {
+    Error::failed(format!(
+        "{} still holds {what}: the layout is removed only when empty",
+        root.dir.display_path(d).display()
+    ))
+    .with_hint(
+        "stop the modules (`ck-cgroup prune --kill`) and move the daemon out of daemon/ first",
+    )
+    .with_kind(crate::error::ErrorKind::Busy)
+}
+
 /// Wait until one of `pids` has exited (its pidfd polls readable), at most until `deadline`;
 /// `false` when none could be waited for (no pidfd: each is gone already, which is an exit too).
 fn wait_exiting(pids: &[u32], deadline: Instant) -> bool {
@@ -26,7 +38,63 @@ fn wait_exiting(pids: &[u32], deadline: Instant) -> bool {
     matches!(poll(&mut polls, Some(&ts)), Ok(n) if n > 0) || Instant::now() < deadline
 }
 
+/// The directories [`Root::init`] lays out, deepest first: the order [`Root::remove_layout`]
+/// removes them in.
+const LAYOUT_DIRS: [&str; 3] = ["daemon/subc-modules", MODULES_DIR, DAEMON_LEAF];
+
 impl Root {
+    /// Undo [`Root::init`]'s layout: remove `daemon/subc-modules/`, `subc-modules/` and
+    /// `daemon/`, each where it is there, deepest first; the directories removed, by their path
+    /// relative to the root (none where the root was not laid out). Nothing is removed where
+    /// one of them holds a module's directory (a sub-directory) or a process (`populated 1`):
+    /// that is an error of kind [`ErrorKind::Busy`](crate::error::ErrorKind::Busy) (exit 1)
+    /// naming the first found, with the fix (stop the modules, `Root::prune`, and move the
+    /// daemon out of `daemon/`). What `init` enabled in the root's `cgroup.subtree_control` and
+    /// the processes it moved into `daemon/` stay as they are.
+    ///
+    /// ```no_run
+    /// # fn main() -> ck_cgroup::Result<()> {
+    /// let root = ck_cgroup::Root::open("/sys/fs/cgroup/unified/my.service".as_ref())?;
+    /// let removed = root.remove_layout()?;
+    /// println!("removed {removed:?}");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn remove_layout(&self) -> Result<Vec<String>> {
+        let mut there = Vec::new();
+        for d in LAYOUT_DIRS {
+            if !self.dir.is_dir(d)? {
+                continue;
+            }
+            let inside: Vec<String> = self
+                .dir
+                .subdirs(d)?
+                .into_iter()
+                .filter(|s| !LAYOUT_DIRS.contains(&join(d, s).as_str()))
+                .collect();
+            let populated = self
+                .dir
+                .read(&join(d, "cgroup.events"))
+                .map(|t| parse::events(&t).populated == Some(true))?;
+            if let Some(first) = inside.first() {
+                return Err(busy_layout(self, d, &format!("the module {first:?}")));
+            }
+            if populated {
+                return Err(busy_layout(self, d, "processes"));
+            }
+            there.push(d);
+        }
+        let mut removed = Vec::new();
+        for d in there {
+            match self.dir.rmdir_raw(d) {
+                Ok(()) => removed.push(d.to_string()),
+                Err(Errno::NOENT) => {}
+                Err(e) => return Err(Error::io("rmdir", self.dir.display_path(d), e)),
+            }
+        }
+        Ok(removed)
+    }
+
     /// Make `daemon/` and `subc-modules/`, move every process of the root into `daemon/`, and
     /// enable every available controller in the root's and `subc-modules/`'s
     /// `cgroup.subtree_control`, and mark `daemon/` so that systemd-oomd never picks it

@@ -35,9 +35,9 @@ mod stop_prune;
 pub use freezer::FreezeReport;
 pub use reap::{Death, Reaped};
 pub use report::*;
-pub use stop_prune::signal_name;
 #[cfg(feature = "systemd")]
 pub(crate) use stop_prune::{Removed, prune_entries};
+pub use stop_prune::{signal_from_name, signal_name};
 
 use crate::cgroup::death_cause::DeathCounters;
 use crate::cgroup::dir::CgroupDir;
@@ -54,7 +54,10 @@ use crate::mutation::{self, Control};
 use crate::stop::{StopOptions, TreeStop, stop_tree};
 
 /// No module named: every module, for the calls that take a list of names
-/// (`root.status(ALL)`, `root.processes(ALL)`).
+/// (`root.status(ALL)`, `root.processes(ALL)`). An empty slice, which those calls read as every
+/// module: say it with [`Modules::All`](crate::layout::Modules::All) instead
+/// (`root.status(&Modules::All)`), where an empty list of names is no module.
+#[deprecated(note = "an empty slice read as every module: use `&ck_cgroup::Modules::All`")]
 pub const ALL: &[&str] = &[];
 
 /// A service root: a cgroup2 directory below the hierarchy's root.

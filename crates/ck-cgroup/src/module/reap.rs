@@ -19,7 +19,8 @@ pub struct Death {
     pub module: String,
     /// The exit code, where it exited; `null` where a signal killed it.
     pub exit_code: Option<i32>,
-    /// The signal that killed it (`SIGKILL`); `null` where it exited.
+    /// The signal that killed it (`SIGKILL`); `null` where it exited. As a [`Signal`]:
+    /// [`signal_kind`](Self::signal_kind).
     pub signal: Option<String>,
     /// Why it died, from what rose on the module and above it since the spawn.
     pub cause: Cause,
@@ -27,7 +28,9 @@ pub struct Death {
     /// ([`Cause::charged`]): `None` where the cause is unknown.
     pub charged: Option<bool>,
     /// The processes still in the module when the death was read (children and orphans it left;
-    /// the init of its PID namespace not counted); `null` where they could not be listed.
+    /// the init of its PID namespace not counted: it lives on until the namespace is empty, and
+    /// the stop that follows counts it in [`TreeStop::killed`]); `null` where they could not be
+    /// listed.
     pub survivors: Option<Vec<u32>>,
     /// The marks that rose but that the death does not agree with (a module of the daemon's uid
     /// can raise `user.ck_cgroup_stops` and `user.oomd_ooms` itself): not believed, the cause
@@ -38,6 +41,13 @@ pub struct Death {
 }
 
 impl Death {
+    /// The signal that killed it as the [`Signal`] the calls take (`signal` holds its name, as
+    /// the JSON has it); `None` where it exited, or for a number that is no named signal.
+    pub fn signal_kind(&self) -> Option<Signal> {
+        let name = self.signal.as_deref()?;
+        Signal::from_named_raw(signal_number(name))
+    }
+
     /// The exit status as [`std::process::ExitStatus`].
     pub fn status(&self) -> ExitStatus {
         match (self.exit_code, &self.signal) {

@@ -53,11 +53,31 @@ pub struct PlaceReport {
     pub placed: Vec<u32>,
 }
 
-/// One module in `list`.
+/// One module in `list`. An entry is itself what the calls that act on one module take
+/// ([`ToModuleName`]): `root.stop(&entry, &opts)` stops the directory listed (by its layout
+/// and name, [`ModuleName::of_dir`]), even where a directory of the same name is in the other
+/// layout.
+///
+/// ```no_run
+/// use ck_cgroup::stop::StopOptions;
+///
+/// # fn main() -> ck_cgroup::Result<()> {
+/// let root = ck_cgroup::Root::open("/sys/fs/cgroup/unified/my.service".as_ref())?;
+/// for m in root.list()? {
+///     if m.populated == Some(false) {
+///         root.stop(&m, &StopOptions::default())?; // the entry, or &m.name, or m.path
+///     }
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct ModuleEntry {
-    /// Directory name as found (what `kill` and `remove` take).
+    /// Directory name as found. Every call that acts on one module takes it (`&m.name`:
+    /// [`DirName`] is [`ToModuleName`]), as `kill` and `remove` take it on the command line;
+    /// by the bare name a directory of that name in both layouts is refused as two, where the
+    /// entry itself (or [`path`](Self::path)) names the one listed.
     pub name: DirName,
     /// The module id; for the daemon's layout decoded from the name, `null` where it does not decode.
     pub module: Option<DirName>,
@@ -73,6 +93,12 @@ pub struct ModuleEntry {
     pub frozen: Option<bool>,
     /// Processes in the module and its sub-cgroups; `null` when it could not be read.
     pub procs: Option<usize>,
+}
+
+impl ToModuleName for ModuleEntry {
+    fn to_module_name(&self) -> Result<ModuleName> {
+        Ok(ModuleName::of_dir(self.layout, &self.name))
+    }
 }
 
 impl ModuleEntry {
@@ -114,7 +140,8 @@ pub struct StopReport {
     pub path: Option<PathBuf>,
     /// It did not exist: nothing to do.
     pub already_gone: bool,
-    /// The graceful signal (`SIGTERM`); `null` without a grace period.
+    /// The graceful signal (`SIGTERM`); `null` without a grace period. As a [`Signal`]:
+    /// [`StopReport::signal_kind`].
     pub signal: Option<String>,
     /// The grace period in milliseconds.
     pub grace_ms: f64,
@@ -147,6 +174,13 @@ pub struct StopReport {
 }
 
 impl StopReport {
+    /// The graceful signal as the [`Signal`] the calls take ([`signal_name`]'s inverse); `None`
+    /// without a grace period.
+    pub fn signal_kind(&self) -> Option<Signal> {
+        let name = self.signal.as_deref()?;
+        signal_from_name(name)
+    }
+
     /// The report of a stop of `name` that found nothing: already gone.
     pub(crate) fn gone(name: &ModuleName, opts: &StopOptions) -> StopReport {
         StopReport {

@@ -169,6 +169,24 @@ fn restored_into(report: &mut StopReport, more: Vec<String>) {
     }
 }
 
+/// The signal [`signal_name`] names `name` (`SIGTERM`, `signal 34`); `None` for other text.
+pub fn signal_from_name(name: &str) -> Option<Signal> {
+    if let Some(n) = name.strip_prefix("signal ") {
+        return n.parse().ok().and_then(Signal::from_named_raw);
+    }
+    [
+        Signal::TERM,
+        Signal::INT,
+        Signal::HUP,
+        Signal::QUIT,
+        Signal::USR1,
+        Signal::USR2,
+        Signal::KILL,
+    ]
+    .into_iter()
+    .find(|s| signal_name(*s) == name)
+}
+
 /// `SIGTERM` for [`Signal::TERM`].
 pub fn signal_name(sig: Signal) -> String {
     let n = sig.as_raw();
@@ -199,13 +217,7 @@ impl Root {
     /// # }
     /// ```
     pub fn kill(&self, name: impl ToModuleName, timeout: Duration) -> Result<StopReport> {
-        self.stop(
-            name,
-            &StopOptions {
-                timeout,
-                ..StopOptions::default()
-            },
-        )
+        self.stop(name, &StopOptions::kill(timeout))
     }
 
     /// Stop the module's whole tree (`stop_tree`: graceful signal and grace on the whole
@@ -454,5 +466,34 @@ impl Root {
                 Removal::Populated(..) => Ok(Removed::Populated),
             },
         ))
+    }
+}
+
+#[cfg(test)]
+mod signal_name_tests {
+    use super::*;
+
+    /// A report's signal text is read back into the signal it names, every one a stop sends.
+    #[test]
+    fn a_reports_signal_name_reads_back_as_its_signal() {
+        for s in [
+            Signal::TERM,
+            Signal::INT,
+            Signal::HUP,
+            Signal::QUIT,
+            Signal::USR1,
+            Signal::USR2,
+            Signal::KILL,
+            Signal::WINCH,
+        ] {
+            assert_eq!(
+                signal_from_name(&signal_name(s)),
+                Some(s),
+                "{}",
+                signal_name(s)
+            );
+        }
+        assert_eq!(signal_from_name("TERM"), None);
+        assert_eq!(signal_from_name("signal x"), None);
     }
 }

@@ -55,9 +55,22 @@ pub(crate) struct Baseline {
 
 impl ModuleChild {
     /// The child's process id (in the parent's pid namespace). With a PID
-    /// namespace, the init's.
+    /// namespace, the init's: the program's is [`program_pid`](Self::program_pid).
     pub fn id(&self) -> u32 {
         self.pid
+    }
+
+    /// The program's own process id, in the parent's PID namespace: [`id`](Self::id) without a
+    /// PID namespace; with one, the init's first child (pid 2 there), found right after its
+    /// exec from the init's children and held by a pidfd of its own, so the pid is that
+    /// process's for as long as this child lives. `None` with a PID namespace where it could
+    /// not be found: the program had exited already when the spawn returned, or `/proc` could
+    /// not tell (its status then comes from the init's report alone).
+    pub fn program_pid(&self) -> Option<u32> {
+        match &self.ns {
+            Some(ns) => ns.program_pid(),
+            None => Some(self.pid),
+        }
     }
 
     /// The child's pidfd (see `pidfd_open(2)`); close-on-exec. With a PID

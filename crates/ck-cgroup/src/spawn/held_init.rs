@@ -34,6 +34,13 @@ pub(super) struct Program {
     pidfd: OwnedFd,
 }
 
+impl Program {
+    /// Its pid, in the caller's PID namespace.
+    pub(super) fn pid(&self) -> u32 {
+        self.pid
+    }
+}
+
 /// The pidfd: it polls readable once the program has exited.
 impl AsFd for Program {
     fn as_fd(&self) -> BorrowedFd<'_> {

@@ -31,9 +31,12 @@
 //! [`ModuleCommand::fd`] the child takes an identity, a process group and extra descriptors
 //! before `execve(2)`, on both paths.
 //!
+//! Many modules from one thread: [`wait_any`] sleeps in one `poll(2)` on their exit descriptors
+//! and says which one ended; a [`Waiter`] holds them by key and hands back the one that ended.
+//!
 //! Files: the public surface here; [`ModuleCommand`] in `command.rs`, [`ModuleChild`] in
 //! `child.rs`, the `PATH` search in `path_search.rs`, what the clone3 child borrows in `prepare.rs`,
-//! the fallback and its hooks in `pre_exec.rs`, and in `clone3.rs` (with `clone3/pidns_init.rs`, the
+//! the fallback and its hooks in `pre_exec.rs`, the wait on many in `wait_any.rs`, and in `clone3.rs` (with `clone3/pidns_init.rs`, the
 //! PID namespace's init) all the `unsafe` code of the crate, every block with a `SAFETY:`
 //! argument. The signal relay of `ck-cgroup run` is `signals`.
 //!
@@ -51,6 +54,7 @@ mod held_init;
 mod path_search;
 mod pre_exec;
 mod prepare;
+mod wait_any;
 
 pub mod cgroupns;
 pub mod pidns;
@@ -66,6 +70,7 @@ pub use held_init::HeldInit;
 pub use path_search::find_program;
 pub use pidns::{PidNamespaceRefused, pid_namespace_refused};
 pub use pre_exec::{pdeathsig_before_exec, place_before_exec, unblock_signals_before_exec};
+pub use wait_any::{Ended, Waiter, wait_any};
 
 use std::ffi::CStr;
 use std::io;

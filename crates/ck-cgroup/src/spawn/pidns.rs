@@ -186,6 +186,11 @@ impl Reports {
         self.program = held_init::find_program(cgroup_dir, self.init);
     }
 
+    /// The program's pid (in the caller's namespace), where it was held.
+    pub(super) fn program_pid(&self) -> Option<u32> {
+        self.program.as_ref().map(|p| p.pid())
+    }
+
     /// How the init was held when the program's status came from its zombie; `None` when the
     /// init reported it (or it has not exited).
     pub(super) fn held(&self) -> Option<HeldInit> {

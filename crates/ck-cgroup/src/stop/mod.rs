@@ -102,6 +102,14 @@ pub struct FellThrough {
 }
 
 /// How to stop a tree.
+///
+/// [`StopOptions::default()`] is the graceful stop: SIGTERM to every process of the tree, a
+/// grace of [`DEFAULT_GRACE`] (10 s, `ck-cgroup run`'s default `--grace`) that ends as soon as
+/// the whole tree has exited, then SIGKILL by [`Method::Auto`] for what is left, and a wait of
+/// at most [`DEFAULT_TIMEOUT`] (10 s, the helper's default `--timeout`) for the tree to be
+/// empty. A stop of a tree that ignores TERM so takes up to 20 s in all. SIGKILL at once, as
+/// `ck-cgroup kill` does without `--grace`: [`StopOptions::kill`] (or `grace:
+/// Duration::ZERO`), what [`Root::kill`](crate::Root::kill) uses.
 #[derive(Debug, Clone, Copy)]
 pub struct StopOptions {
     /// The graceful signal, sent when `grace` is above zero.
@@ -114,13 +122,34 @@ pub struct StopOptions {
     pub timeout: Duration,
 }
 
+/// The grace of [`StopOptions::default()`]: 10 s, as `ck-cgroup run`'s default `--grace`.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
+
+/// The wait for an empty tree after SIGKILL of [`StopOptions::default()`]: 10 s, as the
+/// helper's default `--timeout`.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
 impl Default for StopOptions {
+    /// SIGTERM, a grace of [`DEFAULT_GRACE`] (10 s), [`Method::Auto`], a timeout of
+    /// [`DEFAULT_TIMEOUT`] (10 s).
     fn default() -> Self {
         StopOptions {
             signal: Signal::TERM,
-            grace: Duration::ZERO,
+            grace: DEFAULT_GRACE,
             method: Method::Auto,
-            timeout: Duration::from_secs(10),
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+impl StopOptions {
+    /// SIGKILL at once (no graceful signal, no grace) by [`Method::Auto`], then a wait of at
+    /// most `timeout` for the tree to be empty: `ck-cgroup kill` without `--grace`.
+    pub fn kill(timeout: Duration) -> StopOptions {
+        StopOptions {
+            grace: Duration::ZERO,
+            timeout,
+            ..StopOptions::default()
         }
     }
 }
@@ -143,7 +172,10 @@ pub struct TreeStop {
     /// Methods that could not run, in the order tried.
     pub fell_through: Vec<FellThrough>,
     /// Processes in the tree when the kill began (0 when they could not be listed: the kill
-    /// does not depend on the list).
+    /// does not depend on the list). Every process of the tree is counted, the init of a PID
+    /// namespace included (`ModuleChild::id`), where a
+    /// [`Death`](crate::module::Death)'s `survivors` leave it out: for a module spawned with a
+    /// PID namespace whose program has died, the kill finds the survivors and the init.
     pub killed: usize,
     /// Milliseconds from the start to `populated 0` (or to the timeout).
     pub waited_ms: f64,

@@ -22,7 +22,7 @@ use crate::cgroup::wait::join;
 use crate::error::Result;
 use crate::gpu::{GpuCensus, GpuMemory, GpuProbe};
 use crate::id::DirName;
-use crate::layout::{Layout, ModuleName, ToModuleName};
+use crate::layout::{Layout, ModuleName, Selection, ToModuleName};
 use crate::module::{ModuleEntry, Root};
 use crate::mutation::{self, Control};
 
@@ -200,6 +200,14 @@ pub struct ModuleStatus {
     pub gpu_memory: GpuMemory,
 }
 
+/// The directory the figures are of, by its layout and name
+/// ([`ModuleName::of_dir`](crate::layout::ModuleName::of_dir)).
+impl ToModuleName for ModuleStatus {
+    fn to_module_name(&self) -> Result<crate::layout::ModuleName> {
+        Ok(crate::layout::ModuleName::of_dir(self.layout, &self.name))
+    }
+}
+
 /// The figure of a report that does not carry `memory_shmem`: unknown.
 fn shmem_unread() -> Figure<u64> {
     Figure::new(None, "memory.stat shmem")
@@ -279,22 +287,22 @@ impl Root {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn status<S: ToModuleName>(&self, names: &[S]) -> Result<Vec<ModuleStatus>> {
+    ///
+    /// `names`: `&Modules::All`, `&Modules::Named(..)`, or names (`&[..]`, `&vec![..]`), an
+    /// empty list meaning every module ([`Selection`]).
+    pub fn status<N: Selection + ?Sized>(&self, names: &N) -> Result<Vec<ModuleStatus>> {
         self.status_with(names, &GpuCensus::take(&GpuProbe::from_env()))
     }
 
     /// [`Root::status`], its device-memory figures from `gpu` (taken once by the caller, e.g.
     /// [`GpuCensus::take`], or recorded).
-    pub fn status_with<S: ToModuleName>(
+    pub fn status_with<N: Selection + ?Sized>(
         &self,
-        names: &[S],
+        names: &N,
         gpu: &GpuCensus,
     ) -> Result<Vec<ModuleStatus>> {
-        let names = names
-            .iter()
-            .map(ToModuleName::to_module_name)
-            .collect::<Result<Vec<_>>>()?;
-        let names = names.as_slice();
+        let names = names.selection()?;
+        let names = names.as_deref();
         // The controllers each layout's modules have: files of the others are not there, and
         // are not tried (the figure stays unknown either way).
         let enabled = |dir: &str| {
@@ -320,7 +328,8 @@ impl Root {
     /// Every module, or those named (by id or directory name, as [`Root::find_all`] takes them:
     /// every directory of the daemon's an id names), in that order; a name that is no module is an error of kind
     /// [`ErrorKind::NoSuchModule`](crate::error::ErrorKind::NoSuchModule).
-    pub(crate) fn selected(&self, names: &[ModuleName]) -> Result<Vec<ModuleEntry>> {
+    /// `None`: every module.
+    pub(crate) fn selected(&self, names: Option<&[ModuleName]>) -> Result<Vec<ModuleEntry>> {
         self.selected_with(names, true)
     }
 
@@ -328,10 +337,14 @@ impl Root {
     /// only when `events` (`status` reads it from the module's own directory).
     /// Each name is looked up before the modules are listed: one removed after its lookup
     /// (a `kill` racing this) is left out, not a name that is no module.
-    fn selected_with(&self, names: &[ModuleName], events: bool) -> Result<Vec<ModuleEntry>> {
-        if names.is_empty() {
+    fn selected_with(
+        &self,
+        names: Option<&[ModuleName]>,
+        events: bool,
+    ) -> Result<Vec<ModuleEntry>> {
+        let Some(names) = names else {
             return self.entries_with(false, events);
-        }
+        };
         let mut found = Vec::new();
         for n in names {
             let each = self.find_all(n)?;

@@ -83,31 +83,51 @@ pub struct Process {
     pub orphan: bool,
     /// Its parent is a process of the same module (the table indents it under the parent).
     pub parent_in_module: bool,
+    /// It is the init of a PID namespace (pid 1 there: `NSpid:` of `/proc/<pid>/status`), as
+    /// `run` and `ModuleCommand::pid_namespace` start one: a fork of the process that spawned
+    /// the module (the helper, or the daemon), which never runs `execve`, so its
+    /// [`command`](Self::command) and [`name`](Self::name) are that spawner's. The program is
+    /// its child. Left out of the JSON where false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub init: bool,
     /// Device (GPU) memory it holds: DRM `fdinfo` or `nvidia-smi` ([`crate::gpu`]); unknown,
     /// with the reason, where there is no GPU or a reader failed.
     #[serde(default)]
     pub gpu_memory: crate::gpu::GpuMemory,
 }
 
+/// The directory the report is of, by its layout and name ([`ModuleName::of_dir`]).
+impl ToModuleName for ModuleProcesses {
+    fn to_module_name(&self) -> Result<crate::layout::ModuleName> {
+        Ok(crate::layout::ModuleName::of_dir(self.layout, &self.name))
+    }
+}
+
 impl Root {
     /// The processes of every module (ours and the daemon's), or of those named; a name that is
     /// no module is an error of kind [`ErrorKind::NoSuchModule`], as in [`Root::status`].
-    pub fn processes<S: ToModuleName>(&self, names: &[S]) -> Result<Vec<ModuleProcesses>> {
+    ///
+    /// `names`: as [`Root::status`] takes them ([`Selection`](crate::layout::Selection)).
+    pub fn processes<N: crate::layout::Selection + ?Sized>(
+        &self,
+        names: &N,
+    ) -> Result<Vec<ModuleProcesses>> {
         let gpu = GpuCensus::take(&crate::gpu::GpuProbe::from_env());
         self.processes_with(names, &gpu)
     }
 
     /// [`Root::processes`], each process's device memory from `gpu`.
-    pub fn processes_with<S: ToModuleName>(
+    pub fn processes_with<N: crate::layout::Selection + ?Sized>(
         &self,
-        names: &[S],
+        names: &N,
         gpu: &GpuCensus,
     ) -> Result<Vec<ModuleProcesses>> {
-        let names = names
-            .iter()
-            .map(ToModuleName::to_module_name)
-            .collect::<Result<Vec<_>>>()?;
-        Ok(modules_processes(self.dir(), &self.selected(&names)?, gpu))
+        let names = names.selection()?;
+        Ok(modules_processes(
+            self.dir(),
+            &self.selected(names.as_deref())?,
+            gpu,
+        ))
     }
 }
 
@@ -318,6 +338,7 @@ fn read_process(pid: u32, cgroup: String, budget: &mut Budget) -> Option<(Proces
             name,
             orphan: false,
             parent_in_module: false,
+            init: inner == Some(1),
             gpu_memory: crate::gpu::GpuMemory::default(),
         },
         inner,
