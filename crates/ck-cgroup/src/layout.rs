@@ -262,7 +262,7 @@ impl ToModuleName for ModuleRef {
 
 impl ModuleName {
     /// The directory `name` of `layout` as a report gives them (`list`'s
-    /// [`ModuleEntry`](crate::module::ModuleEntry), `status`, `ps`): that directory alone, by its
+    /// `ModuleEntry`, `status`, `ps`): that directory alone, by its
     /// path, so that a name found in both layouts is not refused as two. A systemd scope's
     /// name is bare (its path is not one of this root's).
     pub fn of_dir(layout: Layout, name: &DirName) -> ModuleName {
@@ -283,8 +283,8 @@ impl<T: ToModuleName + ?Sized> ToModuleName for &T {
     }
 }
 
-/// Which modules a call that reads many takes ([`Root::status`](crate::Root::status),
-/// [`Root::processes`](crate::Root::processes)): every one, or those named, said so.
+/// Which modules a call that reads many takes (`Root::status`,
+/// `Root::processes`): every one, or those named, said so.
 /// `Modules::Named` of no name is no module (an empty answer), never every module.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Modules {
@@ -305,10 +305,10 @@ impl Modules {
     }
 }
 
-/// What [`Root::status`](crate::Root::status) and [`Root::processes`](crate::Root::processes)
+/// What `Root::status` and `Root::processes`
 /// take: [`Modules`] (`&Modules::All`, `&Modules::Named(..)`), or a slice, array or `Vec` of
 /// names ([`ToModuleName`]), where an empty one means every module (the older spelling, as
-/// [`module::ALL`](crate::module::ALL) is).
+/// `module::ALL` is).
 pub trait Selection {
     /// The names selected; `None` for every module.
     fn selection(&self) -> Result<Option<Vec<ModuleName>>, Error>;

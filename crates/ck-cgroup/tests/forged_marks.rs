@@ -256,7 +256,7 @@ fn a_stop_after_the_crash_does_not_excuse_it() {
         .expect("the crash");
     assert_eq!(std::os::unix::process::ExitStatusExt::signal(&st), Some(11));
     let stop = root.stop(&id, &StopOptions::default()).unwrap();
-    assert!(stop.ok() && stop.tree.killed == 1, "{stop:?}");
+    assert!(stop.ok() && stop.tree.signalled == 1, "{stop:?}");
     let d = root.death(&mut child).unwrap();
     assert_eq!(
         d.cause,

@@ -109,7 +109,7 @@ pub struct FellThrough {
 /// at most [`DEFAULT_TIMEOUT`] (10 s, the helper's default `--timeout`) for the tree to be
 /// empty. A stop of a tree that ignores TERM so takes up to 20 s in all. SIGKILL at once, as
 /// `ck-cgroup kill` does without `--grace`: [`StopOptions::kill`] (or `grace:
-/// Duration::ZERO`), what [`Root::kill`](crate::Root::kill) uses.
+/// Duration::ZERO`), what `Root::kill` uses.
 #[derive(Debug, Clone, Copy)]
 pub struct StopOptions {
     /// The graceful signal, sent when `grace` is above zero.
@@ -174,7 +174,7 @@ pub struct TreeStop {
     /// Processes in the tree when the kill began (0 when they could not be listed: the kill
     /// does not depend on the list). Every process of the tree is counted, the init of a PID
     /// namespace included (`ModuleChild::id`), where a
-    /// [`Death`](crate::module::Death)'s `survivors` leave it out: for a module spawned with a
+    /// `Death`'s `survivors` leave it out: for a module spawned with a
     /// PID namespace whose program has died, the kill finds the survivors and the init.
     pub killed: usize,
     /// Milliseconds from the start to `populated 0` (or to the timeout).
