@@ -334,6 +334,69 @@ fn a_forged_oomd_mark_whose_processes_live_on_is_unconfirmed_and_names_no_killer
     assert_eq!(e["killed_by"], serde_json::json!([]), "{e}");
 }
 
+/// Rises of `user.oomd_ooms` that keep coming faster than the check's 10 s, while the module's
+/// process lives on: each rise is checked on its own time (a red team's shape: rises every few
+/// seconds replaced the pending check, so none was ever flagged while they kept coming).
+#[test]
+fn rises_that_keep_coming_are_each_checked() {
+    let w = World::new();
+    let watch = Watch::start(&w, &[]);
+    let mut cmd = w.exec_sleep("riser");
+    let m = w.root().join("subc-modules/riser");
+    let start = std::time::Instant::now();
+    let mut flagged = None;
+    for n in 1..=10 {
+        set_xattr(&m, "user.oomd_ooms", &n.to_string());
+        // A rise every 3 s, for up to 30 s: without a check per rise, none is ever due.
+        let seen = watch.during(std::time::Duration::from_secs(3));
+        if let Some(e) = seen
+            .iter()
+            .find(|v| v["module"] == "riser" && v["event"] == "oomd_kill_unconfirmed")
+        {
+            flagged = Some((n, e.clone()));
+            break;
+        }
+    }
+    let _ = cmd.kill();
+    let _ = cmd.wait();
+    let (n, e) = flagged.unwrap_or_else(|| {
+        panic!(
+            "no oomd_kill_unconfirmed in {:.0?} of rises every 3 s",
+            start.elapsed()
+        )
+    });
+    assert_eq!(e["value"], 1, "{e}");
+    assert!(n < 10, "flagged only after the rises stopped: {e}");
+}
+
+/// A module that leaves short-lived processes where `watch` looks first (the processes it holds
+/// at a rise) and moves its real one to a sub-cgroup, then raises `user.oomd_ooms`: the decoys
+/// exit, the real one runs on, and the check still finds it (any process of the module that is
+/// older than the rise).
+#[test]
+fn a_decoy_for_the_held_processes_does_not_hide_the_real_ones() {
+    let w = World::new();
+    let watch = Watch::start(&w, &[]);
+    let mut real = w.exec_sleep("decoy");
+    let m = w.root().join("subc-modules/decoy");
+    std::fs::create_dir(m.join("inner")).unwrap();
+    std::fs::write(m.join("inner/cgroup.procs"), real.id().to_string()).unwrap();
+    let mut decoys = Vec::new();
+    for _ in 0..8 {
+        let mut c = w.ck();
+        c.args(["exec", "decoy", "--", "sleep", "1"]);
+        decoys.push(w.exec_placed(c, "decoy"));
+    }
+    set_xattr(&m, "user.oomd_ooms", "1");
+    for mut d in decoys {
+        let _ = d.wait();
+    }
+    let e = watch.wait_for("decoy", "oomd_kill_unconfirmed");
+    let _ = real.kill();
+    let _ = real.wait();
+    assert_eq!(e.value, Some(1), "{e:?}");
+}
+
 #[test]
 fn doctor_explains_oomd_here_without_a_bus_and_does_not_crash() {
     let w = World::new();

@@ -8,9 +8,13 @@
 //! A process of the daemon's uid can raise `user.oomd_ooms` itself (docs/operations.md, "What
 //! such a module can forge"). What can be told is checked: systemd-oomd kills every process of
 //! the cgroup it picks, so at each rise `watch` holds a pidfd on some of the module's processes
-//! ([`Kills::expect_kill`]), and [`OOMD_CONFIRM`] later ([`Kills::confirm`]) a process of those
-//! that still runs makes an `oomd_kill_unconfirmed` event, and the rise no longer names
-//! systemd-oomd in `emptied`'s `killed_by`.
+//! ([`Kills::expect_kill`]), and [`OOMD_CONFIRM`] later ([`Kills::confirm`]) a process that
+//! still runs makes an `oomd_kill_unconfirmed` event, and the rise no longer names systemd-oomd
+//! in `emptied`'s `killed_by`. A process that still runs is one of those held, or any process
+//! of the module and its sub-cgroups then (listed again at the check) that started before the
+//! rise: a module that leaves short-lived processes for the pidfds and moves its real ones to a
+//! sub-cgroup is caught by the second. Every rise is checked: a new rise queues its own check
+//! and never replaces a pending one.
 //!
 //! Kept apart from watch/ so that its event loop calls in at a few points only:
 //! [`Kills::observe`] on each re-read, [`Kills::expect_kill`] at a rise, [`Kills::confirm`] when
@@ -37,10 +41,12 @@ pub(super) const OOMD_KILL_UNCONFIRMED: &str = "oomd_kill_unconfirmed";
 pub(super) const OOMD_UNCONFIRMED_SOURCE: &str =
     "user.oomd_ooms rose, and processes that were in the module then still run";
 
-/// A rise whose kill is to be checked: when, and the processes held.
+/// A rise whose kill is to be checked: when, the processes held, and the rise's moment in the
+/// clock ticks of a process's start time (`/proc/<pid>/stat`).
 struct Pending {
     due: Instant,
     witness: Witness,
+    rise_ticks: u64,
 }
 
 impl std::fmt::Debug for Pending {
@@ -54,7 +60,7 @@ impl std::fmt::Debug for Pending {
 pub(super) struct Kills {
     last: Option<KillCounters>,
     since: Option<KillCounters>,
-    pending: Option<Pending>,
+    pending: Vec<Pending>,
 }
 
 /// The growth of `user.oomd_ooms` from one read to the next: `(value, previous)`.
@@ -101,39 +107,71 @@ impl Kills {
     }
 
     /// A rise of `user.oomd_ooms` was just reported while `pids` were the module's processes:
-    /// hold some of them, to check at [`Kills::confirm`] that they were killed.
+    /// hold some of them, to check at [`Kills::confirm`] that they were killed. Queued behind
+    /// any check still pending (mutation `oomd-rise-replaces`: it replaces it).
     pub(super) fn expect_kill(&mut self, pids: &[u32]) {
         let mut witness = Witness::default();
         witness.saw(&pids[..pids.len().min(CONFIRM_HOLD)]);
-        self.pending = Some(Pending {
+        if mutation::active(Control::OomdRiseReplaces) {
+            self.pending.clear();
+        }
+        self.pending.push(Pending {
             due: Instant::now() + OOMD_CONFIRM,
             witness,
+            rise_ticks: crate::cgroup::procfs::now_ticks(),
         });
     }
 
-    /// How many pidfds the pending check holds (`watch`'s descriptor budget counts them).
+    /// How many pidfds the pending checks hold (`watch`'s descriptor budget counts them).
     pub(super) fn held(&self) -> usize {
-        self.pending.as_ref().map_or(0, |p| p.witness.len())
+        self.pending.iter().map(|p| p.witness.len()).sum()
     }
 
-    /// When the pending check is due, if there is one.
+    /// When the next pending check is due, if there is one.
     pub(super) fn due(&self) -> Option<Instant> {
-        self.pending.as_ref().map(|p| p.due)
+        self.pending.iter().map(|p| p.due).min()
     }
 
-    /// At or after the pending check's time: the pids of the processes held that still run,
-    /// when any does (the mark was not followed by systemd-oomd's kill; that rise then no
-    /// longer counts for `killed_by`); `None` when all were killed or nothing is due.
-    pub(super) fn confirm(&mut self, now: Instant) -> Option<Vec<u32>> {
-        if self.pending.as_ref().is_none_or(|p| p.due > now) {
-            return None;
-        }
-        let p = self.pending.take()?;
+    /// At or after a pending check's time: the pids of the processes that outlived the kill its
+    /// rise claimed, when any did: one of those held that still runs, or one of `members` (the
+    /// module's processes now, from its directory and below; `None` where it is gone) that
+    /// started before the rise (the mark was not followed by systemd-oomd's kill; that rise then
+    /// no longer counts for `killed_by`); `None` when all were killed or nothing is due.
+    pub(super) fn confirm(
+        &mut self,
+        now: Instant,
+        members: impl FnOnce() -> Option<Vec<u32>>,
+    ) -> Option<Vec<u32>> {
+        let due: Vec<Pending> = {
+            let (due, later) = std::mem::take(&mut self.pending)
+                .into_iter()
+                .partition(|p| p.due <= now);
+            self.pending = later;
+            due
+        };
         // Mutation: every mark is taken at its word.
-        if mutation::active(Control::OomdMarkTrusted) {
+        if due.is_empty() || mutation::active(Control::OomdMarkTrusted) {
             return None;
         }
-        let running = p.witness.running_now();
+        let members = members().unwrap_or_default();
+        let mut running = Vec::new();
+        for p in &due {
+            for pid in p.witness.running_now() {
+                if !running.contains(&pid) {
+                    running.push(pid);
+                }
+            }
+            if mutation::active(Control::OomdWitnessHeldOnly) {
+                continue;
+            }
+            for &pid in &members {
+                let older = crate::cgroup::procfs::start_ticks(pid)
+                    .is_some_and(|t| t < p.rise_ticks);
+                if older && !running.contains(&pid) {
+                    running.push(pid);
+                }
+            }
+        }
         if running.is_empty() {
             return None;
         }

@@ -805,7 +805,9 @@ impl Watcher<'_> {
             let Some(st) = self.modules.get_mut(&k) else {
                 continue;
             };
-            if let Some(running) = st.kills.confirm(now) {
+            let dir = st.dir.as_ref();
+            let members = || dir.and_then(|d| crate::cgroup::tree::members(d, "").ok());
+            if let Some(running) = st.kills.confirm(now, members) {
                 out.push(event(
                     &k,
                     OOMD_KILL_UNCONFIRMED,
