@@ -170,3 +170,35 @@ fn status_of_a_module_being_stopped_shows_it_read_or_leaves_it_out() {
         let _ = child.wait();
     }
 }
+
+/// A wait on `cgroup.events` whose cgroup another process removes ends then, not at its
+/// timeout: kernfs wakes no poller at an `rmdir`, and the kernel's deferred `populated 0` event
+/// (at most one per 10 ms) is lost with the cgroup, so a stop whose module a supervisor's reap
+/// removed during its grace waited the whole grace (10 s of a default stop). Here the condition
+/// never holds (`frozen 1` of a cgroup nobody freezes), so only the removal can end the wait.
+#[test]
+fn a_wait_on_a_cgroup_ends_when_another_process_removes_it() {
+    use ck_cgroup::cgroup::wait::{Waited, wait_events};
+    let sb = Sandbox::create(&parent()).expect("sandbox");
+    let dir = ck_cgroup::CgroupDir::open(sb.path()).expect("the sandbox");
+    let x = sb.path().join("subc-modules/x");
+    std::fs::create_dir(&x).unwrap();
+    let start = Instant::now();
+    let waited = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(200));
+            std::fs::remove_dir(&x).expect("rmdir x");
+        });
+        wait_events(&dir, "subc-modules/x", Duration::from_secs(60), |e| {
+            e.frozen == Some(true)
+        })
+    });
+    // At its timeout the wait reads the removed cgroup's file (ENODEV) and says Empty too:
+    // only its time tells the removal's wake from the timeout's (60 s; 30 s is room for load).
+    let took = start.elapsed();
+    assert_eq!(waited.expect("the wait"), Waited::Empty);
+    assert!(
+        took < Duration::from_secs(30),
+        "the removal did not end the wait: it ran {took:.1?} of its 60 s"
+    );
+}

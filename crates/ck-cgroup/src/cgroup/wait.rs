@@ -3,6 +3,15 @@
 //! The kernel generates a file-modified event on `cgroup.events` whenever `populated` changes
 //! (cgroup-v2 document, "Core Interface Files"); on kernfs that wakes `poll(2)` with `POLLPRI`.
 //! So the wait is on the whole subtree, never on one process, and never a sleep loop.
+//!
+//! The kernel sends that event at most once per 10 ms and defers one that comes sooner to a
+//! timer; a cgroup removed meanwhile (another stop's `rmdir`) loses the deferred event, and kernfs
+//! wakes no poller at a removal. So [`wait_events`] watches the directory that holds the cgroup
+//! with inotify as well (`IN_DELETE`, which the `rmdir` raises there; a cgroup's own directory
+//! gets no `IN_DELETE_SELF`, kernfs keeps its link count), and at each such event reads
+//! `cgroup.events` again, which answers `ENODEV` once the cgroup is removed: a wait on a cgroup
+//! that another process empties and removes ends at once, not at its timeout (two stops of one
+//! module, a stop beside a supervisor's reap).
 
 use std::os::unix::io::OwnedFd;
 use std::time::{Duration, Instant};
@@ -50,12 +59,62 @@ pub fn wait_events(
         Err(e) if is_gone(e) => return Ok(Waited::Empty),
         Err(e) => return Err(Error::io("open", dir.display_path(&events_rel), e)),
     };
-    wait_fd(&fd, timeout, done).map_err(|e| Error::io("wait on", dir.display_path(&events_rel), e))
+    let removal = removal_watch(dir, rel);
+    wait_fd_with(&fd, removal.as_ref(), timeout, done)
+        .map_err(|e| Error::io("wait on", dir.display_path(&events_rel), e))
+}
+
+/// An inotify fd watching the directory that holds the cgroup `rel` for removals in it
+/// (`IN_DELETE`, `IN_MOVED_FROM`, `IN_DELETE_SELF`), through `/proc/self/fd/N/..` of the
+/// cgroup's open directory; `None` where it cannot be set up (the wait then relies on
+/// `cgroup.events` alone, as before), or under the mutation `wait-blind-to-removal`.
+fn removal_watch(dir: &CgroupDir, rel: &str) -> Option<OwnedFd> {
+    use rustix::fs::inotify;
+    use std::os::unix::io::AsRawFd;
+    if mutation::active(Control::WaitBlindToRemoval) {
+        return None;
+    }
+    let d = if rel.is_empty() {
+        None
+    } else {
+        Some(
+            dir.open_beneath(rel, OFlags::RDONLY | OFlags::DIRECTORY)
+                .ok()?,
+        )
+    };
+    let raw = d.as_ref().map_or(dir.fd().as_raw_fd(), |d| d.as_raw_fd());
+    let ino = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK).ok()?;
+    inotify::add_watch(
+        &ino,
+        format!("/proc/self/fd/{raw}/.."),
+        inotify::WatchFlags::DELETE
+            | inotify::WatchFlags::MOVED_FROM
+            | inotify::WatchFlags::DELETE_SELF,
+    )
+    .ok()?;
+    Some(ino)
+}
+
+/// Read an inotify fd (non-blocking) until it is empty: its events only wake the wait.
+fn drain(ino: &OwnedFd) {
+    let mut buf = [0u8; 4096];
+    while matches!(rustix::io::read(ino, &mut buf), Ok(n) if n > 0) {}
 }
 
 /// Wait on an open `cgroup.events` fd until `done` holds or the timeout.
 pub fn wait_fd(
     fd: &OwnedFd,
+    timeout: Duration,
+    done: impl Fn(&parse::Events) -> bool,
+) -> std::result::Result<Waited, Errno> {
+    wait_fd_with(fd, None, timeout, done)
+}
+
+/// [`wait_fd`], woken too by `removal` (an inotify fd of [`removal_watch`]): a removal of the
+/// cgroup counts as done.
+fn wait_fd_with(
+    fd: &OwnedFd,
+    removal: Option<&OwnedFd>,
     timeout: Duration,
     done: impl Fn(&parse::Events) -> bool,
 ) -> std::result::Result<Waited, Errno> {
@@ -80,8 +139,22 @@ pub fn wait_fd(
             tv_sec: left.as_secs() as _,
             tv_nsec: left.subsec_nanos() as _,
         };
-        let mut fds = [PollFd::new(fd, PollFlags::PRI)];
-        match poll(&mut fds, Some(&ts)) {
+        let polled = match removal {
+            Some(ino) => {
+                let mut fds = [
+                    PollFd::new(fd, PollFlags::PRI),
+                    PollFd::new(ino, PollFlags::IN),
+                ];
+                let r = poll(&mut fds, Some(&ts));
+                if fds[1].revents().contains(PollFlags::IN) {
+                    // A removal beside it or of it: the read above the poll tells which.
+                    drain(ino);
+                }
+                r
+            }
+            None => poll(&mut [PollFd::new(fd, PollFlags::PRI)], Some(&ts)),
+        };
+        match polled {
             Ok(_) | Err(Errno::INTR) => {}
             Err(e) => return Err(e),
         }

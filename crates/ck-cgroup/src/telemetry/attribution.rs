@@ -165,8 +165,8 @@ impl Kills {
                 continue;
             }
             for &pid in &members {
-                let older = crate::cgroup::procfs::start_ticks(pid)
-                    .is_some_and(|t| t < p.rise_ticks);
+                let older =
+                    crate::cgroup::procfs::start_ticks(pid).is_some_and(|t| t < p.rise_ticks);
                 if older && !running.contains(&pid) {
                     running.push(pid);
                 }
