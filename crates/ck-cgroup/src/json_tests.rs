@@ -274,6 +274,24 @@ fn telemetry_round_trips() {
             value: None,
             source: "io.pressure".into(),
         },
+        memory_pressure_stalled_usec: Figure {
+            value: Some(crate::telemetry::Stalled {
+                some: Some(123_456),
+                full: Some(4_567),
+            }),
+            source: "memory.pressure total".into(),
+        },
+        cpu_pressure_stalled_usec: Figure {
+            value: Some(crate::telemetry::Stalled {
+                some: Some(9),
+                full: None,
+            }),
+            source: "cpu.pressure total".into(),
+        },
+        io_pressure_stalled_usec: Figure {
+            value: None,
+            source: "io.pressure total".into(),
+        },
         limits: LimitFigures {
             memory_high: l(Some(Limit::Max)),
             memory_max: l(Some(Limit::Value(1 << 30))),

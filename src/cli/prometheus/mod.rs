@@ -304,6 +304,7 @@ fn gpu(series: &[Series<'_>]) -> Vec<Metric> {
 fn counted(series: &[Series<'_>]) -> Vec<Metric> {
     let mut events = Vec::new();
     let mut psi = Vec::new();
+    let mut stalled = Vec::new();
     for s in series {
         let m = s.m;
         if let Some(e) = m.memory_events.value {
@@ -327,6 +328,21 @@ fn counted(series: &[Series<'_>]) -> Vec<Metric> {
         ] {
             if let Some(v) = f.value {
                 psi.push((format!("{},resource=\"{r}\"", s.labels), Num::Float(v)));
+            }
+        }
+        for (r, f) in [
+            ("memory", &m.memory_pressure_stalled_usec),
+            ("cpu", &m.cpu_pressure_stalled_usec),
+            ("io", &m.io_pressure_stalled_usec),
+        ] {
+            let Some(t) = f.value else { continue };
+            for (kind, usec) in [("some", t.some), ("full", t.full)] {
+                if let Some(u) = usec {
+                    stalled.push((
+                        format!("{},resource=\"{r}\",kind=\"{kind}\"", s.labels),
+                        Num::Float(u as f64 / 1e6),
+                    ));
+                }
             }
         }
     }
@@ -366,8 +382,14 @@ fn counted(series: &[Series<'_>]) -> Vec<Metric> {
         Metric::new(
             "ck_cgroup_pressure_some_avg10",
             "gauge",
-            "PSI some avg10 of the module, percent.",
+            "PSI some avg10 of the module, percent (a 10-second average; rate(ck_cgroup_pressure_stalled_seconds_total) covers every second).",
             psi,
+        ),
+        Metric::new(
+            "ck_cgroup_pressure_stalled_seconds_total",
+            "counter",
+            "PSI total of the module, in seconds: time in which some (kind=\"some\") or all non-idle (kind=\"full\") tasks stalled on the resource.",
+            stalled,
         ),
         Metric::new(
             "ck_cgroup_module_directories",
@@ -480,6 +502,10 @@ mod tests {
             ("cpu_usage_usec", 1500000.into()),
             ("oomd_preference", "omit".into()),
             ("oomd_ooms", 2.into()),
+            (
+                "memory_pressure_stalled_usec",
+                serde_json::json!({"some": 1250000, "full": null}),
+            ),
         ] {
             m[field]["value"] = v;
         }
@@ -529,6 +555,35 @@ mod tests {
         assert!(!s.contains("memory.swap.max"), "{s}");
         assert!(s.contains("# HELP ck_cgroup_limit DEPRECATED"), "{s}");
         assert!(s.contains("ck_cgroup_cpu_usage_seconds_total{module=\"aft\",layout=\"ck\",slot=\"main\"} 1.5\n"), "{s}");
+    }
+
+    /// The kernel's PSI `total` (microseconds) is a counter in seconds, per resource and kind;
+    /// a kind the file has no line for has no sample, nor has a file that could not be read.
+    #[test]
+    fn pressure_totals_are_counters_in_seconds() {
+        let none = limits(
+            serde_json::Value::Null,
+            serde_json::Value::Null,
+            serde_json::Value::Null,
+        );
+        let s = prometheus(&[module("aft", Some("aft"), "ck", none)]);
+        let l = "module=\"aft\",layout=\"ck\",slot=\"main\"";
+        assert!(
+            s.contains("# TYPE ck_cgroup_pressure_stalled_seconds_total counter\n"),
+            "{s}"
+        );
+        assert!(
+            s.contains(&format!(
+                "ck_cgroup_pressure_stalled_seconds_total{{{l},resource=\"memory\",kind=\"some\"}} 1.25\n"
+            )),
+            "{s}"
+        );
+        assert_eq!(
+            s.matches("ck_cgroup_pressure_stalled_seconds_total{")
+                .count(),
+            1,
+            "{s}"
+        );
     }
 
     #[test]

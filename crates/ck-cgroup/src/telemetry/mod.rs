@@ -63,6 +63,19 @@ pub struct MemoryEvents {
     pub oom_group_kill: Option<u64>,
 }
 
+/// A pressure file's `total`s: microseconds in which some (or all non-idle) tasks of the cgroup
+/// stalled on the resource since the cgroup was made (`None` each where the line is absent:
+/// `full` of `cpu.pressure` before 5.13). Counters: a rate of them covers every second, where an
+/// `avg10` sampled every 15 s covers the last 10 of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct Stalled {
+    /// `some total`.
+    pub some: Option<u64>,
+    /// `full total`.
+    pub full: Option<u64>,
+}
+
 /// The struct of the limits `status` shows, written from one list of (field, file): the fields,
 /// their sources, and the walks over them all come from it, so a limit is named once here (its
 /// row of [`crate::limits::LIMITS`] is the other place, held together by a unit test).
@@ -178,6 +191,15 @@ pub struct ModuleStatus {
     pub cpu_pressure_avg10: Figure<f64>,
     /// `io.pressure` `some avg10`, percent.
     pub io_pressure_avg10: Figure<f64>,
+    /// `memory.pressure` `total`s, microseconds.
+    #[serde(default = "stalled_unread::<0>")]
+    pub memory_pressure_stalled_usec: Figure<Stalled>,
+    /// `cpu.pressure` `total`s, microseconds.
+    #[serde(default = "stalled_unread::<1>")]
+    pub cpu_pressure_stalled_usec: Figure<Stalled>,
+    /// `io.pressure` `total`s, microseconds.
+    #[serde(default = "stalled_unread::<2>")]
+    pub io_pressure_stalled_usec: Figure<Stalled>,
     /// The limits in force.
     pub limits: LimitFigures,
     /// systemd-oomd's preference for the module (`user.oomd_avoid`, `user.oomd_omit`); `None`
@@ -203,6 +225,14 @@ pub struct ModuleStatus {
 /// The figure of a report that does not carry `memory_shmem`: unknown.
 fn shmem_unread() -> Figure<u64> {
     Figure::new(None, "memory.stat shmem")
+}
+
+/// The pressure files, in the order of the `*_pressure_stalled_usec` fields.
+const PRESSURE_FILES: [&str; 3] = ["memory.pressure", "cpu.pressure", "io.pressure"];
+
+/// The figure of a report that does not carry the `total`s of `PRESSURE_FILES[I]`: unknown.
+fn stalled_unread<const I: usize>() -> Figure<Stalled> {
+    Figure::new(None, format!("{} total", PRESSURE_FILES[I]))
 }
 
 /// The figure of a report that does not carry `ck_stops`: unknown.
@@ -242,6 +272,9 @@ impl ModuleStatus {
             memory_pressure_avg10: psi("memory.pressure"),
             cpu_pressure_avg10: psi("cpu.pressure"),
             io_pressure_avg10: psi("io.pressure"),
+            memory_pressure_stalled_usec: stalled_unread::<0>(),
+            cpu_pressure_stalled_usec: stalled_unread::<1>(),
+            io_pressure_stalled_usec: stalled_unread::<2>(),
             limits: LimitFigures::unread(),
             oomd_preference: Figure::new(None, oomd::PREFERENCE_SOURCE),
             oomd_ooms: Figure::new(None, format!("{} xattr", oomd::OOMS)),
@@ -422,7 +455,15 @@ pub(crate) fn module_status_with(
     let dmem = (gpu.has_reader() && dmem_on)
         .then(|| read(dir, rel, "dmem.current"))
         .flatten();
-    let psi = |file: &str| f(file).and_then(|t| parse::pressure(&t).some_avg10);
+    let [memory_psi, cpu_psi, io_psi] =
+        PRESSURE_FILES.map(|file| f(file).map(|t| parse::pressure(&t)));
+    let stalled = |p: &Option<parse::Pressure>| {
+        p.map(|p| Stalled {
+            some: p.some_total,
+            full: p.full_total,
+        })
+        .filter(|s| s.some.is_some() || s.full.is_some())
+    };
     let mut s = ModuleStatus::unknown(m.name.clone(), m.module.clone(), m.layout, &m.path);
     s.populated.value = populated;
     s.frozen.value = frozen;
@@ -436,9 +477,12 @@ pub(crate) fn module_status_with(
     s.memory_events.value = events;
     s.pids_current.value = f("pids.current").as_deref().and_then(parse::number);
     s.cpu_usage_usec.value = f("cpu.stat").and_then(|t| parse::flat_key(&t, "usage_usec"));
-    s.memory_pressure_avg10.value = psi("memory.pressure");
-    s.cpu_pressure_avg10.value = psi("cpu.pressure");
-    s.io_pressure_avg10.value = psi("io.pressure");
+    s.memory_pressure_avg10.value = memory_psi.and_then(|p| p.some_avg10);
+    s.cpu_pressure_avg10.value = cpu_psi.and_then(|p| p.some_avg10);
+    s.io_pressure_avg10.value = io_psi.and_then(|p| p.some_avg10);
+    s.memory_pressure_stalled_usec.value = stalled(&memory_psi);
+    s.cpu_pressure_stalled_usec.value = stalled(&cpu_psi);
+    s.io_pressure_stalled_usec.value = stalled(&io_psi);
     s.limits = LimitFigures::read(f);
     s.oomd_preference.value = oomd::preference_of(dir, rel);
     s.oomd_ooms.value = ooms;
