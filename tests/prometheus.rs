@@ -456,3 +456,57 @@ fn output_past_a_file_size_limit_is_exit_1_and_no_temp_file_not_sigxfsz() {
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
     assert!(names(&dir).is_empty(), "left: {:?}", names(&dir));
 }
+
+/// A module killed and removed before the next scrape took its own counters with it; the
+/// modules' parent directory's counters outlive it and are series of their own, by layout:
+/// here systemd-oomd's marks on `subc-modules/` (its `memory.events`, where the memory
+/// controller is on, beside them; none here is never 0).
+#[test]
+fn the_parents_counters_outlive_the_modules() {
+    let w = World::new();
+    modules(&w);
+    let parent = w.root().join("subc-modules");
+    for (name, value) in [("user.oomd_ooms", "2"), ("user.oomd_kill", "5")] {
+        rustix::fs::setxattr(
+            &parent,
+            name,
+            value.as_bytes(),
+            rustix::fs::XattrFlags::empty(),
+        )
+        .unwrap_or_else(|e| panic!("setxattr {name}: {e}"));
+    }
+    ok(w.run(&["kill", "aft"]));
+    let text = ok(w.run(&["status", "--format", "prometheus"]));
+    let samples = check(&text);
+    let of = |name: &str, layout: &str| {
+        series_of(&samples, name)
+            .into_iter()
+            .find(|(_, l, _)| l.get("layout").map(String::as_str) == Some(layout))
+            .map(|(_, l, v)| (l.keys().cloned().collect::<Vec<_>>(), *v))
+    };
+    assert_eq!(
+        of("ck_cgroup_modules_oomd_kills_total", "ck"),
+        Some((vec!["layout".to_string()], 2.0)),
+        "{text}"
+    );
+    assert_eq!(
+        of("ck_cgroup_modules_oomd_killed_processes_total", "ck"),
+        Some((vec!["layout".to_string()], 5.0)),
+        "{text}"
+    );
+    // daemon/subc-modules/ exists: its marks are absent, read as 0.
+    assert_eq!(
+        of("ck_cgroup_modules_oomd_kills_total", "daemon"),
+        Some((vec!["layout".to_string()], 0.0)),
+        "{text}"
+    );
+    // aft is gone: no series of its own.
+    assert!(!text.contains("module=\"aft\""), "{text}");
+    let has_memory = std::fs::read_to_string(w.root().join("cgroup.subtree_control"))
+        .is_ok_and(|c| c.split_whitespace().any(|c| c == "memory"));
+    assert_eq!(
+        text.contains("ck_cgroup_modules_memory_events_total{layout=\"ck\",event=\"oom_kill\"}"),
+        has_memory,
+        "memory.events of subc-modules/ is a series where the memory controller is on: {text}"
+    );
+}

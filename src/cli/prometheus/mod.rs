@@ -6,7 +6,10 @@
 //! `slot` (`swap` for the daemon's alternate slot, else `main`). Where several directories share
 //! those labels (a launch still being torn down beside the next one) the series is the newest
 //! launch that holds a process (an empty directory never hides a populated one: a module may
-//! make look-alikes), else the newest, and `ck_cgroup_module_directories` counts them. At most
+//! make look-alikes), else the newest, and `ck_cgroup_module_directories` counts them; its
+//! counters are the newest launch that ran (so they never go back to an older launch's). The
+//! modules' parent directories' counters (hierarchical: they outlive the modules) are series
+//! labelled `layout` only. At most
 //! [`MAX_SERIES`] modules are written, ours (`ck`) first, then those that hold a process;
 //! `ck_cgroup_modules_left_out` counts the rest (module-chosen ids must not grow the series
 //! without bound). One metric per limit, named after its
@@ -20,7 +23,7 @@ use ck_cgroup::cgroup::parse::Limit;
 use ck_cgroup::id::decode_daemon_name;
 use ck_cgroup::limits::{LIMITS, Unit};
 use ck_cgroup::mutation::{self, Control};
-use ck_cgroup::telemetry::{Figure, ModuleStatus, PROC_RSS_SOURCE};
+use ck_cgroup::telemetry::{Figure, ModuleStatus, PROC_RSS_SOURCE, ParentStatus};
 
 /// A label value in the exposition format: text as people see it (a name's shown form, or
 /// `id::shown` of other text: one-to-one, no control character), then `\`, `"` and newline
@@ -68,14 +71,16 @@ impl Metric {
     }
 }
 
-/// The Prometheus text exposition format. Unknown figures are left out, never written as 0.
-pub fn prometheus(rows: &[ModuleStatus]) -> String {
+/// The Prometheus text exposition format of the modules' figures and their parents' counters.
+/// Unknown figures are left out, never written as 0.
+pub fn prometheus(rows: &[ModuleStatus], parents: &[ParentStatus]) -> String {
     let (series, left_out) = series(rows);
     let mut s = String::new();
     let metrics = figures(&series)
         .into_iter()
         .chain(gpu(&series))
         .chain(counted(&series))
+        .chain(parent_metrics(parents))
         .chain(limit_metrics(&series))
         .chain([
             deprecated_limit(rows),
@@ -105,9 +110,12 @@ pub fn prometheus(rows: &[ModuleStatus]) -> String {
     s
 }
 
-/// A module as the series see it: the newest directory of its labels, and how many there are.
+/// A module as the series see it: the directory of its labels its gauges come from (the newest
+/// launch that holds a process), the one its counters come from (the newest launch that ran),
+/// and how many there are.
 struct Series<'a> {
     m: &'a ModuleStatus,
+    counters: &'a ModuleStatus,
     labels: String,
     directories: usize,
 }
@@ -142,20 +150,35 @@ fn holds(m: &ModuleStatus) -> bool {
     m.populated.value == Some(true)
 }
 
+/// Whether a directory ever ran something: it holds a process, or its CPU counter moved (an
+/// empty look-alike a module made never did).
+fn ran(m: &ModuleStatus) -> bool {
+    holds(m) || m.cpu_usage_usec.value.is_some_and(|u| u > 0)
+}
+
 /// The series of `rows` (at most [`MAX_SERIES`]) and how many modules were left out.
 fn series(rows: &[ModuleStatus]) -> (Vec<Series<'_>>, usize) {
     type Key = (String, &'static str, &'static str);
-    let mut out: Vec<(Key, Option<String>, Series<'_>)> = Vec::new();
+    type Launches = (Option<String>, Option<String>);
+    let mut out: Vec<(Key, Launches, Series<'_>)> = Vec::new();
     let mut index: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
     for m in rows {
         let (key, launch) = identity(m);
         if let Some(&i) = index.get(&key) {
-            let (_, newest, s) = &mut out[i];
+            let (_, (newest, counted), s) = &mut out[i];
             s.directories += 1;
             // Mutation: the newest launch is the series, empty or not.
             let by_holding = !mutation::active(Control::SeriesByLaunchOnly);
             let rank =
                 |m: &ModuleStatus, l: &Option<String>| (by_holding && holds(m), launch_order(l));
+            // The counters: the newest launch that ran, held or not, so that a counter moves
+            // forward to a new launch and never back to an older launch's (when the newest
+            // empties beside an older one still being torn down).
+            let by_run = |m: &ModuleStatus, l: &Option<String>| (ran(m), launch_order(l));
+            if by_run(m, &launch) > by_run(s.counters, counted) {
+                *counted = launch.clone();
+                s.counters = m;
+            }
             if rank(m, &launch) > rank(s.m, newest) {
                 *newest = launch;
                 s.m = m;
@@ -171,13 +194,21 @@ fn series(rows: &[ModuleStatus]) -> (Vec<Series<'_>>, usize) {
         );
         out.push((
             key,
-            launch,
+            (launch.clone(), launch),
             Series {
                 m,
+                counters: m,
                 labels,
                 directories: 1,
             },
         ));
+    }
+    // Mutation: the counters come from the gauges' directory (an older launch's when the
+    // newest empties beside it).
+    if mutation::active(Control::CountersFollowPopulated) {
+        for (_, _, s) in &mut out {
+            s.counters = s.m;
+        }
     }
     // Ours first, then those that hold a process, each in the order found (by name).
     out.sort_by_key(|(k, _, s)| (k.1 != Layout::Ck.name(), !holds(s.m)));
@@ -191,6 +222,17 @@ fn each(series: &[Series<'_>], f: impl Fn(&ModuleStatus) -> Option<Num>) -> Vec<
     series
         .iter()
         .filter_map(|s| f(s.m).map(|v| (s.labels.clone(), v)))
+        .collect()
+}
+
+/// `f` of the counters' directory of every series that has it, labelled.
+fn each_counter(
+    series: &[Series<'_>],
+    f: impl Fn(&ModuleStatus) -> Option<Num>,
+) -> Vec<(String, Num)> {
+    series
+        .iter()
+        .filter_map(|s| f(s.counters).map(|v| (s.labels.clone(), v)))
         .collect()
 }
 
@@ -306,8 +348,8 @@ fn counted(series: &[Series<'_>]) -> Vec<Metric> {
     let mut psi = Vec::new();
     let mut stalled = Vec::new();
     for s in series {
-        let m = s.m;
-        if let Some(e) = m.memory_events.value {
+        let (m, c) = (s.m, s.counters);
+        if let Some(e) = c.memory_events.value {
             for (k, v) in [
                 ("low", e.low),
                 ("high", e.high),
@@ -331,9 +373,9 @@ fn counted(series: &[Series<'_>]) -> Vec<Metric> {
             }
         }
         for (r, f) in [
-            ("memory", &m.memory_pressure_stalled_usec),
-            ("cpu", &m.cpu_pressure_stalled_usec),
-            ("io", &m.io_pressure_stalled_usec),
+            ("memory", &c.memory_pressure_stalled_usec),
+            ("cpu", &c.cpu_pressure_stalled_usec),
+            ("io", &c.io_pressure_stalled_usec),
         ] {
             let Some(t) = f.value else { continue };
             for (kind, usec) in [("some", t.some), ("full", t.full)] {
@@ -357,13 +399,13 @@ fn counted(series: &[Series<'_>]) -> Vec<Metric> {
             "ck_cgroup_oomd_kills_total",
             "counter",
             "systemd-oomd's kills of the module (user.oomd_ooms xattr; the kernel's are ck_cgroup_memory_events_total{event=\"oom_kill\"}).",
-            each(series, |m| m.oomd_ooms.value.map(Num::Int)),
+            each_counter(series, |m| m.oomd_ooms.value.map(Num::Int)),
         ),
         Metric::new(
             "ck_cgroup_oomd_killed_processes_total",
             "counter",
             "Processes systemd-oomd killed in the module (user.oomd_kill xattr).",
-            each(series, |m| m.oomd_kill.value.map(Num::Int)),
+            each_counter(series, |m| m.oomd_kill.value.map(Num::Int)),
         ),
         Metric::new(
             "ck_cgroup_pids_current",
@@ -375,7 +417,7 @@ fn counted(series: &[Series<'_>]) -> Vec<Metric> {
             "ck_cgroup_cpu_usage_seconds_total",
             "counter",
             "cpu.stat usage_usec of the module, in seconds.",
-            each(series, |m| {
+            each_counter(series, |m| {
                 m.cpu_usage_usec.value.map(|u| Num::Float(u as f64 / 1e6))
             }),
         ),
@@ -399,6 +441,58 @@ fn counted(series: &[Series<'_>]) -> Vec<Metric> {
                 .iter()
                 .map(|s| (s.labels.clone(), Num::Int(s.directories as u64)))
                 .collect(),
+        ),
+    ]
+}
+
+/// The counters of each layout's parent directory (`subc-modules/`, `daemon/subc-modules/`),
+/// labelled `layout` only: its `memory.events` counts the events of every module below it, so a
+/// kill of a module removed before the next scrape still raises them.
+fn parent_metrics(parents: &[ParentStatus]) -> Vec<Metric> {
+    let mut events = Vec::new();
+    let mut ooms = Vec::new();
+    let mut killed = Vec::new();
+    for p in parents {
+        let l = format!("layout=\"{}\"", p.layout.name());
+        if let Some(e) = p.memory_events.value {
+            for (k, v) in [
+                ("low", e.low),
+                ("high", e.high),
+                ("max", e.max),
+                ("oom", e.oom),
+                ("oom_kill", e.oom_kill),
+                ("oom_group_kill", e.oom_group_kill),
+            ] {
+                if let Some(v) = v {
+                    events.push((format!("{l},event=\"{k}\""), Num::Int(v)));
+                }
+            }
+        }
+        if let Some(v) = p.oomd_ooms.value {
+            ooms.push((l.clone(), Num::Int(v)));
+        }
+        if let Some(v) = p.oomd_kill.value {
+            killed.push((l, Num::Int(v)));
+        }
+    }
+    vec![
+        Metric::new(
+            "ck_cgroup_modules_memory_events_total",
+            "counter",
+            "memory.events counters of the modules' parent directory (subc-modules/, daemon/subc-modules/): every module below it, removed ones too.",
+            events,
+        ),
+        Metric::new(
+            "ck_cgroup_modules_oomd_kills_total",
+            "counter",
+            "systemd-oomd's kills of the modules' parent directory as a whole (user.oomd_ooms xattr on it).",
+            ooms,
+        ),
+        Metric::new(
+            "ck_cgroup_modules_oomd_killed_processes_total",
+            "counter",
+            "Processes systemd-oomd killed in a kill of the modules' parent directory (user.oomd_kill xattr on it).",
+            killed,
         ),
     ]
 }
@@ -537,7 +631,7 @@ mod tests {
             "ck",
             limits("max".into(), 1073741824u64.into(), 512.into()),
         )];
-        let s = prometheus(&rows);
+        let s = prometheus(&rows, &[]);
         let l = "{module=\"aft\",layout=\"ck\",slot=\"main\"}";
         for want in [
             format!("ck_cgroup_memory_high_bytes{l} +Inf\n"),
@@ -566,7 +660,7 @@ mod tests {
             serde_json::Value::Null,
             serde_json::Value::Null,
         );
-        let s = prometheus(&[module("aft", Some("aft"), "ck", none)]);
+        let s = prometheus(&[module("aft", Some("aft"), "ck", none)], &[]);
         let l = "module=\"aft\",layout=\"ck\",slot=\"main\"";
         assert!(
             s.contains("# TYPE ck_cgroup_pressure_stalled_seconds_total counter\n"),
@@ -616,7 +710,7 @@ mod tests {
         ];
         let mut rows = rows;
         rows[1].procs.value = Some(7);
-        let s = prometheus(&rows);
+        let s = prometheus(&rows, &[]);
         for l in s.lines().filter(|l| !l.starts_with("ck_cgroup_limit{")) {
             assert!(!l.contains("m-mcp"), "a directory name in {l:?}:\n{s}");
         }
@@ -660,7 +754,7 @@ mod tests {
         ];
         rows[1].populated.value = Some(false);
         rows[1].procs.value = Some(0);
-        let s = prometheus(&rows);
+        let s = prometheus(&rows, &[]);
         let main = "{module=\"web\",layout=\"daemon\",slot=\"main\"}";
         assert!(
             s.contains(&format!("ck_cgroup_module_populated{main} 1\n")),
@@ -668,6 +762,95 @@ mod tests {
         );
         assert!(
             s.contains(&format!("ck_cgroup_module_directories{main} 2\n")),
+            "{s}"
+        );
+    }
+
+    /// When the newest launch of a module (`m-web_5f10`, which ran 1 s of CPU) empties beside
+    /// an older one still being torn down (`m-web_5f9`, 5 s and an OOM kill), the counters went
+    /// back to the older launch's: the CPU counter jumped, and its OOM counter re-fired the alert.
+    /// A counter of a module moves forward to a new launch, never back; an empty look-alike
+    /// that never ran (`m-web_5f99999`) takes neither the gauges nor the counters.
+    #[test]
+    fn a_module_counter_never_goes_back_to_an_older_launch() {
+        let none = || {
+            limits(
+                serde_json::Value::Null,
+                serde_json::Value::Null,
+                serde_json::Value::Null,
+            )
+        };
+        let mut rows = [
+            module("m-web_5f9", Some("web"), "daemon", none()),
+            module("m-web_5f10", Some("web"), "daemon", none()),
+            module("m-web_5f99999", Some("web"), "daemon", none()),
+        ];
+        rows[0].cpu_usage_usec.value = Some(5_000_000);
+        rows[0].memory_events.value = serde_json::from_value(serde_json::json!({
+            "low": 0, "high": 0, "max": 3, "oom": 1, "oom_kill": 1, "oom_group_kill": 1
+        }))
+        .ok();
+        rows[1].populated.value = Some(false);
+        rows[1].procs.value = Some(0);
+        rows[1].cpu_usage_usec.value = Some(1_000_000);
+        rows[1].memory_events.value = serde_json::from_value(serde_json::json!({
+            "low": 0, "high": 0, "max": 0, "oom": 0, "oom_kill": 0, "oom_group_kill": 0
+        }))
+        .ok();
+        rows[2].populated.value = Some(false);
+        rows[2].procs.value = Some(0);
+        rows[2].cpu_usage_usec.value = Some(0);
+        rows[2].oomd_ooms.value = Some(0);
+        let s = prometheus(&rows, &[]);
+        let l = "module=\"web\",layout=\"daemon\",slot=\"main\"";
+        for want in [
+            // The gauges: the launch that holds a process.
+            format!("ck_cgroup_module_populated{{{l}}} 1\n"),
+            // The counters: the newest launch that ran, empty or not.
+            format!("ck_cgroup_cpu_usage_seconds_total{{{l}}} 1\n"),
+            format!("ck_cgroup_memory_events_total{{{l},event=\"oom_kill\"}} 0\n"),
+            format!("ck_cgroup_oomd_kills_total{{{l}}} 2\n"),
+            format!("ck_cgroup_module_directories{{{l}}} 3\n"),
+        ] {
+            assert!(s.contains(&want), "{want:?} missing from:\n{s}");
+        }
+    }
+
+    /// A module OOM-killed and removed before the next scrape took its memory.events with it;
+    /// the parent's hierarchical counters, which outlive it, are their own series, by layout.
+    #[test]
+    fn the_parents_counters_are_series_of_their_own() {
+        let parent = |layout: &str, path: &str, kills: serde_json::Value| -> ParentStatus {
+            serde_json::from_value(serde_json::json!({
+                "layout": layout,
+                "path": path,
+                "memory_events": {"value": {"low": 0, "high": 2, "max": 4, "oom": 1,
+                    "oom_kill": kills, "oom_group_kill": 1}, "source": "memory.events"},
+                "oomd_ooms": {"value": 1, "source": "user.oomd_ooms xattr"},
+                "oomd_kill": {"value": null, "source": "user.oomd_kill xattr"},
+            }))
+            .expect("a ParentStatus")
+        };
+        let s = prometheus(
+            &[],
+            &[
+                parent("ck", "subc-modules", 3.into()),
+                parent("daemon", "daemon/subc-modules", serde_json::Value::Null),
+            ],
+        );
+        for want in [
+            "# TYPE ck_cgroup_modules_memory_events_total counter\n",
+            "ck_cgroup_modules_memory_events_total{layout=\"ck\",event=\"oom_kill\"} 3\n",
+            "ck_cgroup_modules_memory_events_total{layout=\"ck\",event=\"oom_group_kill\"} 1\n",
+            "ck_cgroup_modules_memory_events_total{layout=\"daemon\",event=\"oom_group_kill\"} 1\n",
+            "ck_cgroup_modules_oomd_kills_total{layout=\"daemon\"} 1\n",
+        ] {
+            assert!(s.contains(want), "{want:?} missing from:\n{s}");
+        }
+        // Unknown is left out, never 0.
+        assert!(!s.contains("layout=\"daemon\",event=\"oom_kill\""), "{s}");
+        assert!(
+            !s.contains("ck_cgroup_modules_oomd_killed_processes_total"),
             "{s}"
         );
     }
@@ -696,7 +879,7 @@ mod tests {
             })
             .collect();
         rows.push(module("zzz-ours", Some("zzz-ours"), "ck", none()));
-        let s = prometheus(&rows);
+        let s = prometheus(&rows, &[]);
         assert_eq!(
             s.matches("ck_cgroup_module_populated{").count(),
             MAX_SERIES,

@@ -437,17 +437,7 @@ pub(crate) fn module_status_with(
         f("memory.swap.current"),
         pids.as_deref(),
     );
-    let events = f("memory.events").map(|t| {
-        let k = parse::flat_keyed(&t);
-        MemoryEvents {
-            low: k.get("low").copied(),
-            high: k.get("high").copied(),
-            max: k.get("max").copied(),
-            oom: k.get("oom").copied(),
-            oom_kill: k.get("oom_kill").copied(),
-            oom_group_kill: k.get("oom_group_kill").copied(),
-        }
-    });
+    let events = f("memory.events").map(|t| memory_events(&t));
     let (anon, file, shmem) = memory_stat(f("memory.stat").as_deref());
     // `dmem.current` only where a GPU is (no file tried per module on a host without one),
     // and only where the controller is enabled for the modules, when that is known.
@@ -495,6 +485,66 @@ pub(crate) fn module_status_with(
         return None;
     }
     Some(s)
+}
+
+/// The counters of a `memory.events` text.
+fn memory_events(text: &str) -> MemoryEvents {
+    let k = parse::flat_keyed(text);
+    MemoryEvents {
+        low: k.get("low").copied(),
+        high: k.get("high").copied(),
+        max: k.get("max").copied(),
+        oom: k.get("oom").copied(),
+        oom_kill: k.get("oom_kill").copied(),
+        oom_group_kill: k.get("oom_group_kill").copied(),
+    }
+}
+
+/// The counters of a layout's parent directory (`subc-modules/`, `daemon/subc-modules/`), which
+/// outlive its modules: `memory.events` is hierarchical (it counts the events of every module
+/// below, removed ones too, since the parent was made), so an OOM kill of a module removed
+/// before anyone read its own file still raised it. systemd-oomd's marks are those it left on
+/// the parent itself (where it chose the whole parent); a module's own marks go with it.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct ParentStatus {
+    /// The layout whose modules it holds.
+    pub layout: Layout,
+    /// Its path, relative to the root.
+    pub path: String,
+    /// Its `memory.events` (hierarchical: every module below it, removed ones included).
+    pub memory_events: Figure<MemoryEvents>,
+    /// `user.oomd_ooms` on the parent.
+    pub oomd_ooms: Figure<u64>,
+    /// `user.oomd_kill` on the parent.
+    pub oomd_kill: Figure<u64>,
+}
+
+impl Root {
+    /// The counters of each layout's parent directory that exists (`subc-modules/`, then
+    /// `daemon/subc-modules/`); what cannot be read is `None`.
+    pub fn parents_status(&self) -> Vec<ParentStatus> {
+        let mut out = Vec::new();
+        for layout in [Layout::Ck, Layout::Daemon] {
+            let rel = match layout {
+                Layout::Ck => crate::layout::MODULES_DIR.to_string(),
+                _ => format!("daemon/{}", crate::layout::MODULES_DIR),
+            };
+            let Ok(dir) = self.dir().open_dir(&rel) else {
+                continue;
+            };
+            let events = read(&dir, "", "memory.events").map(|t| memory_events(&t));
+            let (ooms, killed) = oomd::oomd_counters(&dir, "");
+            out.push(ParentStatus {
+                layout,
+                path: rel,
+                memory_events: Figure::new(events, "memory.events"),
+                oomd_ooms: Figure::new(ooms, format!("{} xattr", oomd::OOMS)),
+                oomd_kill: Figure::new(killed, format!("{} xattr", oomd::KILL)),
+            });
+        }
+        out
+    }
 }
 
 /// Memory and swap in use: `memory.current` and `memory.swap.current` (their texts, `None` when
