@@ -253,6 +253,8 @@ fn telemetry_round_trips() {
         memory_anon: u(Some(2048)),
         memory_file: u(None),
         memory_shmem: u(Some(0)),
+        memory_zswapped: u(Some(8192)),
+        memory_zswap: u(None),
         memory_events: Figure {
             value: Some(MemoryEvents {
                 oom_kill: Some(1),

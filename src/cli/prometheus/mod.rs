@@ -297,6 +297,18 @@ fn figures(series: &[Series<'_>]) -> Vec<Metric> {
             each(series, |m| m.memory_shmem.value.map(Num::Int)),
         ),
         Metric::new(
+            "ck_cgroup_memory_zswapped_bytes",
+            "gauge",
+            "memory.stat zswapped of the module: anonymous memory in zswap, uncompressed size (in ck_cgroup_memory_swap_current_bytes too).",
+            each(series, |m| m.memory_zswapped.value.map(Num::Int)),
+        ),
+        Metric::new(
+            "ck_cgroup_memory_zswap_bytes",
+            "gauge",
+            "memory.stat zswap of the module: what its zswapped memory takes compressed (in ck_cgroup_memory_current_bytes).",
+            each(series, |m| m.memory_zswap.value.map(Num::Int)),
+        ),
+        Metric::new(
             "ck_cgroup_memory_swap_proc_bytes",
             "gauge",
             "Sum of VmSwap of the module's processes (/proc; the memory controller is not enabled).",
@@ -596,6 +608,7 @@ mod tests {
             ("cpu_usage_usec", 1500000.into()),
             ("oomd_preference", "omit".into()),
             ("oomd_ooms", 2.into()),
+            ("memory_zswapped", 8192.into()),
             (
                 "memory_pressure_stalled_usec",
                 serde_json::json!({"some": 1250000, "full": null}),
@@ -764,6 +777,25 @@ mod tests {
             s.contains(&format!("ck_cgroup_module_directories{main} 2\n")),
             "{s}"
         );
+    }
+
+    /// Swap is what a hoard moves to: memory.stat zswapped (in swap too) and zswap (charged to
+    /// memory) are gauges; a kernel without the keys gives no series, never 0.
+    #[test]
+    fn zswap_figures_are_gauges_and_unknown_is_left_out() {
+        let none = limits(
+            serde_json::Value::Null,
+            serde_json::Value::Null,
+            serde_json::Value::Null,
+        );
+        let s = prometheus(&[module("aft", Some("aft"), "ck", none)], &[]);
+        assert!(
+            s.contains(
+                "ck_cgroup_memory_zswapped_bytes{module=\"aft\",layout=\"ck\",slot=\"main\"} 8192\n"
+            ),
+            "{s}"
+        );
+        assert!(!s.contains("ck_cgroup_memory_zswap_bytes"), "{s}");
     }
 
     /// When the newest launch of a module (`m-web_5f10`, which ran 1 s of CPU) empties beside

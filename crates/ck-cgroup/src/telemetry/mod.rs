@@ -179,6 +179,13 @@ pub struct ModuleStatus {
     /// `memory_file` that killing the module does not free (`kill`'s `memory_left`).
     #[serde(default = "shmem_unread")]
     pub memory_shmem: Figure<u64>,
+    /// `memory.stat` `zswapped`: anonymous memory the kernel moved to zswap, at its size before
+    /// compression (counted in `memory_swap_current` too: each such page holds a swap slot).
+    #[serde(default = "zswapped_unread")]
+    pub memory_zswapped: Figure<u64>,
+    /// `memory.stat` `zswap`: what those pages take compressed, charged to `memory_current`.
+    #[serde(default = "zswap_unread")]
+    pub memory_zswap: Figure<u64>,
     /// `memory.events`.
     pub memory_events: Figure<MemoryEvents>,
     /// `pids.current`.
@@ -235,6 +242,16 @@ fn stalled_unread<const I: usize>() -> Figure<Stalled> {
     Figure::new(None, format!("{} total", PRESSURE_FILES[I]))
 }
 
+/// The figure of a report that does not carry `memory_zswapped`: unknown.
+fn zswapped_unread() -> Figure<u64> {
+    Figure::new(None, "memory.stat zswapped")
+}
+
+/// The figure of a report that does not carry `memory_zswap`: unknown.
+fn zswap_unread() -> Figure<u64> {
+    Figure::new(None, "memory.stat zswap")
+}
+
 /// The figure of a report that does not carry `ck_stops`: unknown.
 fn ck_stops_unread() -> Figure<u64> {
     Figure::new(None, format!("{} xattr", oomd::STOPS))
@@ -266,6 +283,8 @@ impl ModuleStatus {
             memory_anon: Figure::new(None, "memory.stat anon"),
             memory_file: Figure::new(None, "memory.stat file"),
             memory_shmem: shmem_unread(),
+            memory_zswapped: zswapped_unread(),
+            memory_zswap: zswap_unread(),
             memory_events: Figure::new(None, "memory.events"),
             pids_current: Figure::new(None, "pids.current"),
             cpu_usage_usec: Figure::new(None, "cpu.stat usage_usec"),
@@ -438,7 +457,9 @@ pub(crate) fn module_status_with(
         pids.as_deref(),
     );
     let events = f("memory.events").map(|t| memory_events(&t));
-    let (anon, file, shmem) = memory_stat(f("memory.stat").as_deref());
+    let stat = f("memory.stat");
+    let (anon, file, shmem) = memory_stat(stat.as_deref());
+    let stat_key = |k: &str| stat.as_deref().and_then(|t| parse::flat_key(t, k));
     // `dmem.current` only where a GPU is (no file tried per module on a host without one),
     // and only where the controller is enabled for the modules, when that is known.
     let dmem_on = enabled.is_none_or(|on| on.iter().any(|c| c == "dmem"));
@@ -464,6 +485,8 @@ pub(crate) fn module_status_with(
     s.memory_anon.value = anon;
     s.memory_file.value = file;
     s.memory_shmem.value = shmem;
+    s.memory_zswapped.value = stat_key("zswapped");
+    s.memory_zswap.value = stat_key("zswap");
     s.memory_events.value = events;
     s.pids_current.value = f("pids.current").as_deref().and_then(parse::number);
     s.cpu_usage_usec.value = f("cpu.stat").and_then(|t| parse::flat_key(&t, "usage_usec"));
