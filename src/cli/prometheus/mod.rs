@@ -779,6 +779,59 @@ mod tests {
         );
     }
 
+    /// Two names, one label: the literal text `new\x09line` and a name holding a real tab (or
+    /// the text `\xff\xfe` and those bytes; the kernel refuses a newline in a name) were one
+    /// label set, so the file held duplicate
+    /// series the node exporter serves once. The shown form doubles a backslash: each name is
+    /// its own label value, in every layout and in the deprecated metric's `name` too.
+    #[test]
+    fn names_that_showed_alike_are_two_label_sets() {
+        let none = || limits(serde_json::Value::Null, serde_json::Value::Null, 1.into());
+        let named = |bytes: &[u8], layout: &str| {
+            let n = ck_cgroup::DirName::from_bytes(bytes).expect("a name");
+            let mut m = module("x", Some("x"), layout, none());
+            m.name = n.clone();
+            m.module = Some(n);
+            m
+        };
+        let pairs: [(&[u8], &[u8]); 2] = [
+            (b"new\\x09line", b"new\tline"),
+            (b"\\xff\\xfe", b"\xff\xfe"),
+        ];
+        for (literal, raw) in pairs {
+            for layout in ["ck", "systemd"] {
+                let rows = [named(literal, layout), named(raw, layout)];
+                let s = prometheus(&rows, &[]);
+                let populated: Vec<&str> = s
+                    .lines()
+                    .filter(|l| l.starts_with("ck_cgroup_module_populated{"))
+                    .collect();
+                assert_eq!(populated.len(), 2, "{s}");
+                assert_ne!(populated[0], populated[1], "{s}");
+                let mut series: Vec<&str> = s.lines().filter(|l| !l.starts_with('#')).collect();
+                let all = series.len();
+                series.sort();
+                series.dedup();
+                assert_eq!(series.len(), all, "a series twice:\n{s}");
+                // No raw control byte in the file.
+                assert!(!s.contains("new\tline"), "{s}");
+            }
+        }
+        // The two label values, as the exposition format writes them.
+        let s = prometheus(
+            &[named(b"new\\x09line", "ck"), named(b"new\tline", "ck")],
+            &[],
+        );
+        assert!(
+            s.contains("ck_cgroup_module_populated{module=\"new\\\\\\\\x09line\","),
+            "{s}"
+        );
+        assert!(
+            s.contains("ck_cgroup_module_populated{module=\"new\\\\x09line\","),
+            "{s}"
+        );
+    }
+
     /// Swap is what a hoard moves to: memory.stat zswapped (in swap too) and zswap (charged to
     /// memory) are gauges; a kernel without the keys gives no series, never 0.
     #[test]
