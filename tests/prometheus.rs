@@ -1,11 +1,13 @@
 //! `status --format prometheus`: the text exposition format (checked line by line), series keyed
 //! by the module id and not by the daemon's directory name with its launch number, one metric
 //! per limit with its unit and unknown limits left out, and `--output FILE` replacing FILE whole
-//! (a new file renamed over it; on a failure FILE as it was and no new file left).
+//! (a new file renamed over it; on a failure FILE as it was and no new file left); and the
+//! node exporter serving that file, hostile names and all, every series once.
 
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::{Command, Output};
@@ -455,4 +457,228 @@ fn output_past_a_file_size_limit_is_exit_1_and_no_temp_file_not_sigxfsz() {
     assert_eq!(o.status.code(), Some(1), "{:?}: {}", o.status, stderr(&o));
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
     assert!(names(&dir).is_empty(), "left: {:?}", names(&dir));
+}
+
+/// A module killed and removed before the next scrape took its own counters with it; the
+/// modules' parent directory's counters outlive it and are series of their own, by layout:
+/// here systemd-oomd's marks on `subc-modules/` (its `memory.events`, where the memory
+/// controller is on, beside them; none here is never 0).
+#[test]
+fn the_parents_counters_outlive_the_modules() {
+    let w = World::new();
+    modules(&w);
+    let parent = w.root().join("subc-modules");
+    for (name, value) in [("user.oomd_ooms", "2"), ("user.oomd_kill", "5")] {
+        rustix::fs::setxattr(
+            &parent,
+            name,
+            value.as_bytes(),
+            rustix::fs::XattrFlags::empty(),
+        )
+        .unwrap_or_else(|e| panic!("setxattr {name}: {e}"));
+    }
+    ok(w.run(&["kill", "aft"]));
+    let text = ok(w.run(&["status", "--format", "prometheus"]));
+    let samples = check(&text);
+    let of = |name: &str, layout: &str| {
+        series_of(&samples, name)
+            .into_iter()
+            .find(|(_, l, _)| l.get("layout").map(String::as_str) == Some(layout))
+            .map(|(_, l, v)| (l.keys().cloned().collect::<Vec<_>>(), *v))
+    };
+    assert_eq!(
+        of("ck_cgroup_modules_oomd_kills_total", "ck"),
+        Some((vec!["layout".to_string()], 2.0)),
+        "{text}"
+    );
+    assert_eq!(
+        of("ck_cgroup_modules_oomd_killed_processes_total", "ck"),
+        Some((vec!["layout".to_string()], 5.0)),
+        "{text}"
+    );
+    // daemon/subc-modules/ exists: its marks are absent, read as 0.
+    assert_eq!(
+        of("ck_cgroup_modules_oomd_kills_total", "daemon"),
+        Some((vec!["layout".to_string()], 0.0)),
+        "{text}"
+    );
+    // aft is gone: no series of its own.
+    assert!(!text.contains("module=\"aft\""), "{text}");
+    let has_memory = std::fs::read_to_string(w.root().join("cgroup.subtree_control"))
+        .is_ok_and(|c| c.split_whitespace().any(|c| c == "memory"));
+    assert_eq!(
+        text.contains("ck_cgroup_modules_memory_events_total{layout=\"ck\",event=\"oom_kill\"}"),
+        has_memory,
+        "memory.events of subc-modules/ is a series where the memory controller is on: {text}"
+    );
+}
+
+/// Debian's node exporter (scripts/fetch-node-exporter puts it in ~/.cache), or
+/// `CK_NODE_EXPORTER`.
+fn node_exporter() -> Option<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os("CK_NODE_EXPORTER") {
+        return Some(p.into());
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))?;
+    let bin = cache.join("ck-cgroup/node-exporter/usr/bin/prometheus-node-exporter");
+    bin.is_file().then_some(bin)
+}
+
+/// A series: its metric name and labels.
+type Key = (String, BTreeMap<String, String>);
+
+/// The samples of the families named `ck_cgroup_*` in a scrape: (name, labels) and value.
+fn scraped(text: &str) -> Vec<(Key, String)> {
+    text.lines()
+        .filter(|l| l.starts_with("ck_cgroup_"))
+        .map(|line| {
+            let (series, value) = line.rsplit_once(' ').expect("a sample");
+            let (name, l) = match series.split_once('{') {
+                Some((n, l)) => (
+                    n,
+                    labels(l.strip_suffix('}').expect("labels end")).expect("labels"),
+                ),
+                None => (series, BTreeMap::new()),
+            };
+            ((name.to_string(), l), value.to_string())
+        })
+        .collect()
+}
+
+/// One scrape of the node exporter's textfile collector on `dir`: the body, and its log.
+fn serve(exporter: &Path, dir: &Path, log: &Path) -> (String, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let mut child = Command::new(exporter)
+        .args([
+            "--collector.disable-defaults",
+            "--collector.textfile",
+            &format!("--collector.textfile.directory={}", dir.display()),
+            &format!("--web.listen-address=127.0.0.1:{port}"),
+        ])
+        .stdout(std::fs::File::create(log).unwrap())
+        .stderr(std::fs::File::options().append(true).open(log).unwrap())
+        .spawn()
+        .unwrap();
+    let get = || -> Option<String> {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        s.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
+            .ok()?;
+        let mut body = String::new();
+        s.read_to_string(&mut body).ok()?;
+        body.split_once("\r\n\r\n").map(|(_, b)| b.to_string())
+    };
+    let mut body = None;
+    eventually("the node exporter answers", || {
+        body = get();
+        body.is_some()
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    (
+        body.unwrap_or_default(),
+        std::fs::read_to_string(log).unwrap(),
+    )
+}
+
+/// The real client: the node exporter's textfile collector reads the helper's file, with names
+/// that showed alike before the names rewrite (`\xff\xfe` as bytes and as text, a tab and the
+/// text `\x09`), a quote, a space, and the daemon's layout, and serves every series once, with
+/// its labels and value: no series dropped or twice (it logged an error at every scrape, served
+/// one of each pair, and `node_textfile_scrape_error` stayed 0: promtool did not see it), no
+/// scrape error, no error in its log.
+#[test]
+fn the_node_exporter_serves_every_series_once_with_hostile_names() {
+    let Some(exporter) = node_exporter() else {
+        return skip(
+            "no node exporter (scripts/fetch-node-exporter could not fetch Debian's prometheus-node-exporter; CK_NODE_EXPORTER=PATH)",
+        );
+    };
+    let w = World::new();
+    modules(&w);
+    let subc = w.root().join("subc-modules");
+    for name in [
+        std::ffi::OsStr::from_bytes(b"\xff\xfe"),
+        std::ffi::OsStr::from_bytes(b"\\xff\\xfe"),
+        std::ffi::OsStr::from_bytes(b"new\tline"),
+        std::ffi::OsStr::from_bytes(b"new\\x09line"),
+        std::ffi::OsStr::new("a\"quote"),
+        std::ffi::OsStr::new("sp ace"),
+    ] {
+        std::fs::create_dir(subc.join(name)).unwrap();
+    }
+    let dir = w.tmp("textfile");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("ck-subc.prom");
+    ok(w.run(&[
+        "status",
+        "--format",
+        "prometheus",
+        "--output",
+        file.to_str().unwrap(),
+    ]));
+    let written = std::fs::read_to_string(&file).unwrap();
+    let want: BTreeMap<Key, f64> = check(&written)
+        .into_iter()
+        .map(|(n, l, v)| ((n, l), v))
+        .collect();
+    assert!(want.len() > 50, "{written}");
+
+    // The control: a file that holds one series twice (what two names with one label set
+    // made) must show in the log, or this test could not see it.
+    let ctl = w.tmp("textfile-control");
+    std::fs::create_dir_all(&ctl).unwrap();
+    let twice = "# HELP ck_cgroup_module_populated x\n# TYPE ck_cgroup_module_populated gauge\nck_cgroup_module_populated{module=\"a\"} 1\nck_cgroup_module_populated{module=\"a\"} 0\n";
+    std::fs::write(ctl.join("ck-subc.prom"), twice).unwrap();
+    let (_, ctl_log) = serve(&exporter, &ctl, &w.tmp("node-exporter-control.log"));
+    assert!(
+        ctl_log.contains("level=error"),
+        "a series twice is no error in the node exporter's log: this test cannot see one:\n{ctl_log}"
+    );
+    let (body, log) = serve(&exporter, &dir, &w.tmp("node-exporter.log"));
+    assert!(
+        body.contains("\nnode_textfile_scrape_error 0\n"),
+        "the collector's error:\n{body}\n{log}"
+    );
+    // An error or a warning, but the one of running as root (this suite runs as root).
+    let bad: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("level=error") || l.contains("level=warn"))
+        .filter(|l| !l.contains("running as root"))
+        .collect();
+    assert!(bad.is_empty(), "the node exporter's log:\n{log}");
+    let got = scraped(&body);
+    let mut served: BTreeMap<Key, f64> = BTreeMap::new();
+    for (key, value) in &got {
+        let v = match value.as_str() {
+            "+Inf" => f64::INFINITY,
+            v => v.parse().unwrap(),
+        };
+        assert!(
+            served.insert(key.clone(), v).is_none(),
+            "served twice: {key:?}\n{body}"
+        );
+    }
+    let dropped: Vec<_> = want.keys().filter(|k| !served.contains_key(*k)).collect();
+    assert!(dropped.is_empty(), "dropped: {dropped:?}\n{body}\n{log}");
+    assert_eq!(served, want, "the served series differ from the file's");
+    // The hostile names are there, each its own label value.
+    for shown in [
+        "\\xff\\xfe",
+        "\\\\xff\\\\xfe",
+        "new\\x09line",
+        "new\\\\x09line",
+    ] {
+        assert!(
+            served
+                .keys()
+                .any(|(n, l)| n == "ck_cgroup_module_populated" && l["module"] == shown),
+            "{shown}: {body}"
+        );
+    }
 }

@@ -364,6 +364,7 @@ impl Output {
     pub fn status(
         &self,
         rows: &[ck_cgroup::telemetry::ModuleStatus],
+        parents: &[ck_cgroup::telemetry::ParentStatus],
         format: super::args::Format,
         output: Option<&Path>,
         columns: super::status::Columns<'_>,
@@ -385,7 +386,7 @@ impl Output {
                 serde_json::to_vec(&versioned(Status { modules })).map_err(io::Error::other)?
             }
             Format::Table => super::status::table(rows, columns).into_bytes(),
-            Format::Prometheus => super::prometheus::prometheus(rows).into_bytes(),
+            Format::Prometheus => super::prometheus::prometheus(rows, parents).into_bytes(),
         };
         if format == Format::Json {
             text.push(b'\n');

@@ -256,6 +256,8 @@ fn telemetry_round_trips() {
         memory_anon: u(Some(2048)),
         memory_file: u(None),
         memory_shmem: u(Some(0)),
+        memory_zswapped: u(Some(8192)),
+        memory_zswap: u(None),
         memory_events: Figure {
             value: Some(MemoryEvents {
                 oom_kill: Some(1),
@@ -276,6 +278,24 @@ fn telemetry_round_trips() {
         io_pressure_avg10: Figure {
             value: None,
             source: "io.pressure".into(),
+        },
+        memory_pressure_stalled_usec: Figure {
+            value: Some(crate::telemetry::Stalled {
+                some: Some(123_456),
+                full: Some(4_567),
+            }),
+            source: "memory.pressure total".into(),
+        },
+        cpu_pressure_stalled_usec: Figure {
+            value: Some(crate::telemetry::Stalled {
+                some: Some(9),
+                full: None,
+            }),
+            source: "cpu.pressure total".into(),
+        },
+        io_pressure_stalled_usec: Figure {
+            value: None,
+            source: "io.pressure total".into(),
         },
         limits: LimitFigures {
             memory_high: l(Some(Limit::Max)),

@@ -53,6 +53,11 @@ pub fn cmd_status(
             "(--wide shows every column, -o COLS picks them)",
         ),
     };
-    ctx.out.status(&r, format, v.output, columns)?;
+    // The parents' counters: Prometheus only (they outlive the modules the other formats list).
+    let parents = match format {
+        Format::Prometheus => backend.parents_status()?,
+        _ => Vec::new(),
+    };
+    ctx.out.status(&r, &parents, format, v.output, columns)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -6,7 +6,10 @@
 //! `slot` (`swap` for the daemon's alternate slot, else `main`). Where several directories share
 //! those labels (a launch still being torn down beside the next one) the series is the newest
 //! launch that holds a process (an empty directory never hides a populated one: a module may
-//! make look-alikes), else the newest, and `ck_cgroup_module_directories` counts them. At most
+//! make look-alikes), else the newest, and `ck_cgroup_module_directories` counts them; its
+//! counters are the newest launch that ran (so they never go back to an older launch's). The
+//! modules' parent directories' counters (hierarchical: they outlive the modules) are series
+//! labelled `layout` only. At most
 //! [`MAX_SERIES`] modules are written, ours (`ck`) first, then those that hold a process;
 //! `ck_cgroup_modules_left_out` counts the rest (module-chosen ids must not grow the series
 //! without bound). One metric per limit, named after its
@@ -20,7 +23,7 @@ use ck_cgroup::cgroup::parse::Limit;
 use ck_cgroup::id::decode_daemon_name;
 use ck_cgroup::limits::{LIMITS, Unit};
 use ck_cgroup::mutation::{self, Control};
-use ck_cgroup::telemetry::{Figure, ModuleStatus, PROC_RSS_SOURCE};
+use ck_cgroup::telemetry::{Figure, ModuleStatus, PROC_RSS_SOURCE, ParentStatus};
 
 /// A label value in the exposition format: text as people see it (a name's shown form, or
 /// `id::shown` of other text: one-to-one, no control character), then `\`, `"` and newline
@@ -68,14 +71,16 @@ impl Metric {
     }
 }
 
-/// The Prometheus text exposition format. Unknown figures are left out, never written as 0.
-pub fn prometheus(rows: &[ModuleStatus]) -> String {
+/// The Prometheus text exposition format of the modules' figures and their parents' counters.
+/// Unknown figures are left out, never written as 0.
+pub fn prometheus(rows: &[ModuleStatus], parents: &[ParentStatus]) -> String {
     let (series, left_out) = series(rows);
     let mut s = String::new();
     let metrics = figures(&series)
         .into_iter()
         .chain(gpu(&series))
         .chain(counted(&series))
+        .chain(parent_metrics(parents))
         .chain(limit_metrics(&series))
         .chain([
             deprecated_limit(rows),
@@ -105,9 +110,12 @@ pub fn prometheus(rows: &[ModuleStatus]) -> String {
     s
 }
 
-/// A module as the series see it: the newest directory of its labels, and how many there are.
+/// A module as the series see it: the directory of its labels its gauges come from (the newest
+/// launch that holds a process), the one its counters come from (the newest launch that ran),
+/// and how many there are.
 struct Series<'a> {
     m: &'a ModuleStatus,
+    counters: &'a ModuleStatus,
     labels: String,
     directories: usize,
 }
@@ -142,20 +150,35 @@ fn holds(m: &ModuleStatus) -> bool {
     m.populated.value == Some(true)
 }
 
+/// Whether a directory ever ran something: it holds a process, or its CPU counter moved (an
+/// empty look-alike a module made never did).
+fn ran(m: &ModuleStatus) -> bool {
+    holds(m) || m.cpu_usage_usec.value.is_some_and(|u| u > 0)
+}
+
 /// The series of `rows` (at most [`MAX_SERIES`]) and how many modules were left out.
 fn series(rows: &[ModuleStatus]) -> (Vec<Series<'_>>, usize) {
     type Key = (String, &'static str, &'static str);
-    let mut out: Vec<(Key, Option<String>, Series<'_>)> = Vec::new();
+    type Launches = (Option<String>, Option<String>);
+    let mut out: Vec<(Key, Launches, Series<'_>)> = Vec::new();
     let mut index: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
     for m in rows {
         let (key, launch) = identity(m);
         if let Some(&i) = index.get(&key) {
-            let (_, newest, s) = &mut out[i];
+            let (_, (newest, counted), s) = &mut out[i];
             s.directories += 1;
             // Mutation: the newest launch is the series, empty or not.
             let by_holding = !mutation::active(Control::SeriesByLaunchOnly);
             let rank =
                 |m: &ModuleStatus, l: &Option<String>| (by_holding && holds(m), launch_order(l));
+            // The counters: the newest launch that ran, held or not, so that a counter moves
+            // forward to a new launch and never back to an older launch's (when the newest
+            // empties beside an older one still being torn down).
+            let by_run = |m: &ModuleStatus, l: &Option<String>| (ran(m), launch_order(l));
+            if by_run(m, &launch) > by_run(s.counters, counted) {
+                *counted = launch.clone();
+                s.counters = m;
+            }
             if rank(m, &launch) > rank(s.m, newest) {
                 *newest = launch;
                 s.m = m;
@@ -171,13 +194,21 @@ fn series(rows: &[ModuleStatus]) -> (Vec<Series<'_>>, usize) {
         );
         out.push((
             key,
-            launch,
+            (launch.clone(), launch),
             Series {
                 m,
+                counters: m,
                 labels,
                 directories: 1,
             },
         ));
+    }
+    // Mutation: the counters come from the gauges' directory (an older launch's when the
+    // newest empties beside it).
+    if mutation::active(Control::CountersFollowPopulated) {
+        for (_, _, s) in &mut out {
+            s.counters = s.m;
+        }
     }
     // Ours first, then those that hold a process, each in the order found (by name).
     out.sort_by_key(|(k, _, s)| (k.1 != Layout::Ck.name(), !holds(s.m)));
@@ -191,6 +222,17 @@ fn each(series: &[Series<'_>], f: impl Fn(&ModuleStatus) -> Option<Num>) -> Vec<
     series
         .iter()
         .filter_map(|s| f(s.m).map(|v| (s.labels.clone(), v)))
+        .collect()
+}
+
+/// `f` of the counters' directory of every series that has it, labelled.
+fn each_counter(
+    series: &[Series<'_>],
+    f: impl Fn(&ModuleStatus) -> Option<Num>,
+) -> Vec<(String, Num)> {
+    series
+        .iter()
+        .filter_map(|s| f(s.counters).map(|v| (s.labels.clone(), v)))
         .collect()
 }
 
@@ -255,6 +297,18 @@ fn figures(series: &[Series<'_>]) -> Vec<Metric> {
             each(series, |m| m.memory_shmem.value.map(Num::Int)),
         ),
         Metric::new(
+            "ck_cgroup_memory_zswapped_bytes",
+            "gauge",
+            "memory.stat zswapped of the module: anonymous memory in zswap, uncompressed size (in ck_cgroup_memory_swap_current_bytes too).",
+            each(series, |m| m.memory_zswapped.value.map(Num::Int)),
+        ),
+        Metric::new(
+            "ck_cgroup_memory_zswap_bytes",
+            "gauge",
+            "memory.stat zswap of the module: what its zswapped memory takes compressed (in ck_cgroup_memory_current_bytes).",
+            each(series, |m| m.memory_zswap.value.map(Num::Int)),
+        ),
+        Metric::new(
             "ck_cgroup_memory_swap_proc_bytes",
             "gauge",
             "Sum of VmSwap of the module's processes (/proc; the memory controller is not enabled).",
@@ -304,9 +358,10 @@ fn gpu(series: &[Series<'_>]) -> Vec<Metric> {
 fn counted(series: &[Series<'_>]) -> Vec<Metric> {
     let mut events = Vec::new();
     let mut psi = Vec::new();
+    let mut stalled = Vec::new();
     for s in series {
-        let m = s.m;
-        if let Some(e) = m.memory_events.value {
+        let (m, c) = (s.m, s.counters);
+        if let Some(e) = c.memory_events.value {
             for (k, v) in [
                 ("low", e.low),
                 ("high", e.high),
@@ -329,6 +384,21 @@ fn counted(series: &[Series<'_>]) -> Vec<Metric> {
                 psi.push((format!("{},resource=\"{r}\"", s.labels), Num::Float(v)));
             }
         }
+        for (r, f) in [
+            ("memory", &c.memory_pressure_stalled_usec),
+            ("cpu", &c.cpu_pressure_stalled_usec),
+            ("io", &c.io_pressure_stalled_usec),
+        ] {
+            let Some(t) = f.value else { continue };
+            for (kind, usec) in [("some", t.some), ("full", t.full)] {
+                if let Some(u) = usec {
+                    stalled.push((
+                        format!("{},resource=\"{r}\",kind=\"{kind}\"", s.labels),
+                        Num::Float(u as f64 / 1e6),
+                    ));
+                }
+            }
+        }
     }
     vec![
         Metric::new(
@@ -341,13 +411,13 @@ fn counted(series: &[Series<'_>]) -> Vec<Metric> {
             "ck_cgroup_oomd_kills_total",
             "counter",
             "systemd-oomd's kills of the module (user.oomd_ooms xattr; the kernel's are ck_cgroup_memory_events_total{event=\"oom_kill\"}).",
-            each(series, |m| m.oomd_ooms.value.map(Num::Int)),
+            each_counter(series, |m| m.oomd_ooms.value.map(Num::Int)),
         ),
         Metric::new(
             "ck_cgroup_oomd_killed_processes_total",
             "counter",
             "Processes systemd-oomd killed in the module (user.oomd_kill xattr).",
-            each(series, |m| m.oomd_kill.value.map(Num::Int)),
+            each_counter(series, |m| m.oomd_kill.value.map(Num::Int)),
         ),
         Metric::new(
             "ck_cgroup_pids_current",
@@ -359,15 +429,21 @@ fn counted(series: &[Series<'_>]) -> Vec<Metric> {
             "ck_cgroup_cpu_usage_seconds_total",
             "counter",
             "cpu.stat usage_usec of the module, in seconds.",
-            each(series, |m| {
+            each_counter(series, |m| {
                 m.cpu_usage_usec.value.map(|u| Num::Float(u as f64 / 1e6))
             }),
         ),
         Metric::new(
             "ck_cgroup_pressure_some_avg10",
             "gauge",
-            "PSI some avg10 of the module, percent.",
+            "PSI some avg10 of the module, percent (a 10-second average; rate(ck_cgroup_pressure_stalled_seconds_total) covers every second).",
             psi,
+        ),
+        Metric::new(
+            "ck_cgroup_pressure_stalled_seconds_total",
+            "counter",
+            "PSI total of the module, in seconds: time in which some (kind=\"some\") or all non-idle (kind=\"full\") tasks stalled on the resource.",
+            stalled,
         ),
         Metric::new(
             "ck_cgroup_module_directories",
@@ -377,6 +453,58 @@ fn counted(series: &[Series<'_>]) -> Vec<Metric> {
                 .iter()
                 .map(|s| (s.labels.clone(), Num::Int(s.directories as u64)))
                 .collect(),
+        ),
+    ]
+}
+
+/// The counters of each layout's parent directory (`subc-modules/`, `daemon/subc-modules/`),
+/// labelled `layout` only: its `memory.events` counts the events of every module below it, so a
+/// kill of a module removed before the next scrape still raises them.
+fn parent_metrics(parents: &[ParentStatus]) -> Vec<Metric> {
+    let mut events = Vec::new();
+    let mut ooms = Vec::new();
+    let mut killed = Vec::new();
+    for p in parents {
+        let l = format!("layout=\"{}\"", p.layout.name());
+        if let Some(e) = p.memory_events.value {
+            for (k, v) in [
+                ("low", e.low),
+                ("high", e.high),
+                ("max", e.max),
+                ("oom", e.oom),
+                ("oom_kill", e.oom_kill),
+                ("oom_group_kill", e.oom_group_kill),
+            ] {
+                if let Some(v) = v {
+                    events.push((format!("{l},event=\"{k}\""), Num::Int(v)));
+                }
+            }
+        }
+        if let Some(v) = p.oomd_ooms.value {
+            ooms.push((l.clone(), Num::Int(v)));
+        }
+        if let Some(v) = p.oomd_kill.value {
+            killed.push((l, Num::Int(v)));
+        }
+    }
+    vec![
+        Metric::new(
+            "ck_cgroup_modules_memory_events_total",
+            "counter",
+            "memory.events counters of the modules' parent directory (subc-modules/, daemon/subc-modules/): every module below it, removed ones too.",
+            events,
+        ),
+        Metric::new(
+            "ck_cgroup_modules_oomd_kills_total",
+            "counter",
+            "systemd-oomd's kills of the modules' parent directory as a whole (user.oomd_ooms xattr on it).",
+            ooms,
+        ),
+        Metric::new(
+            "ck_cgroup_modules_oomd_killed_processes_total",
+            "counter",
+            "Processes systemd-oomd killed in a kill of the modules' parent directory (user.oomd_kill xattr on it).",
+            killed,
         ),
     ]
 }
@@ -480,6 +608,11 @@ mod tests {
             ("cpu_usage_usec", 1500000.into()),
             ("oomd_preference", "omit".into()),
             ("oomd_ooms", 2.into()),
+            ("memory_zswapped", 8192.into()),
+            (
+                "memory_pressure_stalled_usec",
+                serde_json::json!({"some": 1250000, "full": null}),
+            ),
         ] {
             m[field]["value"] = v;
         }
@@ -511,7 +644,7 @@ mod tests {
             "ck",
             limits("max".into(), 1073741824u64.into(), 512.into()),
         )];
-        let s = prometheus(&rows);
+        let s = prometheus(&rows, &[]);
         let l = "{module=\"aft\",layout=\"ck\",slot=\"main\"}";
         for want in [
             format!("ck_cgroup_memory_high_bytes{l} +Inf\n"),
@@ -529,6 +662,35 @@ mod tests {
         assert!(!s.contains("memory.swap.max"), "{s}");
         assert!(s.contains("# HELP ck_cgroup_limit DEPRECATED"), "{s}");
         assert!(s.contains("ck_cgroup_cpu_usage_seconds_total{module=\"aft\",layout=\"ck\",slot=\"main\"} 1.5\n"), "{s}");
+    }
+
+    /// The kernel's PSI `total` (microseconds) is a counter in seconds, per resource and kind;
+    /// a kind the file has no line for has no sample, nor has a file that could not be read.
+    #[test]
+    fn pressure_totals_are_counters_in_seconds() {
+        let none = limits(
+            serde_json::Value::Null,
+            serde_json::Value::Null,
+            serde_json::Value::Null,
+        );
+        let s = prometheus(&[module("aft", Some("aft"), "ck", none)], &[]);
+        let l = "module=\"aft\",layout=\"ck\",slot=\"main\"";
+        assert!(
+            s.contains("# TYPE ck_cgroup_pressure_stalled_seconds_total counter\n"),
+            "{s}"
+        );
+        assert!(
+            s.contains(&format!(
+                "ck_cgroup_pressure_stalled_seconds_total{{{l},resource=\"memory\",kind=\"some\"}} 1.25\n"
+            )),
+            "{s}"
+        );
+        assert_eq!(
+            s.matches("ck_cgroup_pressure_stalled_seconds_total{")
+                .count(),
+            1,
+            "{s}"
+        );
     }
 
     #[test]
@@ -561,7 +723,7 @@ mod tests {
         ];
         let mut rows = rows;
         rows[1].procs.value = Some(7);
-        let s = prometheus(&rows);
+        let s = prometheus(&rows, &[]);
         for l in s.lines().filter(|l| !l.starts_with("ck_cgroup_limit{")) {
             assert!(!l.contains("m-mcp"), "a directory name in {l:?}:\n{s}");
         }
@@ -605,7 +767,7 @@ mod tests {
         ];
         rows[1].populated.value = Some(false);
         rows[1].procs.value = Some(0);
-        let s = prometheus(&rows);
+        let s = prometheus(&rows, &[]);
         let main = "{module=\"web\",layout=\"daemon\",slot=\"main\"}";
         assert!(
             s.contains(&format!("ck_cgroup_module_populated{main} 1\n")),
@@ -613,6 +775,167 @@ mod tests {
         );
         assert!(
             s.contains(&format!("ck_cgroup_module_directories{main} 2\n")),
+            "{s}"
+        );
+    }
+
+    /// Two names, one label: the literal text `new\x09line` and a name holding a real tab (or
+    /// the text `\xff\xfe` and those bytes; the kernel refuses a newline in a name) were one
+    /// label set, so the file held duplicate
+    /// series the node exporter serves once. The shown form doubles a backslash: each name is
+    /// its own label value, in every layout and in the deprecated metric's `name` too.
+    #[test]
+    fn names_that_showed_alike_are_two_label_sets() {
+        let none = || limits(serde_json::Value::Null, serde_json::Value::Null, 1.into());
+        let named = |bytes: &[u8], layout: &str| {
+            let n = ck_cgroup::DirName::from_bytes(bytes).expect("a name");
+            let mut m = module("x", Some("x"), layout, none());
+            m.name = n.clone();
+            m.module = Some(n);
+            m
+        };
+        let pairs: [(&[u8], &[u8]); 2] = [
+            (b"new\\x09line", b"new\tline"),
+            (b"\\xff\\xfe", b"\xff\xfe"),
+        ];
+        for (literal, raw) in pairs {
+            for layout in ["ck", "systemd"] {
+                let rows = [named(literal, layout), named(raw, layout)];
+                let s = prometheus(&rows, &[]);
+                let populated: Vec<&str> = s
+                    .lines()
+                    .filter(|l| l.starts_with("ck_cgroup_module_populated{"))
+                    .collect();
+                assert_eq!(populated.len(), 2, "{s}");
+                assert_ne!(populated[0], populated[1], "{s}");
+                let mut series: Vec<&str> = s.lines().filter(|l| !l.starts_with('#')).collect();
+                let all = series.len();
+                series.sort();
+                series.dedup();
+                assert_eq!(series.len(), all, "a series twice:\n{s}");
+                // No raw control byte in the file.
+                assert!(!s.contains("new\tline"), "{s}");
+            }
+        }
+        // The two label values, as the exposition format writes them.
+        let s = prometheus(
+            &[named(b"new\\x09line", "ck"), named(b"new\tline", "ck")],
+            &[],
+        );
+        assert!(
+            s.contains("ck_cgroup_module_populated{module=\"new\\\\\\\\x09line\","),
+            "{s}"
+        );
+        assert!(
+            s.contains("ck_cgroup_module_populated{module=\"new\\\\x09line\","),
+            "{s}"
+        );
+    }
+
+    /// Swap is what a hoard moves to: memory.stat zswapped (in swap too) and zswap (charged to
+    /// memory) are gauges; a kernel without the keys gives no series, never 0.
+    #[test]
+    fn zswap_figures_are_gauges_and_unknown_is_left_out() {
+        let none = limits(
+            serde_json::Value::Null,
+            serde_json::Value::Null,
+            serde_json::Value::Null,
+        );
+        let s = prometheus(&[module("aft", Some("aft"), "ck", none)], &[]);
+        assert!(
+            s.contains(
+                "ck_cgroup_memory_zswapped_bytes{module=\"aft\",layout=\"ck\",slot=\"main\"} 8192\n"
+            ),
+            "{s}"
+        );
+        assert!(!s.contains("ck_cgroup_memory_zswap_bytes"), "{s}");
+    }
+
+    /// When the newest launch of a module (`m-web_5f10`, which ran 1 s of CPU) empties beside
+    /// an older one still being torn down (`m-web_5f9`, 5 s and an OOM kill), the counters went
+    /// back to the older launch's: the CPU counter jumped, and its OOM counter re-fired the alert.
+    /// A counter of a module moves forward to a new launch, never back; an empty look-alike
+    /// that never ran (`m-web_5f99999`) takes neither the gauges nor the counters.
+    #[test]
+    fn a_module_counter_never_goes_back_to_an_older_launch() {
+        let none = || {
+            limits(
+                serde_json::Value::Null,
+                serde_json::Value::Null,
+                serde_json::Value::Null,
+            )
+        };
+        let mut rows = [
+            module("m-web_5f9", Some("web"), "daemon", none()),
+            module("m-web_5f10", Some("web"), "daemon", none()),
+            module("m-web_5f99999", Some("web"), "daemon", none()),
+        ];
+        rows[0].cpu_usage_usec.value = Some(5_000_000);
+        rows[0].memory_events.value = serde_json::from_value(serde_json::json!({
+            "low": 0, "high": 0, "max": 3, "oom": 1, "oom_kill": 1, "oom_group_kill": 1
+        }))
+        .ok();
+        rows[1].populated.value = Some(false);
+        rows[1].procs.value = Some(0);
+        rows[1].cpu_usage_usec.value = Some(1_000_000);
+        rows[1].memory_events.value = serde_json::from_value(serde_json::json!({
+            "low": 0, "high": 0, "max": 0, "oom": 0, "oom_kill": 0, "oom_group_kill": 0
+        }))
+        .ok();
+        rows[2].populated.value = Some(false);
+        rows[2].procs.value = Some(0);
+        rows[2].cpu_usage_usec.value = Some(0);
+        rows[2].oomd_ooms.value = Some(0);
+        let s = prometheus(&rows, &[]);
+        let l = "module=\"web\",layout=\"daemon\",slot=\"main\"";
+        for want in [
+            // The gauges: the launch that holds a process.
+            format!("ck_cgroup_module_populated{{{l}}} 1\n"),
+            // The counters: the newest launch that ran, empty or not.
+            format!("ck_cgroup_cpu_usage_seconds_total{{{l}}} 1\n"),
+            format!("ck_cgroup_memory_events_total{{{l},event=\"oom_kill\"}} 0\n"),
+            format!("ck_cgroup_oomd_kills_total{{{l}}} 2\n"),
+            format!("ck_cgroup_module_directories{{{l}}} 3\n"),
+        ] {
+            assert!(s.contains(&want), "{want:?} missing from:\n{s}");
+        }
+    }
+
+    /// A module OOM-killed and removed before the next scrape took its memory.events with it;
+    /// the parent's hierarchical counters, which outlive it, are their own series, by layout.
+    #[test]
+    fn the_parents_counters_are_series_of_their_own() {
+        let parent = |layout: &str, path: &str, kills: serde_json::Value| -> ParentStatus {
+            serde_json::from_value(serde_json::json!({
+                "layout": layout,
+                "path": path,
+                "memory_events": {"value": {"low": 0, "high": 2, "max": 4, "oom": 1,
+                    "oom_kill": kills, "oom_group_kill": 1}, "source": "memory.events"},
+                "oomd_ooms": {"value": 1, "source": "user.oomd_ooms xattr"},
+                "oomd_kill": {"value": null, "source": "user.oomd_kill xattr"},
+            }))
+            .expect("a ParentStatus")
+        };
+        let s = prometheus(
+            &[],
+            &[
+                parent("ck", "subc-modules", 3.into()),
+                parent("daemon", "daemon/subc-modules", serde_json::Value::Null),
+            ],
+        );
+        for want in [
+            "# TYPE ck_cgroup_modules_memory_events_total counter\n",
+            "ck_cgroup_modules_memory_events_total{layout=\"ck\",event=\"oom_kill\"} 3\n",
+            "ck_cgroup_modules_memory_events_total{layout=\"ck\",event=\"oom_group_kill\"} 1\n",
+            "ck_cgroup_modules_memory_events_total{layout=\"daemon\",event=\"oom_group_kill\"} 1\n",
+            "ck_cgroup_modules_oomd_kills_total{layout=\"daemon\"} 1\n",
+        ] {
+            assert!(s.contains(want), "{want:?} missing from:\n{s}");
+        }
+        // Unknown is left out, never 0.
+        assert!(!s.contains("layout=\"daemon\",event=\"oom_kill\""), "{s}");
+        assert!(
+            !s.contains("ck_cgroup_modules_oomd_killed_processes_total"),
             "{s}"
         );
     }
@@ -641,7 +964,7 @@ mod tests {
             })
             .collect();
         rows.push(module("zzz-ours", Some("zzz-ours"), "ck", none()));
-        let s = prometheus(&rows);
+        let s = prometheus(&rows, &[]);
         assert_eq!(
             s.matches("ck_cgroup_module_populated{").count(),
             MAX_SERIES,

@@ -193,6 +193,16 @@ impl Backend {
         on_modules!(self, open, m => m.status(ids))
     }
 
+    /// The counters of each layout's parent directory ([`Root::parents_status`]); none for
+    /// systemd's scopes (no parent of ours holds them).
+    pub fn parents_status(&self) -> Result<Vec<crate::telemetry::ParentStatus>, Error> {
+        match self {
+            Backend::Cgroupfs(fs) => Ok(fs.open()?.parents_status()),
+            #[cfg(feature = "systemd")]
+            Backend::Systemd(_) => Ok(Vec::new()),
+        }
+    }
+
     /// `ps`: the processes of every module, or of those named.
     pub fn processes<S: ToModuleName>(&self, ids: &[S]) -> Result<Vec<ModuleProcesses>, Error> {
         let ids = ids

@@ -323,6 +323,10 @@ pub struct Pressure {
     pub some_avg10: Option<f64>,
     /// `full avg10`: the share in which all non-idle tasks stalled (absent for `cpu` before 5.13).
     pub full_avg10: Option<f64>,
+    /// `some total`: microseconds in which some task stalled, since the cgroup was made.
+    pub some_total: Option<u64>,
+    /// `full total`: microseconds in which all non-idle tasks stalled.
+    pub full_total: Option<u64>,
 }
 
 /// Parse a PSI file. Unknown fields are ignored.
@@ -331,12 +335,13 @@ pub fn pressure(text: &str) -> Pressure {
     for line in text.lines() {
         let mut it = line.split_whitespace();
         let kind = it.next();
-        let avg10 = it
-            .find_map(|f| f.strip_prefix("avg10="))
-            .and_then(|v| v.parse().ok());
+        let fields: Vec<&str> = it.collect();
+        let field = |k: &str| fields.iter().find_map(|f| f.strip_prefix(k));
+        let avg10 = field("avg10=").and_then(|v| v.parse().ok());
+        let total = field("total=").and_then(|v| v.parse().ok());
         match kind {
-            Some("some") => p.some_avg10 = avg10,
-            Some("full") => p.full_avg10 = avg10,
+            Some("some") => (p.some_avg10, p.some_total) = (avg10, total),
+            Some("full") => (p.full_avg10, p.full_total) = (avg10, total),
             _ => {}
         }
     }
@@ -568,9 +573,18 @@ mod telemetry_tests {
         let p = pressure(&fixture("memory.pressure"));
         assert_eq!(p.some_avg10, Some(1.5));
         assert_eq!(p.full_avg10, Some(0.25));
+        assert_eq!((p.some_total, p.full_total), (Some(123456), Some(4567)));
         // cpu.pressure before 5.13 has no full line.
         let p = pressure("some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
         assert_eq!((p.some_avg10, p.full_avg10), (Some(0.0), None));
+        assert_eq!((p.some_total, p.full_total), (Some(0), None));
+        let p = pressure(
+            "some avg10=0.00 avg60=0.00 avg300=0.00 total=18446744073709551615\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=1234567\n",
+        );
+        assert_eq!(
+            (p.some_total, p.full_total),
+            (Some(u64::MAX), Some(1234567))
+        );
         assert_eq!(pressure(""), Pressure::default());
     }
 

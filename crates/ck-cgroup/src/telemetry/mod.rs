@@ -63,6 +63,19 @@ pub struct MemoryEvents {
     pub oom_group_kill: Option<u64>,
 }
 
+/// A pressure file's `total`s: microseconds in which some (or all non-idle) tasks of the cgroup
+/// stalled on the resource since the cgroup was made (`None` each where the line is absent:
+/// `full` of `cpu.pressure` before 5.13). Counters: a rate of them covers every second, where an
+/// `avg10` sampled every 15 s covers the last 10 of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct Stalled {
+    /// `some total`.
+    pub some: Option<u64>,
+    /// `full total`.
+    pub full: Option<u64>,
+}
+
 /// The struct of the limits `status` shows, written from one list of (field, file): the fields,
 /// their sources, and the walks over them all come from it, so a limit is named once here (its
 /// row of [`crate::limits::LIMITS`] is the other place, held together by a unit test).
@@ -166,6 +179,13 @@ pub struct ModuleStatus {
     /// `memory_file` that killing the module does not free (`kill`'s `memory_left`).
     #[serde(default = "shmem_unread")]
     pub memory_shmem: Figure<u64>,
+    /// `memory.stat` `zswapped`: anonymous memory the kernel moved to zswap, at its size before
+    /// compression (counted in `memory_swap_current` too: each such page holds a swap slot).
+    #[serde(default = "zswapped_unread")]
+    pub memory_zswapped: Figure<u64>,
+    /// `memory.stat` `zswap`: what those pages take compressed, charged to `memory_current`.
+    #[serde(default = "zswap_unread")]
+    pub memory_zswap: Figure<u64>,
     /// `memory.events`.
     pub memory_events: Figure<MemoryEvents>,
     /// `pids.current`.
@@ -178,6 +198,15 @@ pub struct ModuleStatus {
     pub cpu_pressure_avg10: Figure<f64>,
     /// `io.pressure` `some avg10`, percent.
     pub io_pressure_avg10: Figure<f64>,
+    /// `memory.pressure` `total`s, microseconds.
+    #[serde(default = "stalled_unread::<0>")]
+    pub memory_pressure_stalled_usec: Figure<Stalled>,
+    /// `cpu.pressure` `total`s, microseconds.
+    #[serde(default = "stalled_unread::<1>")]
+    pub cpu_pressure_stalled_usec: Figure<Stalled>,
+    /// `io.pressure` `total`s, microseconds.
+    #[serde(default = "stalled_unread::<2>")]
+    pub io_pressure_stalled_usec: Figure<Stalled>,
     /// The limits in force.
     pub limits: LimitFigures,
     /// systemd-oomd's preference for the module (`user.oomd_avoid`, `user.oomd_omit`); `None`
@@ -213,6 +242,24 @@ fn shmem_unread() -> Figure<u64> {
     Figure::new(None, "memory.stat shmem")
 }
 
+/// The pressure files, in the order of the `*_pressure_stalled_usec` fields.
+const PRESSURE_FILES: [&str; 3] = ["memory.pressure", "cpu.pressure", "io.pressure"];
+
+/// The figure of a report that does not carry the `total`s of `PRESSURE_FILES[I]`: unknown.
+fn stalled_unread<const I: usize>() -> Figure<Stalled> {
+    Figure::new(None, format!("{} total", PRESSURE_FILES[I]))
+}
+
+/// The figure of a report that does not carry `memory_zswapped`: unknown.
+fn zswapped_unread() -> Figure<u64> {
+    Figure::new(None, "memory.stat zswapped")
+}
+
+/// The figure of a report that does not carry `memory_zswap`: unknown.
+fn zswap_unread() -> Figure<u64> {
+    Figure::new(None, "memory.stat zswap")
+}
+
 /// The figure of a report that does not carry `ck_stops`: unknown.
 fn ck_stops_unread() -> Figure<u64> {
     Figure::new(None, format!("{} xattr", oomd::STOPS))
@@ -244,12 +291,17 @@ impl ModuleStatus {
             memory_anon: Figure::new(None, "memory.stat anon"),
             memory_file: Figure::new(None, "memory.stat file"),
             memory_shmem: shmem_unread(),
+            memory_zswapped: zswapped_unread(),
+            memory_zswap: zswap_unread(),
             memory_events: Figure::new(None, "memory.events"),
             pids_current: Figure::new(None, "pids.current"),
             cpu_usage_usec: Figure::new(None, "cpu.stat usage_usec"),
             memory_pressure_avg10: psi("memory.pressure"),
             cpu_pressure_avg10: psi("cpu.pressure"),
             io_pressure_avg10: psi("io.pressure"),
+            memory_pressure_stalled_usec: stalled_unread::<0>(),
+            cpu_pressure_stalled_usec: stalled_unread::<1>(),
+            io_pressure_stalled_usec: stalled_unread::<2>(),
             limits: LimitFigures::unread(),
             oomd_preference: Figure::new(None, oomd::PREFERENCE_SOURCE),
             oomd_ooms: Figure::new(None, format!("{} xattr", oomd::OOMS)),
@@ -417,25 +469,25 @@ pub(crate) fn module_status_with(
         f("memory.swap.current"),
         pids.as_deref(),
     );
-    let events = f("memory.events").map(|t| {
-        let k = parse::flat_keyed(&t);
-        MemoryEvents {
-            low: k.get("low").copied(),
-            high: k.get("high").copied(),
-            max: k.get("max").copied(),
-            oom: k.get("oom").copied(),
-            oom_kill: k.get("oom_kill").copied(),
-            oom_group_kill: k.get("oom_group_kill").copied(),
-        }
-    });
-    let (anon, file, shmem) = memory_stat(f("memory.stat").as_deref());
+    let events = f("memory.events").map(|t| memory_events(&t));
+    let stat = f("memory.stat");
+    let (anon, file, shmem) = memory_stat(stat.as_deref());
+    let stat_key = |k: &str| stat.as_deref().and_then(|t| parse::flat_key(t, k));
     // `dmem.current` only where a GPU is (no file tried per module on a host without one),
     // and only where the controller is enabled for the modules, when that is known.
     let dmem_on = enabled.is_none_or(|on| on.iter().any(|c| c == "dmem"));
     let dmem = (gpu.has_reader() && dmem_on)
         .then(|| read(dir, rel, "dmem.current"))
         .flatten();
-    let psi = |file: &str| f(file).and_then(|t| parse::pressure(&t).some_avg10);
+    let [memory_psi, cpu_psi, io_psi] =
+        PRESSURE_FILES.map(|file| f(file).map(|t| parse::pressure(&t)));
+    let stalled = |p: &Option<parse::Pressure>| {
+        p.map(|p| Stalled {
+            some: p.some_total,
+            full: p.full_total,
+        })
+        .filter(|s| s.some.is_some() || s.full.is_some())
+    };
     let mut s = ModuleStatus::unknown(m.name.clone(), m.module.clone(), m.layout, &m.path);
     s.populated.value = populated;
     s.frozen.value = frozen;
@@ -446,12 +498,17 @@ pub(crate) fn module_status_with(
     s.memory_anon.value = anon;
     s.memory_file.value = file;
     s.memory_shmem.value = shmem;
+    s.memory_zswapped.value = stat_key("zswapped");
+    s.memory_zswap.value = stat_key("zswap");
     s.memory_events.value = events;
     s.pids_current.value = f("pids.current").as_deref().and_then(parse::number);
     s.cpu_usage_usec.value = f("cpu.stat").and_then(|t| parse::flat_key(&t, "usage_usec"));
-    s.memory_pressure_avg10.value = psi("memory.pressure");
-    s.cpu_pressure_avg10.value = psi("cpu.pressure");
-    s.io_pressure_avg10.value = psi("io.pressure");
+    s.memory_pressure_avg10.value = memory_psi.and_then(|p| p.some_avg10);
+    s.cpu_pressure_avg10.value = cpu_psi.and_then(|p| p.some_avg10);
+    s.io_pressure_avg10.value = io_psi.and_then(|p| p.some_avg10);
+    s.memory_pressure_stalled_usec.value = stalled(&memory_psi);
+    s.cpu_pressure_stalled_usec.value = stalled(&cpu_psi);
+    s.io_pressure_stalled_usec.value = stalled(&io_psi);
     s.limits = LimitFigures::read(f);
     s.oomd_preference.value = oomd::preference_of(dir, rel);
     s.oomd_ooms.value = ooms;
@@ -464,6 +521,66 @@ pub(crate) fn module_status_with(
         return None;
     }
     Some(s)
+}
+
+/// The counters of a `memory.events` text.
+fn memory_events(text: &str) -> MemoryEvents {
+    let k = parse::flat_keyed(text);
+    MemoryEvents {
+        low: k.get("low").copied(),
+        high: k.get("high").copied(),
+        max: k.get("max").copied(),
+        oom: k.get("oom").copied(),
+        oom_kill: k.get("oom_kill").copied(),
+        oom_group_kill: k.get("oom_group_kill").copied(),
+    }
+}
+
+/// The counters of a layout's parent directory (`subc-modules/`, `daemon/subc-modules/`), which
+/// outlive its modules: `memory.events` is hierarchical (it counts the events of every module
+/// below, removed ones too, since the parent was made), so an OOM kill of a module removed
+/// before anyone read its own file still raised it. systemd-oomd's marks are those it left on
+/// the parent itself (where it chose the whole parent); a module's own marks go with it.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct ParentStatus {
+    /// The layout whose modules it holds.
+    pub layout: Layout,
+    /// Its path, relative to the root.
+    pub path: String,
+    /// Its `memory.events` (hierarchical: every module below it, removed ones included).
+    pub memory_events: Figure<MemoryEvents>,
+    /// `user.oomd_ooms` on the parent.
+    pub oomd_ooms: Figure<u64>,
+    /// `user.oomd_kill` on the parent.
+    pub oomd_kill: Figure<u64>,
+}
+
+impl Root {
+    /// The counters of each layout's parent directory that exists (`subc-modules/`, then
+    /// `daemon/subc-modules/`); what cannot be read is `None`.
+    pub fn parents_status(&self) -> Vec<ParentStatus> {
+        let mut out = Vec::new();
+        for layout in [Layout::Ck, Layout::Daemon] {
+            let rel = match layout {
+                Layout::Ck => crate::layout::MODULES_DIR.to_string(),
+                _ => format!("daemon/{}", crate::layout::MODULES_DIR),
+            };
+            let Ok(dir) = self.dir().open_dir(&rel) else {
+                continue;
+            };
+            let events = read(&dir, "", "memory.events").map(|t| memory_events(&t));
+            let (ooms, killed) = oomd::oomd_counters(&dir, "");
+            out.push(ParentStatus {
+                layout,
+                path: rel,
+                memory_events: Figure::new(events, "memory.events"),
+                oomd_ooms: Figure::new(ooms, format!("{} xattr", oomd::OOMS)),
+                oomd_kill: Figure::new(killed, format!("{} xattr", oomd::KILL)),
+            });
+        }
+        out
+    }
 }
 
 /// Memory and swap in use: `memory.current` and `memory.swap.current` (their texts, `None` when
