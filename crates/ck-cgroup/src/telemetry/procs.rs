@@ -96,7 +96,7 @@ pub struct Process {
     pub gpu_memory: crate::gpu::GpuMemory,
 }
 
-/// The directory the report is of, by its layout and name ([`ModuleName::of_dir`]).
+/// The directory the report is of, by its layout and name (`ModuleName::of_dir`).
 impl ToModuleName for ModuleProcesses {
     fn to_module_name(&self) -> Result<crate::layout::ModuleName> {
         Ok(crate::layout::ModuleName::of_dir(self.layout, &self.name))
