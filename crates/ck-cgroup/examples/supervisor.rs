@@ -8,6 +8,12 @@
 //! is charged, and logged with why it is unknown. The tree the process left is stopped and the
 //! module removed each time; a module an operator stopped is not started again.
 //!
+//! A fourth module, `forger`, launders nothing: it raises ck-cgroup's stop mark
+//! (`user.ck_cgroup_stops`) on its own directory, as any module of the daemon's uid can, and then
+//! crashes; the death report does not believe a stop mark that a crash came with
+//! (`Death::marks_unconfirmed`), so it is charged as the crasher is. (The forger is this binary,
+//! run with `--forge DIR`.)
+//!
 //! docs/daemon-integration.md shows the code between the `guide:` markers (`tests/docs.rs` fails
 //! when the two differ); `tests/supervisor.rs` drives [`Supervisor`] through each cause and runs
 //! this example's binary. Run it in a sandbox of its own (as root, or where the caller may make
@@ -121,7 +127,40 @@ impl Supervisor {
 }
 // guide: end
 
+/// `--forge DIR`: the forger's side, run as a module's command: raise `user.ck_cgroup_stops`
+/// on DIR (its own directory), then crash as a shell does (`SIGSEGV`).
+fn forge(dir: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+    use std::os::unix::process::CommandExt;
+    let mut buf = [0u8; 32];
+    let n = rustix::fs::getxattr(dir, "user.ck_cgroup_stops", &mut buf)
+        .ok()
+        .and_then(|len| {
+            std::str::from_utf8(&buf[..len])
+                .ok()?
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .unwrap_or(0);
+    let value = (n + 1).to_string();
+    rustix::fs::setxattr(
+        dir,
+        "user.ck_cgroup_stops",
+        value.as_bytes(),
+        rustix::fs::XattrFlags::empty(),
+    )?;
+    Err(std::process::Command::new("/bin/sh")
+        .args(["-c", "sleep 0.1; kill -SEGV $$"])
+        .exec()
+        .into())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args_os().skip(1).peekable();
+    if args.peek().is_some_and(|a| a == "--forge") {
+        let dir = args.nth(1).ok_or("--forge DIR")?;
+        return forge(std::path::Path::new(&dir));
+    }
     let parent = match std::env::args_os().nth(1) {
         Some(p) => p.into(),
         None => Sandbox::default_parent()?,
@@ -153,6 +192,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         cmd.args(["-c", script]).pid_namespace(true);
         modules.insert(ModuleId::new(name)?, cmd);
     }
+    let mut forger = ModuleCommand::new(std::env::current_exe()?);
+    forger
+        .arg("--forge")
+        .arg(sandbox.path().join("subc-modules/forger"))
+        .pid_namespace(true);
+    modules.insert(ModuleId::new("forger")?, forger);
     // The operator, not the supervisor: `ck-cgroup kill steady` once it runs and flaky runs
     // for the third time.
     let operator = Root::open(sandbox.path())?;

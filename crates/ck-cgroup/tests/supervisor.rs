@@ -256,7 +256,8 @@ fn example_binary() -> Option<PathBuf> {
 /// flaky one is charged its two failures and not its clean exit, the one an operator stops is
 /// not charged and not started again. The flaky module's last run ends only once the steady
 /// one was stopped: a supervisor that ran them one after another never gets there, and is
-/// killed after a minute.
+/// killed after a minute. A fourth module raises its own stop mark before each crash: the mark is
+/// not believed, and it is charged as the crasher is.
 #[test]
 fn the_supervisor_example_runs_three_modules_at_once_and_charges_only_their_faults() {
     let Some(bin) = example_binary() else {
@@ -298,6 +299,8 @@ fn the_supervisor_example_runs_three_modules_at_once_and_charges_only_their_faul
         "crasher: 3 charged",
         "flaky: 2 charged",
         "steady: 0 charged",
+        // It raised the stop mark before each crash: not believed, charged as a crash.
+        "forger: 3 charged",
     ] {
         assert!(lines.contains(&want), "no line {want:?} in:\n{out}");
     }
@@ -308,9 +311,10 @@ fn the_supervisor_example_runs_three_modules_at_once_and_charges_only_their_faul
         stopped < clean,
         "flaky ended before steady was stopped:\n{out}"
     );
+    at("forger: Signal { signal: \"SIGSEGV\" }; charged true, 3 of 3 this minute; done");
     assert_eq!(
         lines.iter().filter(|l| l.contains("restart")).count(),
-        4,
-        "two restarts each of crasher and flaky:\n{out}"
+        6,
+        "two restarts each of crasher, flaky and forger:\n{out}"
     );
 }

@@ -15,8 +15,9 @@ use crate::spawn::ModuleChild;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Death {
-    /// The module's directory name (its id in our layout).
-    pub module: String,
+    /// The module's directory name (its id in our layout): the name type every call that takes
+    /// a module accepts; in JSON its shown form, as every report's.
+    pub module: DirName,
     /// The exit code, where it exited; `null` where a signal killed it.
     pub exit_code: Option<i32>,
     /// The signal that killed it (`SIGKILL`); `null` where it exited. As a [`Signal`]:
@@ -128,7 +129,7 @@ impl Root {
         );
         let cause = verdict.cause;
         Ok(Death {
-            module: base.rel.rsplit('/').next().unwrap_or(&base.rel).to_string(),
+            module: DirName::from_text(base.rel.rsplit('/').next().unwrap_or(&base.rel))?,
             exit_code: code,
             signal: signal.map(death_cause::signal_name),
             charged: cause.charged(),
@@ -187,7 +188,7 @@ impl Root {
         // daemon's layout is not it.
         let module = ModuleName {
             layout: Some(Layout::Ck),
-            name: DirName::parse(&death.module)?,
+            name: death.module.clone(),
         };
         let stop = match child.baseline.as_deref() {
             Some(base) if self.dir.is_dir(&base.rel)? => {
