@@ -325,18 +325,23 @@ pub struct KillCounters {
 }
 
 impl KillCounters {
-    /// Whether systemd-oomd killed there (`oomd_ooms` above 0).
+    /// Whether systemd-oomd killed there (`oomd_ooms` above 0); `false` also where it could not
+    /// be read: [`by_oomd_known`](Self::by_oomd_known) tells the two apart.
     pub fn by_oomd(&self) -> bool {
         self.oomd_ooms.is_some_and(|n| n > 0)
     }
 
     /// Whether ck-cgroup's own stop (the helper's `kill`, `prune --kill`, `run`'s end, the
-    /// library's `Root::stop`) ended it (`ck_stops` above 0).
+    /// library's `Root::stop`) ended it (`ck_stops` above 0); `false` also where it could not be
+    /// read: [`by_ck_known`](Self::by_ck_known) tells the two apart. A mark, not proof: a module
+    /// that owns its directory can raise it ([`death_cause`](super::death_cause)).
     pub fn by_ck(&self) -> bool {
         self.ck_stops.is_some_and(|n| n > 0)
     }
 
-    /// Whether the kernel's OOM killer killed there.
+    /// Whether the kernel's OOM killer killed there; `false` also where the counters could not
+    /// be read (no memory controller): [`by_kernel_known`](Self::by_kernel_known) tells the two
+    /// apart.
     pub fn by_kernel(&self) -> bool {
         self.oom_kill.is_some_and(|n| n > 0) || self.oom_group_kill.is_some_and(|n| n > 0)
     }
