@@ -1102,3 +1102,51 @@ fn modules_past_the_watch_limit_are_each_reported_or_said_lost() {
 fn modules_past_the_watch_limit_are_each_reported_or_said_lost_as_the_daemons_uid() {
     past_the_watch_limit(true);
 }
+
+/// A module that raises ck-cgroup's stop mark itself and then exits with a code (a red team's
+/// shape, as the daemon's uid can): `watch` read the rise as a stop of ck-cgroup's and named it
+/// in `emptied`. The kernel's process events (the connector, as root) say how the process
+/// ended, and no stop ends one with `exit 1`: a `stop_unconfirmed` event, and `emptied` names
+/// no `ck-cgroup`. A real stop (`kill`) still names it.
+#[test]
+fn a_forged_stop_mark_then_an_exit_code_is_doubted_by_watch() {
+    let w = World::new();
+    let watch = Watch::start(&w, &[]);
+    let go = w.tmp("go");
+    let mut c = w.ck();
+    c.args([
+        "exec",
+        "forger",
+        "--",
+        "sh",
+        "-c",
+        &format!(
+            "while [ ! -e {} ]; do sleep 0.01; done; exit 1",
+            go.display()
+        ),
+    ]);
+    let mut forger = w.exec_placed(c, "forger");
+    assert_eq!(watch.wait_for("forger", "populated").event, "populated");
+    // What the module does: the mark, then its own exit.
+    rustix::fs::setxattr(
+        w.root().join("subc-modules/forger"),
+        "user.ck_cgroup_stops",
+        b"1",
+        rustix::fs::XattrFlags::empty(),
+    )
+    .expect("raise the stop mark");
+    std::fs::write(&go, "").unwrap();
+    assert_eq!(forger.wait().unwrap().code(), Some(1));
+    let doubt = watch.wait_for("forger", "stop_unconfirmed");
+    let why = doubt.source.clone().unwrap_or_default();
+    assert!(why.contains("exited with code 1"), "{doubt:?}");
+    let e = watch.wait_for("forger", "emptied");
+    assert_eq!(e.killed_by, Some(vec![]), "{e:?}");
+    // A stop of ck-cgroup's: named, not doubted.
+    let mut real = w.exec_sleep("stopped");
+    assert_eq!(watch.wait_for("stopped", "populated").event, "populated");
+    ok(w.run(&["kill", "stopped", "--grace", "5s"]));
+    let _ = real.wait();
+    let e = watch.wait_for("stopped", "emptied");
+    assert_eq!(e.killed_by, Some(vec!["ck-cgroup".to_string()]), "{e:?}");
+}

@@ -156,6 +156,12 @@ const CRASH_SIGNALS: [rustix::process::Signal; 9] = {
     ]
 };
 
+/// Whether signal number `sig` is a crash's (the kernel's or the program's own), never a stop's:
+/// `SIGSEGV`, `SIGBUS`, `SIGILL`, `SIGFPE`, `SIGABRT`, `SIGSYS`, `SIGTRAP`, `SIGXCPU`, `SIGXFSZ`.
+pub fn is_crash_signal(sig: i32) -> bool {
+    CRASH_SIGNALS.iter().any(|s| s.as_raw() == sig)
+}
+
 /// Whether a stop of ck-cgroup's could have ended a process this way: `SIGKILL` or a signal a
 /// stop sends (none of the crash signals), or an exit with 0 (a process that caught the stop's
 /// signal and ended cleanly). `None`: it could; `Some(why)`: it could not.
@@ -165,7 +171,7 @@ fn stop_disagrees(code: Option<i32>, signal: Option<i32>) -> Option<String> {
         (Some(code), _) => Some(format!(
             "it rose, but the process exited with code {code}, which no stop of ck-cgroup's causes"
         )),
-        (None, Some(sig)) if CRASH_SIGNALS.iter().any(|s| s.as_raw() == sig) => Some(format!(
+        (None, Some(sig)) if is_crash_signal(sig) => Some(format!(
             "it rose, but the process died of {}, a crash signal no stop of ck-cgroup's sends",
             signal_name(sig)
         )),

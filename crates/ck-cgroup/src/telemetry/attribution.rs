@@ -16,6 +16,13 @@
 //! sub-cgroup is caught by the second. Every rise is checked: a new rise queues its own check
 //! and never replaces a pending one.
 //!
+//! `user.ck_cgroup_stops` can be raised the same way. A stop of ck-cgroup's ends processes with
+//! its signal or `SIGKILL`; where `watch` reads how the module's processes ended (as root: the
+//! process events connector, `watch/exits.rs`), an exit with a code or a crash after the rise
+//! ([`Kills::against_stop`]) makes a `stop_unconfirmed` event and the rise no longer names
+//! `ck-cgroup` in `emptied` ([`Kills::stop_doubt`]), as the death report's rule
+//! (`cgroup::death_cause`).
+//!
 //! Kept apart from watch/ so that its event loop calls in at a few points only:
 //! [`Kills::observe`] on each re-read, [`Kills::expect_kill`] at a rise, [`Kills::confirm`] when
 //! due, and [`Kills::killed_by`] on `emptied`.
@@ -61,10 +68,22 @@ pub(super) struct Kills {
     last: Option<KillCounters>,
     since: Option<KillCounters>,
     pending: Vec<Pending>,
+    /// How many reads of the counters [`Kills::observe`] took so far.
+    reads: u64,
+    /// The number of reads before the one that saw `user.ck_cgroup_stops` rise in this
+    /// population: the rise came after that read.
+    stop_rose_after: Option<u64>,
+    /// Ends of the module's processes that no stop of ck-cgroup's causes (an exit with a code,
+    /// a crash: `watch::exits`), each with the number of reads before it was told.
+    against_stop: Vec<(u64, String)>,
 }
 
 /// The growth of `user.oomd_ooms` from one read to the next: `(value, previous)`.
 pub(super) type OomdRise = (u64, Option<u64>);
+
+/// The name of `watch`'s event for a rise of `user.ck_cgroup_stops` that a process's end
+/// contradicts (said before the `emptied` that then names no `ck-cgroup`).
+pub(super) const STOP_UNCONFIRMED: &str = "stop_unconfirmed";
 
 /// The name of `watch`'s event for a rise of `user.oomd_ooms`.
 pub(super) const OOMD_KILL: &str = "oomd_kill";
@@ -78,6 +97,15 @@ impl Kills {
     /// [`Kills::killed_by`] starts here). Returns the rise of `user.oomd_ooms` since the last
     /// read, if it grew.
     pub(super) fn observe(&mut self, now: KillCounters, populated_now: bool) -> Option<OomdRise> {
+        if populated_now {
+            self.against_stop.clear();
+            self.stop_rose_after = None;
+        }
+        let stops_before = self.last.and_then(|l| l.ck_stops);
+        if matches!(now.ck_stops, Some(n) if n > stops_before.unwrap_or(0)) {
+            self.stop_rose_after = Some(self.reads);
+        }
+        self.reads += 1;
         let prev = self.last.and_then(|l| l.oomd_ooms);
         let rise = match now.oomd_ooms {
             Some(v) if v > prev.unwrap_or(0) => Some((v, prev)),
@@ -181,6 +209,28 @@ impl Kills {
         Some(running)
     }
 
+    /// A process of the module ended in a way no stop of ck-cgroup's causes (`why`: `pid 7
+    /// exited with code 1`), as the process events connector told it (`watch::exits`).
+    pub(super) fn against_stop(&mut self, why: String) {
+        self.against_stop.push((self.reads, why));
+    }
+
+    /// Why the rise of `user.ck_cgroup_stops` in this population is not believed: a process of
+    /// the module ended after it (after the read before the one that saw it) with an exit code
+    /// or a crash, which no stop of ck-cgroup's causes. `None`: it is believed (or no end was
+    /// told: without the connector every rise is taken at its word).
+    pub(super) fn stop_doubt(&self) -> Option<&str> {
+        // Mutation: every stop mark is taken at its word.
+        if mutation::active(Control::WatchStopMarkTrusted) {
+            return None;
+        }
+        let after = self.stop_rose_after?;
+        self.against_stop
+            .iter()
+            .find(|(r, _)| *r >= after)
+            .map(|(_, why)| why.as_str())
+    }
+
     /// The killers whose counters grew since the module was last populated: `systemd-oomd`
     /// (`user.oomd_ooms`), `kernel` (`oom_kill` or `oom_group_kill`) and `ck-cgroup` (its own
     /// stop: `user.ck_cgroup_stops`). Empty when none did (or a counter could not be read).
@@ -197,7 +247,7 @@ impl Kills {
         if grew(now.oom_kill, then.oom_kill) || grew(now.oom_group_kill, then.oom_group_kill) {
             out.push("kernel".to_string());
         }
-        if grew(now.ck_stops, then.ck_stops) {
+        if grew(now.ck_stops, then.ck_stops) && self.stop_doubt().is_none() {
             out.push("ck-cgroup".to_string());
         }
         out

@@ -19,6 +19,7 @@
 //! inode with the one it watches, and reports a replaced module as `removed` then `appeared`.
 //! `triggers.rs` holds the PSI triggers and the memory thresholds.
 
+mod exits;
 mod modules;
 mod triggers;
 
@@ -62,7 +63,10 @@ pub struct WatchEvent {
     /// `memory_oom`, `memory_oom_kill`, `memory_oom_group_kill`, `pids_max`, `memory_above`,
     /// `memory_below`, `oomd_kill` (systemd-oomd killed it: `user.oomd_ooms` grew),
     /// `oomd_kill_unconfirmed` (that rise was not followed by the kill: processes that were in
-    /// the module then still ran 10 s later: the mark may be forged), `pressure`
+    /// the module then still ran 10 s later: the mark may be forged), `stop_unconfirmed` (a
+    /// process of the module exited with a code or crashed after `user.ck_cgroup_stops` rose:
+    /// no stop of ck-cgroup's does that, so the mark may be forged; said before the `emptied`,
+    /// which then names no `ck-cgroup`; as root only, `exits`), `pressure`
     /// (a PSI trigger fired), `pressure_unavailable` (the module has
     /// no pressure file for a trigger, or the kernel ended the trigger while the module stays:
     /// it is not set; `error` says why), `events_lost` (events may be missing: of the module
@@ -183,7 +187,9 @@ pub fn watch(
         let wait = if sampling {
             Some(Duration::from_millis(10))
         } else {
-            [thresholds.then_some(Duration::from_secs(1)), due]
+            // The process events connector (root) is read once a second, and at each wake.
+            let exits = w.exits.is_some();
+            [(thresholds || exits).then_some(Duration::from_secs(1)), due]
                 .into_iter()
                 .flatten()
                 .min()
@@ -197,6 +203,7 @@ pub fn watch(
         let (inotify_ready, triggers) = {
             let mut keys = Vec::new();
             let mut fds = vec![PollFd::new(&w.ino, PollFlags::IN)];
+            let first = fds.len();
             for (k, st) in &w.modules {
                 for a in &st.triggers {
                     fds.push(PollFd::new(&a.fd, PollFlags::PRI));
@@ -210,11 +217,13 @@ pub fn watch(
             }
             let ready: Vec<_> = keys
                 .into_iter()
-                .zip(fds[1..].iter().map(PollFd::revents))
+                .zip(fds[first..].iter().map(PollFd::revents))
                 .filter(|(_, r)| !r.is_empty())
                 .collect();
             (!fds[0].revents().is_empty(), ready)
         };
+        // Before the inotify queue: a process's end is known when its module's emptying is read.
+        w.read_exits();
         // A trigger's report comes before what inotify says of its module (a `removed`).
         w.pressure(triggers, &mut out);
         w.confirm_oomd(&mut out);

@@ -145,6 +145,11 @@ pub(super) struct Watcher<'a> {
     /// together: a quarter of the soft RLIMIT_NOFILE, so that the directories of modules (and
     /// the files read through them) always find a descriptor.
     pidfd_budget: usize,
+    /// The process events connector (root), to check stop marks against how the modules'
+    /// processes ended; `None` where it could not be opened.
+    pub exits: Option<super::exits::Exits>,
+    /// The root's path below the cgroup2 mount (`/` first), as `/proc/<pid>/cgroup` says it.
+    under: String,
 }
 
 impl<'a> Watcher<'a> {
@@ -161,6 +166,53 @@ impl<'a> Watcher<'a> {
                 .ok()
                 .and_then(|m| CgroupDir::open(&m).ok()),
             pidfd_budget: pidfd_budget(),
+            exits: None,
+            under: String::new(),
+        }
+        .with_exits()
+    }
+
+    /// The process events connector, for the cgroups below the root (none under the mutation
+    /// `watch-stop-mark-trusted`, nor where it is refused: not root).
+    fn with_exits(mut self) -> Self {
+        let under = self.mount.as_ref().and_then(|m| {
+            let rel = self.root.path().strip_prefix(m.path()).ok()?;
+            Some(format!("/{}", rel.to_str()?))
+        });
+        if let Some(under) = under {
+            if !mutation::active(Control::WatchStopMarkTrusted) {
+                self.exits = super::exits::Exits::open(&under).ok();
+            }
+            self.under = under;
+        }
+        self
+    }
+
+    /// The ends the connector told since the last read: each process that ended in a way no
+    /// stop of ck-cgroup's causes is noted on the module whose directory (or a sub-cgroup of it)
+    /// it was in.
+    pub fn read_exits(&mut self) {
+        let Some(exits) = self.exits.as_mut() else {
+            return;
+        };
+        for e in exits.read() {
+            let Some(why) = e.against_a_stop() else {
+                continue;
+            };
+            let Some(rel) = e
+                .cgroup
+                .strip_prefix(&self.under)
+                .and_then(|r| r.strip_prefix('/'))
+            else {
+                continue;
+            };
+            if let Some(st) = self
+                .modules
+                .values_mut()
+                .find(|st| rel == st.rel || rel.starts_with(&format!("{}/", st.rel)))
+            {
+                st.kills.against_stop(why);
+            }
         }
     }
 
@@ -715,6 +767,12 @@ impl<'a> Watcher<'a> {
         });
         let populated_now = populated && st.populated != Some(true);
         let rise = st.kills.observe(kills, populated_now);
+        // Its processes now, for the process events connector to tell their ends by.
+        if let (true, Some(x), Some(d)) = (populated, self.exits.as_mut(), st.dir.as_ref())
+            && let Ok(pids) = crate::cgroup::tree::members(d, "")
+        {
+            x.remember(&pids, &x.cgroup_path(&st.rel));
+        }
         if report {
             if let Some((v, prev)) = rise {
                 let source = crate::telemetry::attribution::OOMD_KILL_SOURCE;
@@ -757,6 +815,14 @@ impl<'a> Watcher<'a> {
                 let name = if populated { "populated" } else { "emptied" };
                 let mut e = event(k, name, None, None, None);
                 if !populated {
+                    if let Some(why) = st.kills.stop_doubt() {
+                        let name = crate::telemetry::attribution::STOP_UNCONFIRMED;
+                        let source = format!(
+                            "user.ck_cgroup_stops rose, and {why}: no stop of ck-cgroup's ends a \
+                             process so"
+                        );
+                        out.push(event(k, name, None, None, Some(source)));
+                    }
                     e.killed_by = Some(st.kills.killed_by());
                 }
                 out.push(e);
