@@ -202,3 +202,43 @@ fn a_wait_on_a_cgroup_ends_when_another_process_removes_it() {
         "the removal did not end the wait: it ran {took:.1?} of its 60 s"
     );
 }
+
+/// A stop from one thread while another reaps the same module (a supervisor's operator thread
+/// beside its reap): both reports are the whole stop, the same one (before, one said "killed 3"
+/// and the other "killed 0"). The processes ignore TERM, so the stop's grace runs out and its
+/// SIGKILL ends the main process: the reap's stop comes while that stop runs (it waits for it)
+/// or after it removed the module (it takes its report).
+#[test]
+fn a_stop_beside_a_reap_of_one_module_reports_the_whole_stop() {
+    let sb = Sandbox::create(&parent()).expect("sandbox");
+    let root = Root::open(sb.path()).expect("the sandbox's root");
+    let id = ModuleId::new("halves").unwrap();
+    let dir = sb.path().join("subc-modules/halves");
+    let mut cmd = ModuleCommand::new("/bin/sh");
+    cmd.args(["-c", "trap '' TERM; sleep 600 & sleep 600 & wait"]);
+    let mut child = root.spawn(&id, &cmd).expect("spawn");
+    holds(&dir.join("cgroup.procs"), 3);
+    let opts = StopOptions {
+        grace: Duration::from_millis(300),
+        ..StopOptions::default()
+    };
+    let (reaped, stopped) = std::thread::scope(|s| {
+        let stopper = s.spawn(|| root.stop(&id, &opts));
+        let reaped = root.reap(&mut child, &opts);
+        (reaped, stopper.join().expect("the stop thread"))
+    });
+    let s = stopped.expect("the stop");
+    let r = reaped.expect("the reap").stop;
+    assert!(s.ok() && s.removed, "{s:?}");
+    assert!(
+        r.ok() && r.removed && !r.already_gone,
+        "the reap's half: {r:?}"
+    );
+    assert_eq!(
+        (r.tree.signalled, r.tree.killed),
+        (s.tree.signalled, s.tree.killed),
+        "two halves: {r:?} and {s:?}"
+    );
+    assert_eq!(s.tree.signalled, 3, "{s:?}");
+    assert!(!dir.exists());
+}

@@ -187,12 +187,14 @@ fn an_operators_stop_is_not_charged_even_when_it_removed_the_module_first() {
     let _ = std::fs::remove_file(&pidfile);
     let mut child = sup.root.spawn(&id, &cmd).unwrap();
     let _pid = pid_from(&pidfile);
-    let r = operator.stop("stopped", &stop_now()).unwrap();
-    assert!(r.removed, "{r:?}");
+    let op = operator.stop("stopped", &stop_now()).unwrap();
+    assert!(op.removed, "{op:?}");
     let r = sup.root.reap(&mut child, &StopOptions::default()).unwrap();
     assert_eq!(r.death.cause, Cause::Stopped, "{:?}", r.death);
     assert_eq!(r.death.survivors, Some(vec![]));
-    assert!(r.stop.already_gone, "{:?}", r.stop);
+    // The operator's stop was this process's: the reap reports it whole, not "already gone".
+    assert!(r.stop.removed && !r.stop.already_gone, "{:?}", r.stop);
+    assert_eq!(r.stop.tree.killed, op.tree.killed, "{:?}", r.stop);
     let _ = std::fs::remove_file(&pidfile);
 }
 

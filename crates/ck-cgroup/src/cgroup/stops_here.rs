@@ -45,6 +45,11 @@ pub(crate) fn spawned() {
     SPAWNED.store(true, Ordering::Relaxed);
 }
 
+/// Whether this process spawned a module: its stops may race its own reaps.
+pub(crate) fn spawned_here() -> bool {
+    SPAWNED.load(Ordering::Relaxed)
+}
+
 /// The cgroup id of the open cgroup directory `dir`: its inode number (`fstat(2)`); `None`
 /// where it cannot be read.
 pub(crate) fn cgroup_id(dir: &CgroupDir) -> Option<u64> {

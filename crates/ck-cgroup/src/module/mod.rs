@@ -30,6 +30,7 @@ mod reap;
 mod remove;
 mod report;
 mod signal_member;
+mod stop_once;
 mod stop_prune;
 
 pub use freezer::FreezeReport;

@@ -194,7 +194,19 @@ impl Root {
             Some(base) if self.dir.is_dir(&base.rel)? => {
                 self.stop(&module, opts).or_else(Error::into_stop_report)?
             }
-            _ => StopReport::gone(&module, opts),
+            // Removed already: by a stop of this process (an operator thread's), whose report
+            // is the whole stop; else by another process.
+            Some(base) => match crate::cgroup::stops_here::cgroup_id(&base.dir)
+                .filter(|_| !mutation::active(Control::StopsSplitReport))
+                .and_then(super::stop_once::finished)
+            {
+                Some(mut r) => {
+                    r.module = module;
+                    r
+                }
+                None => StopReport::gone(&module, opts),
+            },
+            None => StopReport::gone(&module, opts),
         };
         if child.in_pid_namespace() && stop.ok() {
             let _ = child.wait_init();

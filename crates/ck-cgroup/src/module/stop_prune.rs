@@ -268,8 +268,44 @@ impl Root {
     /// # Ok(())
     /// # }
     /// ```
+    ///
+    /// In a process that spawned modules, a stop of a module that another thread is already
+    /// stopping (a supervisor's [`reap`](Self::reap) beside an operator thread's stop) waits for
+    /// that stop and returns its report: both say the whole stop, never a half of it each.
     pub fn stop(&self, name: impl ToModuleName, opts: &StopOptions) -> Result<StopReport> {
         let name = name.to_module_name()?;
+        if !crate::cgroup::stops_here::spawned_here() || mutation::active(Control::StopsSplitReport)
+        {
+            return self.stop_alone(name, opts);
+        }
+        let turn = match self.find(&name)? {
+            Some(m) => self
+                .dir
+                .open_dir(&m.rel())
+                .ok()
+                .and_then(|d| crate::cgroup::stops_here::cgroup_id(&d))
+                .map(super::stop_once::take_turn),
+            None => None,
+        };
+        match turn {
+            Some(super::stop_once::Turn::Joined(Some(mut r))) => {
+                r.module = name;
+                Ok(r)
+            }
+            Some(super::stop_once::Turn::Lead(leader)) => {
+                let result = self.stop_alone(name, opts);
+                leader.finish(match &result {
+                    Ok(r) => Some(r.clone()),
+                    Err(e) => e.stop_report().cloned(),
+                });
+                result
+            }
+            _ => self.stop_alone(name, opts),
+        }
+    }
+
+    /// [`stop`](Self::stop) of this call alone.
+    fn stop_alone(&self, name: ModuleName, opts: &StopOptions) -> Result<StopReport> {
         let start = Instant::now();
         let _boost = crate::stop::Boost::new();
         let mut report = StopReport::gone(&name, opts);
