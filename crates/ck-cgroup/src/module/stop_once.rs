@@ -50,7 +50,7 @@ pub(super) enum Turn {
     Lead(Leader),
     /// Another stop ran meanwhile and ended with this report (`None`: it failed without one,
     /// so this stop runs by itself).
-    Joined(Option<StopReport>),
+    Joined(Option<Box<StopReport>>),
 }
 
 /// The stop that runs.
@@ -70,7 +70,7 @@ pub(super) fn take_turn(id: u64) -> Turn {
         while done.is_none() {
             done = f.ended.wait(done).unwrap_or_else(|e| e.into_inner());
         }
-        return Turn::Joined(done.clone().flatten());
+        return Turn::Joined(done.clone().flatten().map(Box::new));
     }
     let flight = Arc::new(Flight::default());
     map.insert(id, flight.clone());

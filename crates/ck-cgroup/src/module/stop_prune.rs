@@ -288,7 +288,8 @@ impl Root {
             None => None,
         };
         match turn {
-            Some(super::stop_once::Turn::Joined(Some(mut r))) => {
+            Some(super::stop_once::Turn::Joined(Some(r))) => {
+                let mut r = *r;
                 r.module = name;
                 Ok(r)
             }
