@@ -16,7 +16,7 @@ use ck_cgroup::policy::Policy;
 #[path = "../src/cli/duration.rs"]
 mod duration;
 
-/// Kernel files (src/parse.rs): every parser takes any text.
+/// Kernel files (crates/ck-cgroup/src/cgroup/parse.rs): every parser takes any text.
 pub fn kernel_files(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let t = text.as_ref();
