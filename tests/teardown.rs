@@ -467,10 +467,12 @@ fn kill_racing_exec_never_leaves_a_process_in_the_module_it_removed() {
             std::thread::sleep(std::time::Duration::from_millis(15));
             // The kill writes cgroup.kill again while execs keep entering; it can succeed only
             // once the last of them has placed itself: the timeout outlasts the execs' start-ups
-            // (scaled: under TCG, lane 2, they arrive seconds later). Open: on a loaded host
-            // (load 30 and more) this failed now and then with entrants sleeping in the module
-            // past the whole timeout (13 of them for 60 s once), which no re-kill took; not
-            // established why. The failure message describes every member left.
+            // (scaled: under TCG, lane 2, they arrive seconds later). On a loaded host this
+            // failed now and then with entrants sleeping in the module past the whole timeout
+            // (13 of them for 60 s once): an exec placed after the kill's loop had read the tree
+            // empty, which the stop's last wait then waited on to its deadline; that wait now
+            // kills again at the end of each half second. The failure message describes every
+            // member left.
             let timeout = format!("{}s", scaled(std::time::Duration::from_secs(30)).as_secs());
             let o = w.run(&["--json", "kill", "racy", "--timeout", &timeout]);
             assert!(

@@ -215,7 +215,7 @@ pub(crate) fn stop_tree(dir: &CgroupDir, rel: &str, opts: &StopOptions) -> Resul
 /// The shape of every stop, whoever sends the signals: `signal(SIG)` (it returns the pids it
 /// reached) and a grace on the whole subtree's `populated 0`; then `kill(deadline, report)`,
 /// which sends SIGKILL and sets `method` (and `fell_through`); then a wait for `populated 0`
-/// until the deadline. [`stop_tree`] signals through pidfds and kills by `cgroup.kill`, the
+/// until the deadline, in slices of 500 ms, `kill` run again after each that ends populated. [`stop_tree`] signals through pidfds and kills by `cgroup.kill`, the
 /// freezer or pidfds; the systemd backend through systemd's `KillUnit`
 /// (the systemd backend's `stop`, in backend/systemd/).
 pub(crate) fn stop_tree_by(
@@ -223,7 +223,7 @@ pub(crate) fn stop_tree_by(
     rel: &str,
     opts: &StopOptions,
     signal: impl FnOnce(Signal) -> Result<Vec<u32>>,
-    kill: impl FnOnce(Instant, &mut TreeStop) -> Result<()>,
+    mut kill: impl FnMut(Instant, &mut TreeStop) -> Result<()>,
 ) -> Result<TreeStop> {
     let start = Instant::now();
     let mut out = TreeStop::default();
@@ -288,12 +288,32 @@ pub(crate) fn stop_tree_by(
     let refused = out.method.is_none()
         && !out.fell_through.is_empty()
         && !mutation::active(Control::RefusedStopWaits);
-    let left = if refused {
-        Duration::ZERO
-    } else {
-        deadline.saturating_duration_since(Instant::now())
+    // Waited on in slices: a process that entered after the kill's own loop read the tree
+    // empty (an exec racing the stop, placed between its last `cgroup.kill` and this wait) is
+    // killed again at the end of each slice, not waited on until the deadline (lane 2 and a
+    // loaded host saw entrants sleep in the module past the whole timeout). The methods that
+    // fell through are said once.
+    out.empty = loop {
+        let left = if refused {
+            Duration::ZERO
+        } else {
+            deadline.saturating_duration_since(Instant::now())
+        };
+        let slice = left.min(Duration::from_millis(500));
+        if wait_events(dir, rel, slice, |e| e.populated == Some(false))? == Waited::Empty {
+            break true;
+        }
+        if refused || Instant::now() >= deadline {
+            break false;
+        }
+        // Mutation: no kill after the kill's own loop (the entrant sleeps to the deadline).
+        if mutation::active(Control::NoRekill) {
+            continue;
+        }
+        let said = out.fell_through.len();
+        kill(deadline, &mut out)?;
+        out.fell_through.truncate(said);
     };
-    out.empty = wait_events(dir, rel, left, |e| e.populated == Some(false))? == Waited::Empty;
     if out.empty {
         // Re-checked after the last write: `populated 0` is not yet "every process it listed
         // has exited" (witness.rs).
