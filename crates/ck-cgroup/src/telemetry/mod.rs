@@ -7,6 +7,7 @@
 //! ("Memory Interface Files", "PID Interface Files", "CPU Interface Files", "PSI").
 
 mod attribution;
+pub mod cold;
 pub mod pressure;
 pub mod procs;
 pub mod watch;
