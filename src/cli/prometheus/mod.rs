@@ -79,6 +79,7 @@ pub fn prometheus(rows: &[ModuleStatus], parents: &[ParentStatus]) -> String {
     let metrics = figures(&series)
         .into_iter()
         .chain(gpu(&series))
+        .chain(cold(&series))
         .chain(counted(&series))
         .chain(parent_metrics(parents))
         .chain(limit_metrics(&series))
@@ -350,6 +351,37 @@ fn gpu(series: &[Series<'_>]) -> Vec<Metric> {
             "gauge",
             "Device (GPU) memory the module's processes hold on one device (its PCI address).",
             devices,
+        ),
+    ]
+}
+
+/// The cold-memory metrics (the multi-gen LRU's, `status --cold-window`): each module's
+/// anonymous and file memory not touched within the window, and the window, where it is known
+/// (a module whose figure is unknown has none: never 0).
+fn cold(series: &[Series<'_>]) -> Vec<Metric> {
+    let mut bytes = Vec::new();
+    let mut window = Vec::new();
+    for s in series {
+        let c = &s.m.cold_memory;
+        let Some(anon) = c.value else { continue };
+        bytes.push((format!("{},type=\"anon\"", s.labels), Num::Int(anon)));
+        if let Some(file) = c.file {
+            bytes.push((format!("{},type=\"file\"", s.labels), Num::Int(file)));
+        }
+        window.push((s.labels.clone(), Num::Float(c.window_ms as f64 / 1e3)));
+    }
+    vec![
+        Metric::new(
+            "ck_cgroup_memory_cold_bytes",
+            "gauge",
+            "Memory of the module not touched within ck_cgroup_memory_cold_window_seconds (the multi-gen LRU's old generations, /sys/kernel/debug/lru_gen), anonymous (type=\"anon\": what a hoard grows in) or file.",
+            bytes,
+        ),
+        Metric::new(
+            "ck_cgroup_memory_cold_window_seconds",
+            "gauge",
+            "The window of ck_cgroup_memory_cold_bytes: memory not touched for this long is cold.",
+            window,
         ),
     ]
 }

@@ -378,6 +378,29 @@ impl ColdCensus {
     }
 }
 
+/// The path of the cgroup directory `abs` from the root of the cgroup2 hierarchy (as `lru_gen`
+/// names memory cgroups): beneath the cgroup2 mount it is in, that mount's root before it
+/// (`/proc/self/mountinfo`). `None` where no cgroup2 mount holds it.
+pub fn hierarchy_path(abs: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mounts = crate::cgroup::parse::cgroup2_mounts(&text);
+    let m = mounts
+        .iter()
+        .filter(|m| abs.starts_with(&m.mount_point))
+        .max_by_key(|m| m.mount_point.as_os_str().len())?;
+    let rel = abs.strip_prefix(&m.mount_point).ok()?.to_str()?;
+    let root = m.root.trim_end_matches('/');
+    Some(if rel.is_empty() {
+        if root.is_empty() {
+            "/".into()
+        } else {
+            root.into()
+        }
+    } else {
+        format!("{root}/{rel}")
+    })
+}
+
 /// Whether `path` is `top` or beneath it.
 fn beneath(path: &str, top: &str) -> bool {
     let top = top.trim_end_matches('/');
