@@ -216,8 +216,17 @@ impl Backend {
         match self {
             Backend::Cgroupfs(fs) => {
                 let root = fs.open()?;
+                // The modules' parents only: the daemon's own leaf is no module, and is not aged.
                 if age && let Some(top) = root.hierarchy_path() {
-                    aging = census.age(&top).err();
+                    let top = top.trim_end_matches('/');
+                    for parent in [
+                        crate::layout::MODULES_DIR.to_string(),
+                        format!("daemon/{}", crate::layout::MODULES_DIR),
+                    ] {
+                        if let Err(e) = census.age(&format!("{top}/{parent}")) {
+                            aging = Some(e);
+                        }
+                    }
                 }
                 let gpu = crate::gpu::GpuCensus::take(&crate::gpu::GpuProbe::from_env());
                 Ok((root.status_cold(ids, &gpu, &census)?, aging))
