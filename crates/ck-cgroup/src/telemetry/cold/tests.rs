@@ -175,3 +175,33 @@ fn lru_gen_enabled_reads_its_bit() {
     assert!(!lru_gen_on("0x0006"));
     assert!(!lru_gen_on(""));
 }
+
+/// `lru_gen` at the end of lane 2's cold-memory check (`status --age-cold --cold-window 15s`
+/// every few seconds): memshape's modules asleep, their generations 7.5 s apart.
+const AGED: &str = include_str!("lru_gen-6.1-aged.txt");
+
+#[test]
+fn a_sleeping_modules_memory_in_a_real_aged_sample_is_cold_over_the_window_it_was_aged_for() {
+    let top = "/system.slice/ck-sandbox-192-0-28d37e08.scope/root/subc-modules";
+    let c = ColdCensus::recorded(15_000, Ok(parse(AGED)));
+    let page = rustix::param::page_size() as u64;
+    let churn = c.of_module(Some(&format!("{top}/shape-churn")));
+    assert_eq!(churn.value, Some(82495 * page), "{churn:?}");
+    assert_eq!(
+        (churn.untouched_ms, churn.aged_ms_ago),
+        (Some(15_656), Some(5_496))
+    );
+    let workload = c.of_module(Some(&format!("{top}/shape-workload")));
+    assert_eq!(workload.value, Some(50 * page));
+    // Over 20 s the generations, aged every 7.5 s, do not tell: unknown, not 0.
+    let c = ColdCensus::recorded(20_000, Ok(parse(AGED)));
+    let churn = c.of_module(Some(&format!("{top}/shape-churn")));
+    assert_eq!(churn.value, None);
+    assert!(
+        churn
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("span 15 s")),
+        "{churn:?}"
+    );
+}
