@@ -84,7 +84,7 @@ troughs=$(awk '$2 == "shape-churn" && $3 ~ /idle/ && $5 != "null" { a[$3] = $4; 
 echo "churn's rests (phase, anon MiB, cold MiB):"
 echo "$troughs"
 mostly_cold() { [ "$(wc -l <<< "$troughs")" -ge 3 ] && awk '$3 * 5 < $2 * 4 { bad = 1 } END { exit bad }' <<< "$troughs"; }
-expect "churn at the end of its rests: most of what it holds is cold ($(echo $troughs))" mostly_cold
+expect "churn at the end of its rests: most of what it holds is cold ($(tr "\n" " " <<< "$troughs"))" mostly_cold
 first=$(head -n 1 <<< "$troughs" | cut -d' ' -f3)
 last=$(tail -n 1 <<< "$troughs" | cut -d' ' -f3)
 expect "churn's cold memory grows rest after rest: ${first:-0} MiB in its first, ${last:-0} MiB in its last" \
