@@ -699,6 +699,44 @@ mod tests {
     /// The kernel's PSI `total` (microseconds) is a counter in seconds, per resource and kind;
     /// a kind the file has no line for has no sample, nor has a file that could not be read.
     #[test]
+    fn cold_memory_is_a_series_per_type_with_its_window_and_none_where_unknown() {
+        let none = || {
+            limits(
+                serde_json::Value::Null,
+                serde_json::Value::Null,
+                serde_json::Value::Null,
+            )
+        };
+        let mut known = module("aft", Some("aft"), "ck", none());
+        known.cold_memory = serde_json::from_value(serde_json::json!({
+            "value": 3 << 20, "file": 0, "source": ck_cgroup::telemetry::cold::SOURCE,
+            "window_ms": 600000, "untouched_ms": 600100, "aged_ms_ago": 1000,
+            "aging_us": null, "reason": null
+        }))
+        .expect("a ColdMemory");
+        let unknown = module("broca", Some("broca"), "ck", none());
+        let s = prometheus(&[known, unknown], &[]);
+        let l = "module=\"aft\",layout=\"ck\",slot=\"main\"";
+        for line in [
+            format!("ck_cgroup_memory_cold_bytes{{{l},type=\"anon\"}} 3145728\n"),
+            format!("ck_cgroup_memory_cold_bytes{{{l},type=\"file\"}} 0\n"),
+            format!("ck_cgroup_memory_cold_window_seconds{{{l}}} 600\n"),
+        ] {
+            assert!(s.contains(&line), "{line}{s}");
+        }
+        // Unknown: no series, never 0.
+        assert!(
+            !s.contains("module=\"broca\",layout=\"ck\",slot=\"main\",type="),
+            "{s}"
+        );
+        assert_eq!(
+            s.matches("ck_cgroup_memory_cold_window_seconds{").count(),
+            1,
+            "{s}"
+        );
+    }
+
+    #[test]
     fn pressure_totals_are_counters_in_seconds() {
         let none = limits(
             serde_json::Value::Null,
