@@ -290,6 +290,9 @@ impl ColdCensus {
         let mut wrote = 0;
         for (id, node, seq) in due {
             let t = Instant::now();
+            // `1 1`: can_swap (6.1; swappiness in later kernels, where 0 would leave anonymous
+            // pages unaged) so that anonymous pages are aged whether or not there is swap, and
+            // force_scan, so that every process's page tables are walked (the kernel's default).
             match std::fs::write(LRU_GEN, format!("+ {id} {node} {seq} 1 1\n")) {
                 Ok(()) => {
                     wrote += 1;
