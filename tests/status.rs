@@ -371,3 +371,68 @@ fn cold_memory_is_null_with_its_reason_where_it_cannot_be_told() {
     ok(w.run(&["kill", "--timeout", "3s", "idle"]));
     c.wait().unwrap();
 }
+
+/// Aging the modules' memory is `status --age-cold`'s alone: nothing on the paths the daemon
+/// calls to spawn and kill (`exec`, `run`, `create`, `place`, `kill`, `prune`) opens the
+/// multi-gen LRU's files, traced with strace beside `status --age-cold`, which does (the
+/// control: on this host it looks for lru_gen and finds none).
+#[test]
+fn no_spawn_or_kill_path_touches_the_multi_gen_lru_and_status_does() {
+    if std::process::Command::new("strace")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        common::skip("no strace here (CI installs it)");
+        return;
+    }
+    let w = World::new();
+    let traced = |args: &[&str]| -> String {
+        let log = w.tmp("trace");
+        let _ = std::fs::remove_file(&log);
+        let o = std::process::Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=%file", "-o"])
+            .arg(&log)
+            .arg(bin())
+            .arg("--root")
+            .arg(w.root())
+            .args(args)
+            .env("CK_CGROUP_POLICY", "/dev/null")
+            .env_remove("CK_CGROUP_ROOT")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        std::fs::read_to_string(&log).unwrap()
+    };
+    let lru = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| l.contains("lru_gen"))
+            .map(str::to_string)
+            .collect()
+    };
+    let t = traced(&["status", "--age-cold"]);
+    assert!(!lru(&t).is_empty(), "status reads lru_gen: {t}");
+    let mut placed = std::process::Command::new("sleep")
+        .arg("605")
+        .spawn()
+        .unwrap();
+    w.track(placed.id());
+    let pid = placed.id().to_string();
+    for args in [
+        &["exec", "m", "--", "true"][..],
+        &["run", "r", "--", "true"],
+        &["create", "p"],
+        &["place", "p", &pid],
+        &["kill", "m"],
+        &["kill", "p"],
+        &["prune", "--kill"],
+    ] {
+        let t = traced(args);
+        assert_eq!(
+            lru(&t),
+            Vec::<String>::new(),
+            "{args:?} touched the multi-gen LRU"
+        );
+    }
+    let _ = placed.wait();
+}
