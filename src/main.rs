@@ -169,6 +169,8 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
             sort,
             wide,
             columns,
+            cold_window,
+            age_cold,
             backend,
         }) => cmd_status(
             &ctx,
@@ -180,6 +182,8 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
                 sort,
                 wide,
                 columns: columns.as_ref().map(|c| c.0.as_slice()),
+                cold_window,
+                age_cold,
             },
         ),
         Command::Ps(PsOpts { ids, sort, backend }) => cmd_ps(&ctx, chosen(&backend), &ids, sort),

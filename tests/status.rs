@@ -303,7 +303,7 @@ fn status_fits_80_columns_and_names_the_columns_it_left_out() {
     }
     let wide = ok(w.run(&["status", "--wide"]));
     let wide_head: Vec<&str> = wide.lines().next().unwrap().split_whitespace().collect();
-    assert_eq!(wide_head.len(), 17, "{wide}");
+    assert_eq!(wide_head.len(), 18, "{wide}");
     assert!(!wide.contains("not shown"), "{wide}");
     let picked = ok(w.run(&["status", "-o", "id,peak,procs"]));
     let picked_head: Vec<&str> = picked.lines().next().unwrap().split_whitespace().collect();
@@ -313,4 +313,126 @@ fn status_fits_80_columns_and_names_the_columns_it_left_out() {
     assert!(stderr(&o).contains("no column \"bogus\""), "{}", stderr(&o));
     let o = w.run(&["status", "-o", "mem", "--wide"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+/// On a host where cold memory cannot be told (this one: no multi-gen LRU, no memory controller
+/// on cgroup2) every figure is `null` with the reason, never 0, in every format: JSON, the
+/// table's `-` with the reason under it, and no Prometheus series. `--age-cold` writes nothing
+/// and fails nothing there.
+#[test]
+fn cold_memory_is_null_with_its_reason_where_it_cannot_be_told() {
+    let w = World::new();
+    let lru_gen = std::path::Path::new(ck_cgroup::telemetry::cold::LRU_GEN);
+    if has_memory_controller(&w) && std::fs::read_to_string(lru_gen).is_ok() {
+        common::skip("this host can tell cold memory; the guest lane covers it (cold-memory)");
+        return;
+    }
+    let ready = w.tmp("ready");
+    let mut c = w
+        .ck()
+        .args([
+            "exec",
+            "idle",
+            "--",
+            "sh",
+            "-c",
+            "echo 1 > \"$0\"; exec sleep 300",
+        ])
+        .arg(&ready)
+        .spawn()
+        .unwrap();
+    w.track(c.id());
+    w.line_from("ready");
+    let s: Status = serde_json::from_str(&ok(w.run(&[
+        "--json",
+        "status",
+        "--age-cold",
+        "--cold-window",
+        "30s",
+        "idle",
+    ])))
+    .unwrap();
+    let cold = &s.modules[0].cold_memory;
+    assert_eq!((cold.value, cold.file), (None, None), "{cold:?}");
+    assert_eq!(cold.window_ms, 30_000);
+    assert_eq!(cold.source, ck_cgroup::telemetry::cold::SOURCE);
+    let reason = cold.reason.as_deref().expect("a reason");
+    assert!(
+        ["multi-gen LRU", "debugfs", "root", "memory controller"]
+            .iter()
+            .any(|k| reason.contains(k)),
+        "{reason}"
+    );
+    let table = ok(w.run(&["status", "-o", "id,cold", "idle"]));
+    assert!(table.contains("COLD unknown: "), "{table}");
+    assert!(table.contains("not touched for 600 s"), "{table}");
+    let prom = ok(w.run(&["status", "--format", "prometheus", "idle"]));
+    assert!(!prom.contains("ck_cgroup_memory_cold_bytes{"), "{prom}");
+    ok(w.run(&["kill", "--timeout", "3s", "idle"]));
+    c.wait().unwrap();
+}
+
+/// Aging the modules' memory is `status --age-cold`'s alone: nothing on the paths the daemon
+/// calls to spawn and kill (`exec`, `run`, `create`, `place`, `kill`, `prune`) opens the
+/// multi-gen LRU's files, traced with strace beside `status --age-cold`, which does (the
+/// control: on this host it looks for lru_gen and finds none).
+#[test]
+fn no_spawn_or_kill_path_touches_the_multi_gen_lru_and_status_does() {
+    if std::process::Command::new("strace")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        common::skip("no strace here (CI installs it)");
+        return;
+    }
+    let w = World::new();
+    let traced = |args: &[&str]| -> String {
+        let log = w.tmp("trace");
+        let _ = std::fs::remove_file(&log);
+        let o = std::process::Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=%file", "-o"])
+            .arg(&log)
+            .arg(bin())
+            .arg("--root")
+            .arg(w.root())
+            .args(args)
+            .env("CK_CGROUP_POLICY", "/dev/null")
+            .env_remove("CK_CGROUP_ROOT")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        std::fs::read_to_string(&log).unwrap()
+    };
+    let lru = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| l.contains("lru_gen"))
+            .map(str::to_string)
+            .collect()
+    };
+    let t = traced(&["status", "--age-cold"]);
+    assert!(!lru(&t).is_empty(), "status reads lru_gen: {t}");
+    let mut placed = std::process::Command::new("sleep")
+        .arg("605")
+        .spawn()
+        .unwrap();
+    w.track(placed.id());
+    let pid = placed.id().to_string();
+    for args in [
+        &["exec", "m", "--", "true"][..],
+        &["run", "r", "--", "true"],
+        &["create", "p"],
+        &["place", "p", &pid],
+        &["kill", "m"],
+        &["kill", "p"],
+        &["prune", "--kill"],
+    ] {
+        let t = traced(args);
+        assert_eq!(
+            lru(&t),
+            Vec::<String>::new(),
+            "{args:?} touched the multi-gen LRU"
+        );
+    }
+    let _ = placed.wait();
 }

@@ -288,7 +288,7 @@ fn files() -> String {
             (
                 "ck-cgroup-metrics.service, ck-cgroup-metrics.timer",
                 "In the same directories, in the package ck-cgroup, not enabled: every 15 s \
-                 while ck-subc.service runs, status --format prometheus --output \
+                 while ck-subc.service runs, status --format prometheus --age-cold --output \
                  /var/lib/prometheus/node-exporter/ck-subc.prom (the user manager's: \
                  $XDG_STATE_HOME/prometheus/node-exporter/ck-subc.prom), for the node \
                  exporter's textfile collector; skipped where that directory does not exist.",

@@ -72,6 +72,8 @@ pub enum Col {
     PsiMem,
     /// Device (GPU) memory, every device together.
     GpuMem,
+    /// Anonymous memory not touched within the cold window (the multi-gen LRU's).
+    Cold,
 }
 
 impl Col {
@@ -115,6 +117,7 @@ impl Col {
             Col::CpuRate => "CPU%",
             Col::PsiMem => "PSI_MEM",
             Col::GpuMem => "GPU_MEM",
+            Col::Cold => "COLD",
         }
     }
 
@@ -158,6 +161,7 @@ impl Col {
                 .value
                 .map_or("-".into(), |v| format!("{v:.2}")),
             Col::GpuMem => size(m.gpu_memory.value),
+            Col::Cold => size(m.cold_memory.value),
         }
     }
 }
@@ -189,6 +193,7 @@ pub const STATUS_WIDE: &[Col] = &[
     Col::Anon,
     Col::File,
     Col::Swap,
+    Col::Cold,
     Col::High,
     Col::Max,
     Col::OomKill,
@@ -301,6 +306,27 @@ pub fn table_of(
     if gpu_shown || folded.contains(&Col::GpuMem.header()) {
         for r in why {
             s += &format!("GPU_MEM unknown: {}\n", ck_cgroup::id::shown_message(r));
+        }
+    }
+    // Why a module's cold memory is unknown, each reason once, where COLD is shown.
+    if shown.iter().any(|(c, _)| *c == Col::Cold) {
+        let mut why: Vec<&str> = Vec::new();
+        for m in rows {
+            if let Some(r) = m.cold_memory.reason.as_deref()
+                && m.cold_memory.value.is_none()
+                && !why.contains(&r)
+            {
+                why.push(r);
+            }
+        }
+        if let Some(w) = rows.first().map(|m| m.cold_memory.window_ms) {
+            s += &format!(
+                "COLD: anonymous memory not touched for {} s (--cold-window)\n",
+                w / 1000
+            );
+        }
+        for r in why {
+            s += &format!("COLD unknown: {}\n", ck_cgroup::id::shown_message(r));
         }
     }
     if !folded.is_empty() {

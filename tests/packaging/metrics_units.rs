@@ -34,7 +34,7 @@ fn metrics_units_write_the_textfile_directory_and_are_bound_to_the_service() {
             assert_eq!(
                 one(&d, "Service", "ExecStart"),
                 format!(
-                    "/usr/local/bin/ck-cgroup {user}--unit ck-subc.service status --format prometheus --output {textfile}/ck-subc.prom"
+                    "/usr/local/bin/ck-cgroup {user}--unit ck-subc.service status --format prometheus --age-cold --output {textfile}/ck-subc.prom"
                 )
             );
             assert_eq!(one(&d, "Service", "NoNewPrivileges"), "yes");

@@ -332,6 +332,16 @@ fn telemetry_round_trips() {
                 source: crate::gpu::nvidia_smi::SOURCE.into(),
             }],
         },
+        cold_memory: crate::telemetry::cold::ColdMemory {
+            value: Some(200 << 20),
+            file: Some(4096),
+            source: crate::telemetry::cold::SOURCE.into(),
+            window_ms: 20_000,
+            untouched_ms: Some(21_000),
+            aged_ms_ago: Some(1_000),
+            aging_us: Some(40_000),
+            reason: None,
+        },
     });
     // An events_lost of all modules: no one directory.
     round_trip(&WatchEvent {

@@ -8,7 +8,10 @@
  *             busy phase) and is not given back when the work stops, since the kept blocks pin
  *             the heap (seed 003: "arena fragmentation, churn-bound growth")
  *   workload  a working set that grows with the work to MIB in each busy phase, in blocks glibc
- *             maps on their own, all freed when the work stops: memory follows work
+ *             maps on their own, all freed when the work stops: memory follows work. Each unit
+ *             of work also reads a page of each of the next 16 blocks, round the set, so every
+ *             page of it is touched within about 20 units while it works (a working set, which
+ *             the multi-gen LRU sees as hot)
  *   cache     fills MIB in its first busy phase and holds it, reading it in later ones
  *
  * Prints `memshape: cycle N busy|idle` at each phase, unbuffered, and `memshape: done` after
@@ -93,6 +96,14 @@ int main(int argc, char **argv) {
                     return 1;
                 memset(p, (int)u + 1, BIG);
                 big[nbig++] = p;
+                if (workload) {
+                    /* Work on the set: every page of the next 16 blocks, round it. */
+                    static long sweep;
+                    volatile char sum = 0;
+                    for (int b = 0; b < 16; b++, sweep++)
+                        for (long i = 0; i < BIG; i += 4096)
+                            sum += big[sweep % nbig][i];
+                }
             } else {
                 volatile char sum = 0;
                 for (long i = 0; i < BIG; i += 4096)

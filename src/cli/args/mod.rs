@@ -440,17 +440,31 @@ pub struct StatusOpts {
     #[arg(long, value_enum, value_name = "KEY")]
     pub sort: Option<SortKey>,
     /// The table with every column (NAME, MODULE, POP, PROCS, MEM, PEAK, ANON, FILE, SWAP,
-    /// HIGH, MAX, OOM_KILL, PIDS, PIDS_MAX, CPU_S, PSI_MEM, GPU_MEM), known or not. By
+    /// COLD, HIGH, MAX, OOM_KILL, PIDS, PIDS_MAX, CPU_S, PSI_MEM, GPU_MEM), known or not. By
     /// default it shows MODULE, PROCS, MEM, PEAK, SWAP, MAX, OOM_KILL, CPU_S, PSI_MEM and
     /// GPU_MEM, and leaves out (naming them under the table) the columns no module has a
     /// figure for; GPU_MEM on a host without a GPU, silently.
     #[arg(long, conflicts_with = "columns")]
     pub wide: bool,
     /// The table with these columns, in this order (as `ps -o`): a comma-separated list of
-    /// name, module, id, pop, procs, mem, peak, anon, file, swap, high, max, oom_kill, pids,
+    /// name, module, id, pop, procs, mem, peak, anon, file, swap, cold, high, max, oom_kill, pids,
     /// pids_max, cpu_s, psi_mem, gpu_mem. Every one is shown, known or not.
     #[arg(short = 'o', long = "columns", value_name = "COLS", value_parser = status_columns)]
     pub columns: Option<ColumnList>,
+    /// Cold memory (COLD, JSON cold_memory, ck_cgroup_memory_cold_bytes) is what a module
+    /// holds and has not touched for DURATION (e.g. 10m, 30s), from the kernel's multi-gen
+    /// LRU (/sys/kernel/debug/lru_gen: root, debugfs, MGLRU on); unknown, with the reason,
+    /// where it cannot be told, e.g. where nothing aged the module's memory within DURATION
+    /// (--age-cold).
+    #[arg(long, default_value = "10m", value_parser = cold_window, value_name = "DURATION")]
+    pub cold_window: Duration,
+    /// Age the modules' memory first: a new multi-gen LRU generation for each module whose
+    /// youngest is older than half the cold window (the kernel walks the page tables of its
+    /// processes and moves the pages they touched since into it). The only write `status`
+    /// makes; run it at a steady cadence (the metrics timer's runs pass it), not once: cold
+    /// memory is known once two agings span the window.
+    #[arg(long)]
+    pub age_cold: bool,
     #[command(flatten)]
     pub backend: BackendArgs,
 }
@@ -585,6 +599,17 @@ pub enum Format {
 
 /// `status -o`'s list: the columns' names, comma-separated (`cpu_pct`, `top`'s CPU%, is not
 /// one: status has no interval).
+/// `--cold-window`: a duration of at least a second (generations are coarser than that).
+fn cold_window(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_secs(1) {
+        return Err(format!(
+            "{s} is shorter than 1s; give the window memory must go untouched for, e.g. 10m"
+        ));
+    }
+    Ok(d)
+}
+
 fn status_columns(s: &str) -> Result<ColumnList, String> {
     let names: Vec<String> = Col::for_o().map(|c| c.key()).collect();
     let mut cols = Vec::new();

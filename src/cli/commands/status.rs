@@ -17,6 +17,10 @@ pub struct StatusView<'a> {
     pub sort: Option<SortKey>,
     pub wide: bool,
     pub columns: Option<&'a [Col]>,
+    /// Cold memory is what was not touched for this long.
+    pub cold_window: std::time::Duration,
+    /// Age the modules' memory first (`--age-cold`).
+    pub age_cold: bool,
 }
 
 /// `status` (`--json` is `--format json`), in the order of `--sort` when given; `--output FILE`
@@ -30,7 +34,11 @@ pub fn cmd_status(
     if let Some(file) = v.output {
         crate::cli::output_file::check_output(file)?;
     }
-    let mut r = backend.status(ids)?;
+    let window_ms = u64::try_from(v.cold_window.as_millis()).unwrap_or(u64::MAX);
+    let (mut r, aging) = backend.status_cold(ids, window_ms, v.age_cold)?;
+    if let Some(why) = aging {
+        crate::cli::exit::note(format_args!("--age-cold: {why}"));
+    }
     if let Some(key) = v.sort {
         crate::cli::status::sort(&mut r, key);
         // An order by a figure no module has is the order by name: said, not silent.

@@ -266,7 +266,11 @@ impl<'a> View<'a> {
         let at = Instant::now();
         // `top` shows no device memory: no GPU census (no `nvidia-smi`) per refresh.
         let no_gpu = ck_cgroup::gpu::GpuCensus::not_read();
-        let mut rows = self.root.status_with(&ck_cgroup::Modules::All, &no_gpu)?;
+        let mut rows = self.root.status_cold(
+            &ck_cgroup::Modules::All,
+            &no_gpu,
+            &ck_cgroup::telemetry::cold::ColdCensus::not_read(),
+        )?;
         let mut rates = HashMap::new();
         let mut cpu = HashMap::new();
         for m in &rows {

@@ -79,6 +79,7 @@ pub fn prometheus(rows: &[ModuleStatus], parents: &[ParentStatus]) -> String {
     let metrics = figures(&series)
         .into_iter()
         .chain(gpu(&series))
+        .chain(cold(&series))
         .chain(counted(&series))
         .chain(parent_metrics(parents))
         .chain(limit_metrics(&series))
@@ -350,6 +351,37 @@ fn gpu(series: &[Series<'_>]) -> Vec<Metric> {
             "gauge",
             "Device (GPU) memory the module's processes hold on one device (its PCI address).",
             devices,
+        ),
+    ]
+}
+
+/// The cold-memory metrics (the multi-gen LRU's, `status --cold-window`): each module's
+/// anonymous and file memory not touched within the window, and the window, where it is known
+/// (a module whose figure is unknown has none: never 0).
+fn cold(series: &[Series<'_>]) -> Vec<Metric> {
+    let mut bytes = Vec::new();
+    let mut window = Vec::new();
+    for s in series {
+        let c = &s.m.cold_memory;
+        let Some(anon) = c.value else { continue };
+        bytes.push((format!("{},type=\"anon\"", s.labels), Num::Int(anon)));
+        if let Some(file) = c.file {
+            bytes.push((format!("{},type=\"file\"", s.labels), Num::Int(file)));
+        }
+        window.push((s.labels.clone(), Num::Float(c.window_ms as f64 / 1e3)));
+    }
+    vec![
+        Metric::new(
+            "ck_cgroup_memory_cold_bytes",
+            "gauge",
+            "Memory of the module not touched within ck_cgroup_memory_cold_window_seconds (the multi-gen LRU's old generations, /sys/kernel/debug/lru_gen), anonymous (type=\"anon\": what a hoard grows in) or file.",
+            bytes,
+        ),
+        Metric::new(
+            "ck_cgroup_memory_cold_window_seconds",
+            "gauge",
+            "The window of ck_cgroup_memory_cold_bytes: memory not touched for this long is cold.",
+            window,
         ),
     ]
 }
@@ -666,6 +698,44 @@ mod tests {
 
     /// The kernel's PSI `total` (microseconds) is a counter in seconds, per resource and kind;
     /// a kind the file has no line for has no sample, nor has a file that could not be read.
+    #[test]
+    fn cold_memory_is_a_series_per_type_with_its_window_and_none_where_unknown() {
+        let none = || {
+            limits(
+                serde_json::Value::Null,
+                serde_json::Value::Null,
+                serde_json::Value::Null,
+            )
+        };
+        let mut known = module("aft", Some("aft"), "ck", none());
+        known.cold_memory = serde_json::from_value(serde_json::json!({
+            "value": 3 << 20, "file": 0, "source": ck_cgroup::telemetry::cold::SOURCE,
+            "window_ms": 600000, "untouched_ms": 600100, "aged_ms_ago": 1000,
+            "aging_us": null, "reason": null
+        }))
+        .expect("a ColdMemory");
+        let unknown = module("broca", Some("broca"), "ck", none());
+        let s = prometheus(&[known, unknown], &[]);
+        let l = "module=\"aft\",layout=\"ck\",slot=\"main\"";
+        for line in [
+            format!("ck_cgroup_memory_cold_bytes{{{l},type=\"anon\"}} 3145728\n"),
+            format!("ck_cgroup_memory_cold_bytes{{{l},type=\"file\"}} 0\n"),
+            format!("ck_cgroup_memory_cold_window_seconds{{{l}}} 600\n"),
+        ] {
+            assert!(s.contains(&line), "{line}{s}");
+        }
+        // Unknown: no series, never 0.
+        assert!(
+            !s.contains("module=\"broca\",layout=\"ck\",slot=\"main\",type="),
+            "{s}"
+        );
+        assert_eq!(
+            s.matches("ck_cgroup_memory_cold_window_seconds{").count(),
+            1,
+            "{s}"
+        );
+    }
+
     #[test]
     fn pressure_totals_are_counters_in_seconds() {
         let none = limits(

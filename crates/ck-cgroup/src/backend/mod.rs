@@ -193,6 +193,58 @@ impl Backend {
         on_modules!(self, open, m => m.status(ids))
     }
 
+    /// `status` with the modules' cold memory over `window_ms`
+    /// ([`crate::telemetry::cold`]), their memory cgroups aged first where `age` (each whose
+    /// youngest generation is older than half the window: the only write `status` makes). The
+    /// second field: why aging failed, where it did (the figures then say what they could).
+    pub fn status_cold<S: ToModuleName>(
+        &self,
+        ids: &[S],
+        window_ms: u64,
+        age: bool,
+    ) -> Result<(Vec<ModuleStatus>, Option<String>), Error> {
+        #[cfg(feature = "systemd")]
+        use crate::telemetry::cold;
+        use crate::telemetry::cold::ColdCensus;
+        let ids = ids
+            .iter()
+            .map(ToModuleName::to_module_name)
+            .collect::<Result<Vec<_>, Error>>()?;
+        let ids = ids.as_slice();
+        let mut census = ColdCensus::read(window_ms);
+        let mut aging = None;
+        match self {
+            Backend::Cgroupfs(fs) => {
+                let root = fs.open()?;
+                // The modules' parents only: the daemon's own leaf is no module, and is not aged.
+                if age && let Some(top) = root.hierarchy_path() {
+                    let top = top.trim_end_matches('/');
+                    for parent in [
+                        crate::layout::MODULES_DIR.to_string(),
+                        format!("daemon/{}", crate::layout::MODULES_DIR),
+                    ] {
+                        if let Err(e) = census.age(&format!("{top}/{parent}")) {
+                            aging = Some(e);
+                        }
+                    }
+                }
+                let gpu = crate::gpu::GpuCensus::take(&crate::gpu::GpuProbe::from_env());
+                Ok((root.status_cold(ids, &gpu, &census)?, aging))
+            }
+            #[cfg(feature = "systemd")]
+            Backend::Systemd(bus) => {
+                let scopes = systemd::Scopes::new(*bus);
+                if age
+                    && let Some(dir) = scopes.path()?
+                    && let Some(top) = cold::hierarchy_path(&dir)
+                {
+                    aging = census.age(&top).err();
+                }
+                Ok((scopes.status_cold(ids, &census)?, aging))
+            }
+        }
+    }
+
     /// The counters of each layout's parent directory ([`Root::parents_status`]); none for
     /// systemd's scopes (no parent of ours holds them).
     pub fn parents_status(&self) -> Result<Vec<crate::telemetry::ParentStatus>, Error> {

@@ -103,6 +103,41 @@ pub struct Facts {
     /// systemd-oomd and the candidates it would see below the root; `None` with the systemd
     /// backend (no service root).
     pub oomd: Option<super::oomd_checks::OomdFacts>,
+    /// What cold memory (the multi-gen LRU's `lru_gen`) needs here.
+    pub cold: ColdFacts,
+}
+
+/// What `status` needs to tell a module's cold memory ([`crate::telemetry::cold`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColdFacts {
+    /// The text of `/sys/kernel/mm/lru_gen/enabled`; `None` where it is absent (no
+    /// `CONFIG_LRU_GEN`).
+    pub enabled: Option<String>,
+    /// debugfs is mounted on `/sys/kernel/debug`.
+    pub debugfs: bool,
+    /// `/sys/kernel/debug/lru_gen` could be read: `Ok`, else why.
+    pub lru_gen: Result<(), String>,
+    /// The process runs as root (debugfs is root's).
+    pub is_root: bool,
+}
+
+impl ColdFacts {
+    /// Read them from this machine.
+    pub fn gather(mountinfo: Option<&str>) -> ColdFacts {
+        use crate::telemetry::cold::{LRU_GEN, LRU_GEN_ENABLED};
+        ColdFacts {
+            enabled: std::fs::read_to_string(LRU_GEN_ENABLED).ok(),
+            debugfs: mountinfo.is_some_and(|m| {
+                parse::mountinfo(m).iter().any(|x| {
+                    x.fs_type == "debugfs" && x.mount_point == Path::new("/sys/kernel/debug")
+                })
+            }),
+            lru_gen: std::fs::File::open(LRU_GEN)
+                .map(drop)
+                .map_err(|e| e.to_string()),
+            is_root: rustix::process::geteuid().is_root(),
+        }
+    }
 }
 
 /// Read every fact from this machine. `root`: the explicit root, else discovered (unless
@@ -137,8 +172,10 @@ pub fn gather(root: Option<&Path>, unit: Option<&str>, scopes: Option<Bus>) -> F
         }
         None => None,
     };
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok();
     Facts {
-        mountinfo: std::fs::read_to_string("/proc/self/mountinfo").ok(),
+        cold: ColdFacts::gather(mountinfo.as_deref()),
+        mountinfo,
         kernel_release: rustix::system::uname()
             .release()
             .to_string_lossy()

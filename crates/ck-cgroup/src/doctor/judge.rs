@@ -37,6 +37,14 @@ pub fn judge(f: &Facts) -> Vec<Check> {
         }
     }
     checks.push(clone_into_cgroup(&f.kernel_release));
+    let memory = match &f.root {
+        Some(ServiceRoot::Opened(r)) => r
+            .controllers
+            .as_ref()
+            .map(|c| c.iter().any(|c| c == "memory")),
+        _ => None,
+    };
+    checks.push(cold_memory(&f.cold, memory));
     match &f.unit {
         Err(u) => checks.push(systemd_unavailable(u)),
         Ok(u) => checks.extend(unit_checks(u, f.scopes.is_some())),
@@ -45,6 +53,70 @@ pub fn judge(f: &Facts) -> Vec<Check> {
         checks.extend(super::oomd_checks::judge(o));
     }
     checks
+}
+
+/// `cold memory`: whether `status` can tell each module's cold memory (the multi-gen LRU's
+/// `lru_gen`: the kernel's, switched on, debugfs, root, the memory controller), a warning naming
+/// each thing missing and its fix otherwise (the figure is then unknown, never 0).
+/// `memory`: whether the root's cgroup has the memory controller (`None`: not known).
+pub fn cold_memory(c: &super::gather::ColdFacts, memory: Option<bool>) -> Check {
+    use crate::telemetry::cold::{LRU_GEN, LRU_GEN_ENABLED, lru_gen_on};
+    let mut lacks = Vec::new();
+    let mut fixes = Vec::new();
+    match c.enabled.as_deref() {
+        None => {
+            lacks.push(format!(
+                "no multi-gen LRU in this kernel (no {LRU_GEN_ENABLED}: CONFIG_LRU_GEN is not set)"
+            ));
+            fixes.push(
+                "a kernel built with CONFIG_LRU_GEN (6.1 or newer; Debian 12's is)".to_string(),
+            );
+        }
+        Some(t) if !lru_gen_on(t) => {
+            lacks.push(format!(
+                "the multi-gen LRU is off ({LRU_GEN_ENABLED} is {})",
+                t.trim()
+            ));
+            fixes.push(format!("`echo y > {LRU_GEN_ENABLED}` (now), lru_gen.enabled=y on the kernel command line (every boot)"));
+        }
+        Some(_) => {}
+    }
+    if !c.debugfs {
+        lacks.push("debugfs is not mounted on /sys/kernel/debug".into());
+        fixes.push(
+            "`mount -t debugfs none /sys/kernel/debug` (systemd mounts it: sys-kernel-debug.mount)"
+                .into(),
+        );
+    }
+    if !c.is_root {
+        lacks.push(format!("not root ({LRU_GEN} is root's)"));
+        fixes.push("run status as root (the system metrics timer does)".into());
+    }
+    if memory == Some(false) {
+        lacks.push("no memory controller for the modules (lru_gen lists memory cgroups)".into());
+        fixes.push("enable the memory controller (see the controllers checks above)".into());
+    }
+    if lacks.is_empty()
+        && let Err(e) = &c.lru_gen
+    {
+        lacks.push(format!("{LRU_GEN} cannot be read: {e}"));
+    }
+    if lacks.is_empty() {
+        return check(
+            "cold memory (multi-gen LRU)",
+            Outcome::Ok,
+            format!(
+                "{LRU_GEN} is readable: status tells each module's cold memory (status --age-cold ages; the metrics timer's runs pass it)"
+            ),
+            None,
+        );
+    }
+    check(
+        "cold memory (multi-gen LRU)",
+        Outcome::Warn,
+        format!("status shows cold memory as unknown: {}", lacks.join("; ")),
+        (!fixes.is_empty()).then(|| fixes.join("; ")),
+    )
 }
 
 /// cgroup v1 hierarchies are mounted too.

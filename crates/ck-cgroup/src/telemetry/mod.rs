@@ -7,6 +7,7 @@
 //! ("Memory Interface Files", "PID Interface Files", "CPU Interface Files", "PSI").
 
 mod attribution;
+pub mod cold;
 pub mod pressure;
 pub mod procs;
 pub mod watch;
@@ -227,6 +228,10 @@ pub struct ModuleStatus {
     /// failed.
     #[serde(default)]
     pub gpu_memory: GpuMemory,
+    /// Memory it holds and has not touched within a window, from the multi-gen LRU
+    /// ([`cold`]); unknown, with the reason, where that cannot be told.
+    #[serde(default)]
+    pub cold_memory: cold::ColdMemory,
 }
 
 /// The directory the figures are of, by its layout and name
@@ -308,6 +313,7 @@ impl ModuleStatus {
             oomd_kill: Figure::new(None, format!("{} xattr", oomd::KILL)),
             ck_stops: ck_stops_unread(),
             gpu_memory: GpuMemory::unknown(crate::gpu::NOT_READ),
+            cold_memory: cold::ColdMemory::unknown(cold::DEFAULT_WINDOW_MS, cold::NOT_READ),
         }
     }
 }
@@ -347,12 +353,32 @@ impl Root {
     }
 
     /// [`Root::status`], its device-memory figures from `gpu` (taken once by the caller, e.g.
-    /// [`GpuCensus::take`], or recorded).
+    /// [`GpuCensus::take`], or recorded), its cold memory over the default window
+    /// ([`cold::DEFAULT_WINDOW_MS`]), read and not aged.
     pub fn status_with<N: Selection + ?Sized>(
         &self,
         names: &N,
         gpu: &GpuCensus,
     ) -> Result<Vec<ModuleStatus>> {
+        let cold = cold::ColdCensus::read(cold::DEFAULT_WINDOW_MS);
+        self.status_cold(names, gpu, &cold)
+    }
+
+    /// The path of this root from the cgroup2 hierarchy's root, as `lru_gen` names cgroups
+    /// ([`cold::hierarchy_path`]).
+    pub fn hierarchy_path(&self) -> Option<String> {
+        cold::hierarchy_path(self.path())
+    }
+
+    /// [`Root::status_with`], its cold memory from `cold` (read once by the caller, and aged
+    /// where it chose to: [`cold::ColdCensus::age`] with [`Root::hierarchy_path`]).
+    pub fn status_cold<N: Selection + ?Sized>(
+        &self,
+        names: &N,
+        gpu: &GpuCensus,
+        cold: &cold::ColdCensus,
+    ) -> Result<Vec<ModuleStatus>> {
+        let top = self.hierarchy_path();
         let names = names.selection()?;
         let names = names.as_deref();
         // The controllers each layout's modules have: files of the others are not there, and
@@ -373,7 +399,7 @@ impl Root {
         Ok(self
             .selected_with(names, false)?
             .iter()
-            .filter_map(|m| module_status_with(self.dir(), m, on(m), gpu))
+            .filter_map(|m| module_status_with(self.dir(), m, on(m), gpu, cold, top.as_deref()))
             .collect())
     }
 
@@ -422,7 +448,8 @@ impl Root {
 }
 
 /// Read one module's figures. Never fails: what cannot be read is `None`. With `enabled`, the
-/// files of controllers not in it are not tried. Device memory comes from `gpu`. `None` for a
+/// files of controllers not in it are not tried. Device memory comes from `gpu`, cold memory
+/// from `cold` (`top`: the path of `dir` from the cgroup2 hierarchy's root). `None` for a
 /// module removed before or while it was read (its directory `ENOENT`, or without its files:
 /// `crate::cgroup::gone`): it is no module any more.
 pub(crate) fn module_status_with(
@@ -430,6 +457,8 @@ pub(crate) fn module_status_with(
     m: &ModuleEntry,
     enabled: Option<&[String]>,
     gpu: &GpuCensus,
+    cold: &cold::ColdCensus,
+    top: Option<&str>,
 ) -> Option<ModuleStatus> {
     // The module's directory opened once, its files read from it by one path component each
     // (not each by the whole path from the root); where it cannot be opened, each read from the
@@ -515,6 +544,8 @@ pub(crate) fn module_status_with(
     s.oomd_kill.value = killed;
     s.ck_stops.value = oomd::ck_stops(dir, rel);
     s.gpu_memory = gpu.of_module(pids.as_deref(), dmem.as_deref());
+    let module_path = top.map(|t| format!("{}/{module_rel}", t.trim_end_matches('/')));
+    s.cold_memory = cold.of_module(module_path.as_deref());
     // Asked after every read: a removal that began meanwhile left figures of a module that is
     // no more (an `rmdir` takes the files first).
     if own.as_ref().is_some_and(|d| removed(d, "")) && !show_gone {

@@ -217,13 +217,27 @@ impl Scopes {
 
     /// The figures of every module scope, or of those named (by id or scope name).
     pub fn status<S: ToModuleName>(&self, names: &[S]) -> Result<Vec<ModuleStatus>> {
+        let cold =
+            crate::telemetry::cold::ColdCensus::read(crate::telemetry::cold::DEFAULT_WINDOW_MS);
+        self.status_cold(names, &cold)
+    }
+
+    /// [`Scopes::status`], its cold memory from `cold` (aged where the caller chose to).
+    pub fn status_cold<S: ToModuleName>(
+        &self,
+        names: &[S],
+        cold: &crate::telemetry::cold::ColdCensus,
+    ) -> Result<Vec<ModuleStatus>> {
         let (dir, chosen) = self.selected(names)?;
         let gpu = crate::gpu::GpuCensus::take(&crate::gpu::GpuProbe::from_env());
         Ok(match dir {
-            Some(dir) => chosen
-                .iter()
-                .filter_map(|e| module_status_with(&dir, e, None, &gpu))
-                .collect(),
+            Some(dir) => {
+                let top = crate::telemetry::cold::hierarchy_path(dir.path());
+                chosen
+                    .iter()
+                    .filter_map(|e| module_status_with(&dir, e, None, &gpu, cold, top.as_deref()))
+                    .collect()
+            }
             None => Vec::new(),
         })
     }
