@@ -597,8 +597,6 @@ pub enum Format {
     Prometheus,
 }
 
-/// `status -o`'s list: the columns' names, comma-separated (`cpu_pct`, `top`'s CPU%, is not
-/// one: status has no interval).
 /// `--cold-window`: a duration of at least a second (generations are coarser than that).
 fn cold_window(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
@@ -610,6 +608,8 @@ fn cold_window(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// `status -o`'s list: the columns' names, comma-separated (`cpu_pct`, `top`'s CPU%, is not
+/// one: status has no interval).
 fn status_columns(s: &str) -> Result<ColumnList, String> {
     let names: Vec<String> = Col::for_o().map(|c| c.key()).collect();
     let mut cols = Vec::new();
