@@ -162,19 +162,15 @@ pub fn is_crash_signal(sig: i32) -> bool {
     CRASH_SIGNALS.iter().any(|s| s.as_raw() == sig)
 }
 
-/// Whether a stop of ck-cgroup's could have ended a process this way: `SIGKILL` or a signal a
-/// stop sends (none of the crash signals), or an exit with 0 (a process that caught the stop's
-/// signal and ended cleanly). `None`: it could; `Some(why)`: it could not.
-fn stop_disagrees(code: Option<i32>, signal: Option<i32>) -> Option<String> {
+/// How a process ended that no stop of ck-cgroup's causes, if it did: an exit with a code other
+/// than 0 (`exited with code 3`), or a crash signal (`died of SIGSEGV`); `None` for a stop's
+/// signal, `SIGKILL`, or an exit with 0 (a process that caught the stop's signal and ended
+/// cleanly). The one rule the death report ([`judge`]) and `watch`'s `stop_unconfirmed` follow.
+pub(crate) fn end_no_stop_causes(code: Option<i32>, signal: Option<i32>) -> Option<String> {
     match (code, signal) {
         (Some(0), _) => None,
-        (Some(code), _) => Some(format!(
-            "it rose, but the process exited with code {code}, which no stop of ck-cgroup's causes"
-        )),
-        (None, Some(sig)) if is_crash_signal(sig) => Some(format!(
-            "it rose, but the process died of {}, a crash signal no stop of ck-cgroup's sends",
-            signal_name(sig)
-        )),
+        (Some(code), _) => Some(format!("exited with code {code}")),
+        (None, Some(sig)) if is_crash_signal(sig) => Some(format!("died of {}", signal_name(sig))),
         _ => None,
     }
 }
@@ -286,11 +282,11 @@ fn decide(
         return Cause::Stopped;
     }
     if rose(before.kills.ck_stops, now.kills.ck_stops) == Some(true) {
-        match stop_disagrees(code, signal) {
-            Some(why) if !believe_all => unconfirmed.push(UnconfirmedMark {
+        match end_no_stop_causes(code, signal) {
+            Some(how) if !believe_all => unconfirmed.push(UnconfirmedMark {
                 mark: crate::cgroup::oomd::STOPS.to_string(),
                 on: None,
-                why,
+                why: format!("it rose, but the process {how}, which no stop of ck-cgroup's causes"),
             }),
             _ => return Cause::Stopped,
         }

@@ -278,15 +278,14 @@ impl Root {
         {
             return self.stop_alone(name, opts);
         }
-        let turn = match self.find(&name)? {
-            Some(m) => self
-                .dir
-                .open_dir(&m.rel())
-                .ok()
-                .and_then(|d| crate::cgroup::stops_here::cgroup_id(&d))
-                .map(super::stop_once::take_turn),
-            None => None,
-        };
+        // Looked up once: the stop below takes what was found here.
+        let restored = self.restore_layout_modes();
+        let found = self.find(&name)?;
+        let turn = found
+            .as_ref()
+            .and_then(|m| self.dir.open_dir(&m.rel()).ok())
+            .and_then(|d| crate::cgroup::stops_here::cgroup_id(&d))
+            .map(super::stop_once::take_turn);
         match turn {
             Some(super::stop_once::Turn::Joined(Some(r))) => {
                 let mut r = *r;
@@ -294,24 +293,37 @@ impl Root {
                 Ok(r)
             }
             Some(super::stop_once::Turn::Lead(leader)) => {
-                let result = self.stop_alone(name, opts);
+                let result = self.stop_found(name, opts, restored, found);
                 leader.finish(match &result {
                     Ok(r) => Some(r.clone()),
                     Err(e) => e.stop_report().cloned(),
                 });
                 result
             }
-            _ => self.stop_alone(name, opts),
+            _ => self.stop_found(name, opts, restored, found),
         }
     }
 
     /// [`stop`](Self::stop) of this call alone.
     fn stop_alone(&self, name: ModuleName, opts: &StopOptions) -> Result<StopReport> {
+        let restored = self.restore_layout_modes();
+        let found = self.find(&name)?;
+        self.stop_found(name, opts, restored, found)
+    }
+
+    /// The stop of `found` (`None`: `name` named no module), the layout's modes `restored`
+    /// already.
+    fn stop_found(
+        &self,
+        name: ModuleName,
+        opts: &StopOptions,
+        mut restored: Vec<String>,
+        found: Option<ModuleRef>,
+    ) -> Result<StopReport> {
         let start = Instant::now();
         let _boost = crate::stop::Boost::new();
         let mut report = StopReport::gone(&name, opts);
-        let mut restored = self.restore_layout_modes();
-        let Some(m) = self.find(&name)? else {
+        let Some(m) = found else {
             return Ok(report);
         };
         // The directory found (a module id may have named a daemon's `m-<id>_<n>`): the re-check

@@ -104,6 +104,10 @@ impl Kills {
         let stops_before = self.last.and_then(|l| l.ck_stops);
         if matches!(now.ck_stops, Some(n) if n > stops_before.unwrap_or(0)) {
             self.stop_rose_after = Some(self.reads);
+        } else if self.stop_rose_after.is_none() {
+            // No rise yet, and this read saw none: every end told so far came before any later
+            // rise, and counts for none (a module whose children crash all day keeps none).
+            self.against_stop.clear();
         }
         self.reads += 1;
         let prev = self.last.and_then(|l| l.oomd_ooms);

@@ -52,21 +52,17 @@ pub(super) struct Ended {
 }
 
 impl Ended {
-    /// Why no stop of ck-cgroup's could have ended it this way, if so: an exit with a code
-    /// other than 0, or a crash signal (as the death report's rule, `death_cause`).
+    /// Why no stop of ck-cgroup's could have ended it this way, if so (`pid 7 exited with code
+    /// 1`): the death report's rule (`death_cause::end_no_stop_causes`) over its wait status.
     pub fn against_a_stop(&self) -> Option<String> {
         let sig = (self.status & 0x7f) as i32;
-        if sig == 0 {
-            let code = (self.status >> 8) & 0xff;
-            return (code != 0).then(|| format!("pid {} exited with code {code}", self.pid));
-        }
-        crate::cgroup::death_cause::is_crash_signal(sig).then(|| {
-            format!(
-                "pid {} died of {}",
-                self.pid,
-                crate::cgroup::death_cause::signal_name(sig)
-            )
-        })
+        let (code, signal) = if sig == 0 {
+            (Some(((self.status >> 8) & 0xff) as i32), None)
+        } else {
+            (None, Some(sig))
+        };
+        crate::cgroup::death_cause::end_no_stop_causes(code, signal)
+            .map(|how| format!("pid {} {how}", self.pid))
     }
 }
 
