@@ -43,7 +43,9 @@ fn holds(procs: &Path, n: usize) {
 }
 
 /// `rounds` times: a module holding a shell and its child, stopped by `stoppers` threads at
-/// once; every stop must succeed, one must have removed it, and nothing may be left.
+/// once; every stop must succeed, one must have removed it, and nothing may be left. The
+/// threads' stops are joined into one (`module::stop_once`); the race of two processes' stops
+/// over one directory is `tests/teardown.rs`'s.
 fn concurrent_stops(stoppers: usize, rounds: usize) {
     let sb = Sandbox::create(&parent()).expect("sandbox");
     let root = Root::open(sb.path()).expect("the sandbox's root");
