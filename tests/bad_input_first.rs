@@ -171,6 +171,10 @@ fn bad_ids_and_names_are_exit_2_before_any_module_is_looked_at() {
         (long.as_str(), "longer than 64"),
     ];
     let before = w.tree();
+    // Each on the laid-out root, and on a root that is not there: the bad name is what is
+    // wrong first, so it is the one line said (an operator who mistyped both is told of the
+    // name, not of the root).
+    let nowhere = w.tmp("no-such-root").display().to_string();
     for (name, args, says) in &cases {
         let extra = if *says == "invalid module id" {
             &not_ids[..]
@@ -179,12 +183,17 @@ fn bad_ids_and_names_are_exit_2_before_any_module_is_looked_at() {
         };
         for (bad, why) in bad_names.iter().chain(extra) {
             let args = commands::with_module(args, bad);
-            let mut c = w.ck();
-            c.args(&args);
-            let o = bounded(c, &format!("{args:?}"));
-            refused(&o, &format!("{says} {bad:?}"), &format!("{name}: {args:?}"));
-            if *says == "invalid module name" {
-                refused(&o, why, &format!("{name}: {args:?}"));
+            let mut on_root = w.ck();
+            on_root.args(&args);
+            let mut rootless = common::bare();
+            rootless.arg("--root").arg(&nowhere).args(&args);
+            for (c, root) in [(on_root, "its root"), (rootless, "no root")] {
+                let o = bounded(c, &format!("{args:?} on {root}"));
+                let what = format!("{name}: {args:?} on {root}");
+                refused(&o, &format!("{says} {bad:?}"), &what);
+                if *says == "invalid module name" {
+                    refused(&o, why, &what);
+                }
             }
         }
     }
