@@ -202,24 +202,6 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
             interval,
             iterations,
         }) => cmd_top(fs()?, sort, interval, iterations),
-        other @ (Command::Exec(ExecOpts { .. })
-        | Command::Run(RunOpts { .. })
-        | Command::Sandbox(SandboxOpts { .. })
-        | Command::Generate(GenerateOpts { .. })) => run_process(&ctx, other, root, name),
-    }
-}
-
-/// The commands that start a process (`exec`, `run`, `sandbox`) and `generate`: the rest of
-/// [`run`]'s dispatch.
-fn run_process(
-    ctx: &Ctx,
-    command: Command,
-    root: Option<std::path::PathBuf>,
-    name: &str,
-) -> Result<ExitCode, Fail> {
-    let fs = || Backend::from_env(root.clone()).cgroupfs(name);
-    let chosen = |a| cli::backend::from_args(a, root.clone());
-    match command {
         Command::Exec(ExecOpts {
             id,
             limits,
@@ -227,7 +209,7 @@ fn run_process(
             no_cgroup_namespace,
             cmd,
         }) => cmd_exec(
-            ctx,
+            &ctx,
             chosen(&backend),
             &id,
             &limits,
@@ -246,14 +228,14 @@ fn run_process(
                 pid: !no_pid_namespace,
                 cgroup: !no_cgroup_namespace,
             };
-            cmd_run(ctx, fs()?, &id, &stop, &limits, ns, &cmd)
+            cmd_run(&ctx, fs()?, &id, &stop, &limits, ns, &cmd)
         }
         Command::Sandbox(SandboxOpts {
             prune: true,
             parent,
             backend,
             ..
-        }) => cmd_sandbox_prune(ctx, backend, parent),
+        }) => cmd_sandbox_prune(&ctx, backend, parent),
         Command::Sandbox(SandboxOpts {
             parent,
             backend,
@@ -261,15 +243,10 @@ fn run_process(
             keep,
             cmd,
             ..
-        }) => cmd_sandbox(ctx, backend, manager, parent, keep, &cmd),
+        }) => cmd_sandbox(&ctx, backend, manager, parent, keep, &cmd),
         Command::Generate(GenerateOpts { kind, out_dir }) => {
             cli::generate::generate(kind, out_dir.as_deref())?;
             Ok(ExitCode::SUCCESS)
         }
-        // `run` sends only the four above here.
-        other => Err(ck_cgroup::Error::failed(format!(
-            "internal: {other:?} reached the dispatch of the process commands"
-        ))
-        .into()),
     }
 }

@@ -1,7 +1,7 @@
 //! The command tree for parsing one argument list: the top level and only the subcommand the list
 //! names, each built from the same derive as the whole tree ([`Globals`], `<Name>Opts`), so
 //! that a call the daemon makes on every spawn and kill (`exec`, `run`, `kill`, `place`) does not
-//! build the other nineteen commands and every help string ([`Cli`]'s tree is about four fifths
+//! build the other commands and every help string ([`Cli`]'s tree is about four fifths
 //! of `--version`'s instructions). The parse, its errors and its exit codes are the whole tree's:
 //! the test below parses a corpus of good and bad argument lists, for every command, both ways
 //! and compares what each gives.
@@ -14,43 +14,25 @@ use std::ffi::OsString;
 
 use clap::{Args, Command};
 
-use super::{
-    ApplyOpts, CreateOpts, DoctorOpts, ExecOpts, FreezeOpts, GenerateOpts, Globals, InitOpts,
-    KillOpts, ListOpts, PlaceOpts, PruneOpts, PsOpts, RemoveOpts, RunOpts, SandboxOpts, SetOpts,
-    StatusOpts, ThawOpts, TopOpts, WatchOpts,
-};
-
-/// The global options that take a value (`--root PATH`, `--root=PATH`).
-const GLOBAL_VALUES: [&str; 3] = ["--root", "--unit", "--policy"];
-/// The global flags.
-const GLOBAL_FLAGS: [&str; 2] = ["--json", "--user"];
+use super::{Globals, Kind};
 
 /// The one subcommand `name`, built from its derive; `None` for a name that is no command.
 fn subcommand(name: &str) -> Option<Command> {
-    let c = Command::new(name.to_string());
-    Some(match name {
-        "init" => InitOpts::augment_args(c),
-        "create" => CreateOpts::augment_args(c),
-        "set" => SetOpts::augment_args(c),
-        "exec" => ExecOpts::augment_args(c),
-        "place" => PlaceOpts::augment_args(c),
-        "kill" => KillOpts::augment_args(c),
-        "prune" => PruneOpts::augment_args(c),
-        "run" => RunOpts::augment_args(c),
-        "freeze" => FreezeOpts::augment_args(c),
-        "thaw" => ThawOpts::augment_args(c),
-        "remove" => RemoveOpts::augment_args(c),
-        "list" => ListOpts::augment_args(c),
-        "doctor" => DoctorOpts::augment_args(c),
-        "apply" => ApplyOpts::augment_args(c),
-        "watch" => WatchOpts::augment_args(c),
-        "status" => StatusOpts::augment_args(c),
-        "ps" => PsOpts::augment_args(c),
-        "top" => TopOpts::augment_args(c),
-        "sandbox" => SandboxOpts::augment_args(c),
-        "generate" => GenerateOpts::augment_args(c),
-        _ => return None,
-    })
+    Kind::from_name(name).map(|k| k.augment_args(Command::new(name.to_string())))
+}
+
+/// The global options as [`Globals`]' derive makes them: each one's `--long` name, and whether
+/// it takes a value (`--root PATH`, `--root=PATH`) or is a flag (`--json`).
+fn globals() -> Vec<(String, bool)> {
+    Globals::augment_args(Command::new("ck-cgroup"))
+        .get_arguments()
+        .filter_map(|a| {
+            Some((
+                format!("--{}", a.get_long()?),
+                a.get_action().takes_values(),
+            ))
+        })
+        .collect()
 }
 
 /// The top level as [`super::Cli`]'s derive makes it, less what only help shows (`about`, the
@@ -97,16 +79,25 @@ fn wants(args: &[OsString]) -> Wants {
     if words.iter().any(help) {
         return Wants::Whole;
     }
+    let globals = globals();
+    let global = |w: &str| {
+        globals
+            .iter()
+            .find(|(g, _)| g == w)
+            .map(|&(_, value)| value)
+    };
+    let with_value = |w: &str| {
+        globals.iter().any(|(g, value)| {
+            *value
+                && w.strip_prefix(g.as_str())
+                    .is_some_and(|r| r.starts_with('='))
+        })
+    };
     let mut i = 0;
     while let Some(w) = words.get(i) {
-        if GLOBAL_FLAGS.contains(w) {
-            i += 1;
-        } else if GLOBAL_VALUES.contains(w) {
-            i += 2;
-        } else if GLOBAL_VALUES
-            .iter()
-            .any(|g| w.strip_prefix(g).is_some_and(|r| r.starts_with('=')))
-        {
+        if let Some(value) = global(w) {
+            i += if value { 2 } else { 1 };
+        } else if with_value(w) {
             i += 1;
         } else if *w == "--version" || *w == "-V" {
             return Wants::Version;
@@ -145,7 +136,7 @@ mod tests {
     use super::*;
     use crate::cli::args::Cli;
     use crate::cli::exit::usage_lines;
-    use clap::{CommandFactory, FromArgMatches};
+    use clap::{CommandFactory, FromArgMatches, Parser};
 
     fn os(args: &[&str]) -> Vec<OsString> {
         std::iter::once("ck-cgroup")
@@ -184,7 +175,8 @@ mod tests {
     #[test]
     fn every_command_of_the_whole_tree_has_its_lazy_tree_and_no_other() {
         let names = names();
-        assert_eq!(names.len(), 20, "{names:?}");
+        let kinds: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(names, kinds);
         for n in &names {
             let t = tree_for(&os(&[n, "x"])).unwrap_or_else(|| panic!("{n}: no lazy tree"));
             let sub: Vec<&str> = t.get_subcommands().map(|c| c.get_name()).collect();
@@ -434,6 +426,36 @@ mod tests {
             );
         }
         assert!(lazy > 500, "the corpus reaches the lazy tree {lazy} times");
+    }
+
+    /// What each command's flags give ([`crate::cli::promises::Given`]) agrees with its
+    /// promises, for every list of the corpus that parses, and the corpus reaches every command.
+    #[test]
+    fn what_the_flags_give_agrees_with_the_promises() {
+        use crate::cli::promises::{Modules, Stdout};
+        let mut reached = Vec::new();
+        for l in corpus() {
+            let refs: Vec<&str> = l.iter().map(String::as_str).collect();
+            let Ok(cli) = Cli::try_parse_from(os(&refs)) else {
+                continue;
+            };
+            let (kind, p, given) = (
+                cli.command.kind(),
+                cli.command.promises(),
+                cli.command.given(),
+            );
+            assert_eq!(given.backend.is_some(), p.backend, "{l:?}: --backend");
+            if p.modules == Modules::None {
+                assert!(given.modules.is_empty(), "{l:?}: modules");
+            }
+            if !matches!(p.stdout, Stdout::Result { unless: Some(_) }) {
+                assert!(!given.elsewhere, "{l:?}: elsewhere");
+            }
+            reached.push(kind);
+        }
+        for k in Kind::ALL {
+            assert!(reached.contains(&k), "the corpus parses no {k:?}");
+        }
     }
 
     #[test]
