@@ -241,7 +241,7 @@ fn an_empty_look_alike_does_not_replace_the_live_launch() {
 /// the text `\xff\xfe` and those bytes; the kernel refuses a newline in a name) were one
 /// label set, so the file held duplicate
 /// series the node exporter serves once. The shown form doubles a backslash: each name is
-/// its own label value, in every layout and in the deprecated metric's `name` too.
+/// its own label value, in every layout.
 #[test]
 fn names_that_showed_alike_are_two_label_sets() {
     let none = || limits(serde_json::Value::Null, serde_json::Value::Null, 1.into());
