@@ -1,6 +1,6 @@
 //! The command list: one row per command, with its help (the variant's doc comment: clap's about
 //! and long help, the man page's DESCRIPTION), its arguments' type (`<Name>Opts`, [`super::opts`])
-//! and its name. [`commands!`] makes from it everything that lists the commands: clap's
+//! and its name. `commands!` makes from it everything that lists the commands: clap's
 //! [`Command`], its [`Kind`] (a command without its arguments) with [`Kind::ALL`] and
 //! [`Kind::name`], each command's promises ([`Kind::promises`], from the literal its arguments'
 //! type gives, [`Promise`]) and what its flags give ([`Command::given`]), and the lazy parser's

@@ -1,7 +1,7 @@
 //! The command tree for parsing one argument list: the top level and only the subcommand the list
 //! names, each built from the same derive as the whole tree ([`Globals`], `<Name>Opts`), so
 //! that a call the daemon makes on every spawn and kill (`exec`, `run`, `kill`, `place`) does not
-//! build the other commands and every help string ([`Cli`]'s tree is about four fifths
+//! build the other commands and every help string ([`Cli`](super::Cli)'s tree is about four fifths
 //! of `--version`'s instructions). The parse, its errors and its exit codes are the whole tree's:
 //! the test below parses a corpus of good and bad argument lists, for every command, both ways
 //! and compares what each gives.
