@@ -1,6 +1,7 @@
 //! `ck-cgroup`: a thin binary over the `ck_cgroup` library. The arguments are parsed, [`run`]
-//! hands the command to its function in `cli::commands` (one library call, one renderer), and
-//! every error becomes an exit code in one place (`cli::exit::code`).
+//! checks the input and [`dispatch`] hands the command to its function in `cli::commands` (one
+//! library call, one renderer), and every error becomes an exit code in one place
+//! (`cli::exit::code`).
 
 mod cli;
 
@@ -99,8 +100,7 @@ fn parse() -> Result<(Cli, String), Fail> {
     Ok((cli, name))
 }
 
-/// One command: its backend decided here, once, and the command's function called. What only
-/// cgroupfs has takes `Backend::cgroupfs`, which the systemd backend refuses before anything else.
+/// One command: its input checked, then [`dispatch`]ed.
 fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
     // Bad input first (exit 2), before the root or any module is looked at. Mutation: the ids,
     // names and policy are left to each command, as they were.
@@ -121,27 +121,35 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
         return Err(e.into());
     }
     let root = cli::backend::root(&cli)?;
-    let mut ctx = Ctx::new(root.clone(), cli.globals.policy, cli.globals.json);
+    let mut ctx = Ctx::new(root, cli.globals.policy, cli.globals.json);
     ctx.loaded = loaded;
+    dispatch(&ctx, cli.command, cli.globals.unit.as_deref(), name)
+}
+
+/// The command's backend decided here, once, and its function called: one arm per command.
+/// What only cgroupfs has takes `Backend::cgroupfs`, which the systemd backend refuses before
+/// anything else.
+fn dispatch(ctx: &Ctx, command: Command, unit: Option<&str>, name: &str) -> Result<ExitCode, Fail> {
+    let root = &ctx.root;
     let fs = || Backend::from_env(root.clone()).cgroupfs(name);
     let chosen = |a| cli::backend::from_args(a, root.clone());
-    match cli.command {
+    match command {
         Command::Init(InitOpts { cmd, oomd_daemon }) if cmd.is_empty() => {
-            cmd_init(&ctx, fs()?, oomd_daemon)
+            cmd_init(ctx, fs()?, oomd_daemon)
         }
         Command::Init(InitOpts { cmd, oomd_daemon }) => {
-            cmd_init_daemon(&ctx, Backend::from_env(root.clone()), &cmd, oomd_daemon)
+            cmd_init_daemon(ctx, Backend::from_env(root.clone()), &cmd, oomd_daemon)
         }
-        Command::Create(CreateOpts { id, limits }) => cmd_create(&ctx, fs()?, &id, &limits),
-        Command::Set(SetOpts { id, limits }) => cmd_set(&ctx, fs()?, &id, &limits),
-        Command::Place(PlaceOpts { id, pids }) => cmd_place(&ctx, fs()?, &id, &pids),
-        Command::Remove(RemoveOpts { id }) => cmd_remove(&ctx, fs()?, &id),
+        Command::Create(CreateOpts { id, limits }) => cmd_create(ctx, fs()?, &id, &limits),
+        Command::Set(SetOpts { id, limits }) => cmd_set(ctx, fs()?, &id, &limits),
+        Command::Place(PlaceOpts { id, pids }) => cmd_place(ctx, fs()?, &id, &pids),
+        Command::Remove(RemoveOpts { id }) => cmd_remove(ctx, fs()?, &id),
         Command::Apply(ApplyOpts {
             dry_run,
             best_effort,
-        }) => cmd_apply(&ctx, fs()?, dry_run, best_effort),
+        }) => cmd_apply(ctx, fs()?, dry_run, best_effort),
         Command::Kill(KillOpts { id, stop, backend }) => {
-            cmd_kill(&ctx, chosen(&backend), &id, &stop)
+            cmd_kill(ctx, chosen(&backend), &id, &stop)
         }
         Command::Prune(PruneOpts {
             dry_run,
@@ -151,7 +159,7 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
             stop,
             backend,
         }) => cmd_prune(
-            &ctx,
+            ctx,
             chosen(&backend),
             PruneArgs {
                 dry_run,
@@ -161,7 +169,7 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
             &keep,
             &stop,
         ),
-        Command::List(ListOpts { backend }) => cmd_list(&ctx, chosen(&backend)),
+        Command::List(ListOpts { backend }) => cmd_list(ctx, chosen(&backend)),
         Command::Status(StatusOpts {
             ids,
             format,
@@ -173,7 +181,7 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
             age_cold,
             backend,
         }) => cmd_status(
-            &ctx,
+            ctx,
             chosen(&backend),
             &ids,
             StatusView {
@@ -186,17 +194,15 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
                 age_cold,
             },
         ),
-        Command::Ps(PsOpts { ids, sort, backend }) => cmd_ps(&ctx, chosen(&backend), &ids, sort),
-        Command::Doctor(DoctorOpts { backend }) => {
-            cmd_doctor(&ctx, chosen(&backend), cli.globals.unit.as_deref())
-        }
-        Command::Freeze(FreezeOpts { id, timeout }) => cmd_freeze(&ctx, fs()?, &id, true, timeout),
-        Command::Thaw(ThawOpts { id, timeout }) => cmd_freeze(&ctx, fs()?, &id, false, timeout),
+        Command::Ps(PsOpts { ids, sort, backend }) => cmd_ps(ctx, chosen(&backend), &ids, sort),
+        Command::Doctor(DoctorOpts { backend }) => cmd_doctor(ctx, chosen(&backend), unit),
+        Command::Freeze(FreezeOpts { id, timeout }) => cmd_freeze(ctx, fs()?, &id, true, timeout),
+        Command::Thaw(ThawOpts { id, timeout }) => cmd_freeze(ctx, fs()?, &id, false, timeout),
         Command::Watch(WatchOpts {
             ids,
             report_above,
             pressure,
-        }) => cmd_watch(&ctx, fs()?, ids, report_above, pressure),
+        }) => cmd_watch(ctx, fs()?, ids, report_above, pressure),
         Command::Top(TopOpts {
             sort,
             interval,
@@ -209,7 +215,7 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
             no_cgroup_namespace,
             cmd,
         }) => cmd_exec(
-            &ctx,
+            ctx,
             chosen(&backend),
             &id,
             &limits,
@@ -228,14 +234,14 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
                 pid: !no_pid_namespace,
                 cgroup: !no_cgroup_namespace,
             };
-            cmd_run(&ctx, fs()?, &id, &stop, &limits, ns, &cmd)
+            cmd_run(ctx, fs()?, &id, &stop, &limits, ns, &cmd)
         }
         Command::Sandbox(SandboxOpts {
             prune: true,
             parent,
             backend,
             ..
-        }) => cmd_sandbox_prune(&ctx, backend, parent),
+        }) => cmd_sandbox_prune(ctx, backend, parent),
         Command::Sandbox(SandboxOpts {
             parent,
             backend,
@@ -243,7 +249,7 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
             keep,
             cmd,
             ..
-        }) => cmd_sandbox(&ctx, backend, manager, parent, keep, &cmd),
+        }) => cmd_sandbox(ctx, backend, manager, parent, keep, &cmd),
         Command::Generate(GenerateOpts { kind, out_dir }) => {
             cli::generate::generate(kind, out_dir.as_deref())?;
             Ok(ExitCode::SUCCESS)

@@ -1,4 +1,8 @@
-//! The command-line definition (clap derive). Also the source of the man page and completions.
+//! The command-line definition (clap derive), also the source of the man pages and completions:
+//! the top level here ([`Cli`], [`Globals`], `--help`'s exit codes); the command list in
+//! `commands` (one row per command), each command's arguments in `opts`, the values they take in
+//! `values`, the limit and stop flags in `limit_flags` and `stop_flags`, and the parse of one
+//! command's tree in [`lazy`].
 
 use std::path::PathBuf;
 
