@@ -13,6 +13,7 @@ use cli::args::*;
 use cli::backend::Backend;
 use cli::commands::*;
 use cli::exit::{self, Fail};
+use cli::promises::RootUse;
 
 use ck_cgroup::mutation::{self, Control};
 
@@ -50,10 +51,11 @@ fn parse() -> Result<(Cli, String), Fail> {
         Cli::from_arg_matches(&matches).map_err(|e| Fail::Usage(e.format(&mut Cli::command())))?;
     // The root's sources: the command line before the environment; of the two variables
     // CK_CGROUP_ROOT (a sandbox's CMD inherits CK_CGROUP_UNIT but must stay in the sandbox).
-    // `doctor` takes both: the root to check and the unit to ask systemd about.
+    // The command that checks the root (`doctor`) takes both: the root to check and the unit
+    // to ask systemd about.
     use clap::parser::ValueSource::CommandLine;
     let flag = |id| matches.value_source(id) == Some(CommandLine);
-    if matches.subcommand_name() != Some("doctor") {
+    if cli.command.promises().root != RootUse::Checks {
         match (flag("root"), flag("unit")) {
             (true, true) => {
                 return Err(Fail::Usage(Cli::command().error(
