@@ -116,7 +116,7 @@ pub fn enter_cgroup_namespace() -> Result<Option<CgroupNamespace>, (io::Error, b
 }
 
 /// [`enter_cgroup_namespace`], going on without one where the host cannot make it, as
-/// `ck-cgroup exec` does (and [`Root::spawn_with_fallback`](crate::Root::spawn_with_fallback)
+/// `ck-cgroup exec` does (and `Root::spawn_with_fallback`
 /// for a spawn): `Ok(None)` in a new namespace; `Ok(Some(fallback))` where none could be made and
 /// the caller is unchanged: it may execute the module's program without one, and says so
 /// ([`Fallback::line`]: print it); an error where the caller was left changed (in a user
