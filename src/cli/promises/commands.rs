@@ -16,7 +16,7 @@ impl Promise for InitOpts {
         root: RootUse::LaysOut,
         exit_notes: &[
             "With CMD: 126 or 127 when CMD cannot run (nothing is made); after the exec the \
-                 status is CMD's.",
+             status is CMD's.",
         ],
     };
     fn given(&self) -> Given<'_> {
@@ -82,8 +82,8 @@ impl Promise for ExecOpts {
         root: RootUse::Service,
         exit_notes: &[
             "126, 127: the module was placed, but CMD could not be executed, or was not \
-                 found (looked up before the module is made: nothing is made). After a \
-                 successful exec the exit status is CMD's.",
+             found (looked up before the module is made: nothing is made). After a \
+             successful exec the exit status is CMD's.",
         ],
     };
     fn given(&self) -> Given<'_> {
@@ -170,7 +170,7 @@ impl Promise for RunOpts {
         root: RootUse::Service,
         exit_notes: &[
             "CMD's exit status, or the helper dies of CMD's signal; 1 when the rest of the \
-                 tree could not be stopped.",
+             tree could not be stopped.",
         ],
     };
     fn given(&self) -> Given<'_> {
@@ -378,7 +378,7 @@ impl Promise for TopOpts {
         stdout: Stdout::Result { unless: None },
         json: Json::Refused {
             hint: "`ck-cgroup --json status` gives every figure once, `ck-cgroup watch` the \
-                   events as they come",
+                    events as they come",
         },
         modules: Modules::None,
         missing: Missing::NotGiven,
@@ -388,7 +388,7 @@ impl Promise for TopOpts {
         root: RootUse::Service,
         exit_notes: &[
             "0 after q or the last of --iterations; after Ctrl-C, SIGTERM or SIGHUP it \
-                 restores the terminal and ends by that signal (130, 143, 129 in a shell).",
+             restores the terminal and ends by that signal (130, 143, 129 in a shell).",
         ],
     };
     fn given(&self) -> Given<'_> {
@@ -407,13 +407,14 @@ impl Promise for SandboxOpts {
         modules: Modules::None,
         missing: Missing::NotGiven,
         policy: Policy::WhenGiven,
+        // --prune runs none; clap requires CMD otherwise.
         cmd: Cmd::Optional,
         backend: false,
         root: RootUse::None,
         exit_notes: &[
             "CMD's exit status (128+N when CMD died of signal N). With --prune: 0 when every \
-                 leftover was removed, 1 when one could not be (the others still are), 2 with a \
-                 CMD, --keep or --backend systemd.",
+             leftover was removed, 1 when one could not be (the others still are), 2 with a \
+             CMD, --keep or --backend systemd.",
         ],
     };
     fn given(&self) -> Given<'_> {
