@@ -104,7 +104,7 @@ fn wants(args: &[OsString]) -> Wants {
         } else if w.starts_with('-') {
             return Wants::Whole;
         } else {
-            return match subcommand(w) {
+            return match Kind::from_name(w) {
                 Some(_) => Wants::Command(w.to_string()),
                 None => Wants::Whole,
             };
