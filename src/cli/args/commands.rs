@@ -7,8 +7,9 @@
 //! table ([`Kind::augment_args`], `super::lazy`).
 //!
 //! A new command is one row here, its arguments' type, its [`Promise`] (one [`Promises`]
-//! literal, `cli::promises::commands`), its arm of `main.rs`'s dispatch, its handler and its
-//! renderer; a command left out of any of them does not compile.
+//! literal, `cli::promises::commands`), its arm of `main.rs`'s `dispatch`, its handler
+//! (`cmd_<name>`) and its renderer; a row without its arguments' type, its `Promise` or its arm
+//! does not compile.
 
 use crate::cli::promises::{Given, Promise, Promises};
 
