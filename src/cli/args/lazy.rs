@@ -21,11 +21,11 @@ fn subcommand(name: &str) -> Option<Command> {
     Kind::from_name(name).map(|k| k.augment_args(Command::new(name.to_string())))
 }
 
-/// The global options as [`Globals`]' derive makes them: each one's `--long` name, and whether
-/// it takes a value (`--root PATH`, `--root=PATH`) or is a flag (`--json`).
-fn globals() -> Vec<(String, bool)> {
-    Globals::augment_args(Command::new("ck-cgroup"))
-        .get_arguments()
+/// The global options, `top`'s arguments as [`Globals`]' derive makes them: each one's
+/// `--long` name, and whether it takes a value (`--root PATH`, `--root=PATH`) or is a flag
+/// (`--json`).
+fn globals(top: &Command) -> Vec<(String, bool)> {
+    top.get_arguments()
         .filter_map(|a| {
             Some((
                 format!("--{}", a.get_long()?),
@@ -58,8 +58,8 @@ enum Wants {
 }
 
 /// Read `args` (the program's name first) up to the command's name: global options skipped,
-/// help looked for in the whole list up to `--`.
-fn wants(args: &[OsString]) -> Wants {
+/// help looked for in the whole list up to `--`; the global options are `top`'s.
+fn wants(args: &[OsString], top: &Command) -> Wants {
     let words: Vec<&str> = match args
         .iter()
         .skip(1)
@@ -79,7 +79,7 @@ fn wants(args: &[OsString]) -> Wants {
     if words.iter().any(help) {
         return Wants::Whole;
     }
-    let globals = globals();
+    let globals = globals(top);
     let global = |w: &str| {
         globals
             .iter()
@@ -115,7 +115,7 @@ fn wants(args: &[OsString]) -> Wants {
 
 /// The command `args` name, where they name one (what a usage error's hint points to).
 pub fn command_in(args: &[OsString]) -> Option<String> {
-    match wants(args) {
+    match wants(args, &top()) {
         Wants::Command(name) => Some(name),
         Wants::Version | Wants::Whole => None,
     }
@@ -124,9 +124,10 @@ pub fn command_in(args: &[OsString]) -> Option<String> {
 /// The tree to parse `args` with: the top level and the one command they name, or `None`
 /// where the whole tree ([`super::Cli`]'s) is needed.
 pub fn tree_for(args: &[OsString]) -> Option<Command> {
-    match wants(args) {
-        Wants::Command(name) => Some(top().subcommand(subcommand(&name)?)),
-        Wants::Version => Some(top()),
+    let top = top();
+    match wants(args, &top) {
+        Wants::Command(name) => Some(top.subcommand(subcommand(&name)?)),
+        Wants::Version => Some(top),
         Wants::Whole => None,
     }
 }
@@ -475,9 +476,9 @@ mod tests {
         // After `--` a help word is CMD's.
         assert!(tree_for(&os(&["exec", "a", "--", "ls", "--help"])).is_some());
         assert_eq!(
-            wants(&os(&["--root", "/x", "--json", "kill", "a"])),
+            wants(&os(&["--root", "/x", "--json", "kill", "a"]), &top()),
             Wants::Command("kill".into())
         );
-        assert_eq!(wants(&os(&["--root=/x", "-V"])), Wants::Version);
+        assert_eq!(wants(&os(&["--root=/x", "-V"]), &top()), Wants::Version);
     }
 }
