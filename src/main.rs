@@ -1,6 +1,7 @@
 //! `ck-cgroup`: a thin binary over the `ck_cgroup` library. The arguments are parsed, [`run`]
-//! hands the command to its function in `cli::commands` (one library call, one renderer), and
-//! every error becomes an exit code in one place (`cli::exit::code`).
+//! checks the input and [`dispatch`] hands the command to its function in `cli::commands` (one
+//! library call, one renderer), and every error becomes an exit code in one place
+//! (`cli::exit::code`).
 
 mod cli;
 
@@ -12,6 +13,7 @@ use cli::args::*;
 use cli::backend::Backend;
 use cli::commands::*;
 use cli::exit::{self, Fail};
+use cli::promises::RootUse;
 
 use ck_cgroup::mutation::{self, Control};
 
@@ -49,10 +51,11 @@ fn parse() -> Result<(Cli, String), Fail> {
         Cli::from_arg_matches(&matches).map_err(|e| Fail::Usage(e.format(&mut Cli::command())))?;
     // The root's sources: the command line before the environment; of the two variables
     // CK_CGROUP_ROOT (a sandbox's CMD inherits CK_CGROUP_UNIT but must stay in the sandbox).
-    // `doctor` takes both: the root to check and the unit to ask systemd about.
+    // The command that checks the root (`doctor`) takes both: the root to check and the unit
+    // to ask systemd about.
     use clap::parser::ValueSource::CommandLine;
     let flag = |id| matches.value_source(id) == Some(CommandLine);
-    if matches.subcommand_name() != Some("doctor") {
+    if cli.command.promises().root != RootUse::Checks {
         match (flag("root"), flag("unit")) {
             (true, true) => {
                 return Err(Fail::Usage(Cli::command().error(
@@ -99,8 +102,7 @@ fn parse() -> Result<(Cli, String), Fail> {
     Ok((cli, name))
 }
 
-/// One command: its backend decided here, once, and the command's function called. What only
-/// cgroupfs has takes `Backend::cgroupfs`, which the systemd backend refuses before anything else.
+/// One command: its input checked, then [`dispatch`]ed.
 fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
     // Bad input first (exit 2), before the root or any module is looked at. Mutation: the ids,
     // names and policy are left to each command, as they were.
@@ -121,27 +123,35 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
         return Err(e.into());
     }
     let root = cli::backend::root(&cli)?;
-    let mut ctx = Ctx::new(root.clone(), cli.globals.policy, cli.globals.json);
+    let mut ctx = Ctx::new(root, cli.globals.policy, cli.globals.json);
     ctx.loaded = loaded;
+    dispatch(&ctx, cli.command, cli.globals.unit.as_deref(), name)
+}
+
+/// The command's backend decided here, once, and its function called: one arm per command.
+/// What only cgroupfs has takes `Backend::cgroupfs`, which the systemd backend refuses before
+/// anything else.
+fn dispatch(ctx: &Ctx, command: Command, unit: Option<&str>, name: &str) -> Result<ExitCode, Fail> {
+    let root = &ctx.root;
     let fs = || Backend::from_env(root.clone()).cgroupfs(name);
     let chosen = |a| cli::backend::from_args(a, root.clone());
-    match cli.command {
+    match command {
         Command::Init(InitOpts { cmd, oomd_daemon }) if cmd.is_empty() => {
-            cmd_init(&ctx, fs()?, oomd_daemon)
+            cmd_init(ctx, fs()?, oomd_daemon)
         }
         Command::Init(InitOpts { cmd, oomd_daemon }) => {
-            cmd_init_daemon(&ctx, Backend::from_env(root.clone()), &cmd, oomd_daemon)
+            cmd_init_daemon(ctx, Backend::from_env(root.clone()), &cmd, oomd_daemon)
         }
-        Command::Create(CreateOpts { id, limits }) => cmd_create(&ctx, fs()?, &id, &limits),
-        Command::Set(SetOpts { id, limits }) => cmd_set(&ctx, fs()?, &id, &limits),
-        Command::Place(PlaceOpts { id, pids }) => cmd_place(&ctx, fs()?, &id, &pids),
-        Command::Remove(RemoveOpts { id }) => cmd_remove(&ctx, fs()?, &id),
+        Command::Create(CreateOpts { id, limits }) => cmd_create(ctx, fs()?, &id, &limits),
+        Command::Set(SetOpts { id, limits }) => cmd_set(ctx, fs()?, &id, &limits),
+        Command::Place(PlaceOpts { id, pids }) => cmd_place(ctx, fs()?, &id, &pids),
+        Command::Remove(RemoveOpts { id }) => cmd_remove(ctx, fs()?, &id),
         Command::Apply(ApplyOpts {
             dry_run,
             best_effort,
-        }) => cmd_apply(&ctx, fs()?, dry_run, best_effort),
+        }) => cmd_apply(ctx, fs()?, dry_run, best_effort),
         Command::Kill(KillOpts { id, stop, backend }) => {
-            cmd_kill(&ctx, chosen(&backend), &id, &stop)
+            cmd_kill(ctx, chosen(&backend), &id, &stop)
         }
         Command::Prune(PruneOpts {
             dry_run,
@@ -151,7 +161,7 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
             stop,
             backend,
         }) => cmd_prune(
-            &ctx,
+            ctx,
             chosen(&backend),
             PruneArgs {
                 dry_run,
@@ -161,7 +171,7 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
             &keep,
             &stop,
         ),
-        Command::List(ListOpts { backend }) => cmd_list(&ctx, chosen(&backend)),
+        Command::List(ListOpts { backend }) => cmd_list(ctx, chosen(&backend)),
         Command::Status(StatusOpts {
             ids,
             format,
@@ -173,7 +183,7 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
             age_cold,
             backend,
         }) => cmd_status(
-            &ctx,
+            ctx,
             chosen(&backend),
             &ids,
             StatusView {
@@ -186,40 +196,20 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
                 age_cold,
             },
         ),
-        Command::Ps(PsOpts { ids, sort, backend }) => cmd_ps(&ctx, chosen(&backend), &ids, sort),
-        Command::Doctor(DoctorOpts { backend }) => {
-            cmd_doctor(&ctx, chosen(&backend), cli.globals.unit.as_deref())
-        }
-        Command::Freeze(FreezeOpts { id, timeout }) => cmd_freeze(&ctx, fs()?, &id, true, timeout),
-        Command::Thaw(ThawOpts { id, timeout }) => cmd_freeze(&ctx, fs()?, &id, false, timeout),
+        Command::Ps(PsOpts { ids, sort, backend }) => cmd_ps(ctx, chosen(&backend), &ids, sort),
+        Command::Doctor(DoctorOpts { backend }) => cmd_doctor(ctx, chosen(&backend), unit),
+        Command::Freeze(FreezeOpts { id, timeout }) => cmd_freeze(ctx, fs()?, &id, true, timeout),
+        Command::Thaw(ThawOpts { id, timeout }) => cmd_freeze(ctx, fs()?, &id, false, timeout),
         Command::Watch(WatchOpts {
             ids,
             report_above,
             pressure,
-        }) => cmd_watch(&ctx, fs()?, ids, report_above, pressure),
+        }) => cmd_watch(ctx, fs()?, ids, report_above, pressure),
         Command::Top(TopOpts {
             sort,
             interval,
             iterations,
         }) => cmd_top(fs()?, sort, interval, iterations),
-        other @ (Command::Exec(ExecOpts { .. })
-        | Command::Run(RunOpts { .. })
-        | Command::Sandbox(SandboxOpts { .. })
-        | Command::Generate(GenerateOpts { .. })) => run_process(&ctx, other, root, name),
-    }
-}
-
-/// The commands that start a process (`exec`, `run`, `sandbox`) and `generate`: the rest of
-/// [`run`]'s dispatch.
-fn run_process(
-    ctx: &Ctx,
-    command: Command,
-    root: Option<std::path::PathBuf>,
-    name: &str,
-) -> Result<ExitCode, Fail> {
-    let fs = || Backend::from_env(root.clone()).cgroupfs(name);
-    let chosen = |a| cli::backend::from_args(a, root.clone());
-    match command {
         Command::Exec(ExecOpts {
             id,
             limits,
@@ -266,10 +256,5 @@ fn run_process(
             cli::generate::generate(kind, out_dir.as_deref())?;
             Ok(ExitCode::SUCCESS)
         }
-        // `run` sends only the four above here.
-        other => Err(ck_cgroup::Error::failed(format!(
-            "internal: {other:?} reached the dispatch of the process commands"
-        ))
-        .into()),
     }
 }

@@ -187,3 +187,48 @@ fn root_spawn_starts_the_program_in_a_cgroup_namespace_rooted_at_its_module() {
         assert!(inside, "{out}");
     }
 }
+
+/// Where no cgroup namespace can be made (here: in a user namespace whose
+/// `user.max_user_namespaces` is 0, as its root without capabilities, so only this test's helper
+/// is affected), `exec` runs CMD without one and says so once, in the library's words
+/// (`spawn::enter_cgroup_namespace_or_fall_back`, `Fallback::line`), naming the last step's
+/// errno (ENOSPC).
+#[test]
+fn exec_where_no_cgroup_namespace_can_be_made_runs_cmd_and_says_so_once() {
+    let w = World::new();
+    // Started in the root's daemon/ (as tests/run.rs's `without_user_namespaces`).
+    let o = Command::new("sh")
+        .args([
+            "-c",
+            "echo $$ > \"$1/daemon/cgroup.procs\" && shift && exec unshare --user --map-root-user \
+             sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && exec \"$@\"' sh \"$@\"",
+            "sh",
+        ])
+        .arg(w.root())
+        .args(["setpriv", "--inh-caps=-all", "--bounding-set=-all", "--"])
+        .arg(bin())
+        .arg("--root")
+        .arg(w.root())
+        .args(["exec", "nons", "--", "sh", "-c", &probe(&w, "nons")])
+        .env_remove("CK_CGROUP_ROOT")
+        .env("CK_CGROUP_POLICY", "/dev/null")
+        .output()
+        .expect("unshare, setpriv (util-linux)");
+    let err = stderr(&o);
+    let out = ok(o);
+    let (cg, _, inside) = seen(&out);
+    assert!(inside, "CMD is in the module: {out}{err}");
+    assert_ne!(
+        cg, "0::/",
+        "no namespace: CMD sees the host's paths: {out}{err}"
+    );
+    let notes: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("ck-cgroup: exec nons: "))
+        .collect();
+    let line = ck_cgroup::spawn::Fallback::NoCgroupNamespace {
+        reason: ck_cgroup::error::errno_text(rustix::io::Errno::NOSPC),
+    }
+    .line("CMD");
+    assert_eq!(notes, [line.as_str()], "{err}");
+}

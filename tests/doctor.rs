@@ -2,33 +2,14 @@
 
 mod common;
 
+use common::strict::{Doctor as Report, DoctorCheck as Check, strictly};
 use common::*;
-use serde::Deserialize;
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Report {
-    #[allow(dead_code)] // checked while parsing
-    #[serde(deserialize_with = "common::version_1")]
-    version: u32,
-    checks: Vec<Check>,
-    ready: bool,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Check {
-    name: String,
-    outcome: String,
-    detail: String,
-    fix: Option<String>,
-}
 
 #[test]
 fn doctor_names_each_check_and_the_fix_for_each_failure() {
     let w = World::new();
     let o = w.run(&["--json", "doctor"]);
-    let r: Report = serde_json::from_slice(&o.stdout).unwrap();
+    let r: Report = strictly(&stdout(&o));
     assert_eq!(o.status.code(), Some(if r.ready { 0 } else { 1 }));
     let names: Vec<&str> = r.checks.iter().map(|c| c.name.as_str()).collect();
     for n in [
@@ -89,7 +70,7 @@ fn every_failure_has_its_fix() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
-    let r: Report = serde_json::from_slice(&o.stdout).unwrap();
+    let r: Report = strictly(&stdout(&o));
     assert!(!r.ready);
     let failed: Vec<&Check> = r.checks.iter().filter(|c| c.outcome == "fail").collect();
     assert!(!failed.is_empty());
@@ -106,7 +87,7 @@ fn every_failure_has_its_fix() {
 /// `doctor --json`'s check `name` on `w`'s root.
 fn check_named(w: &World, name: &str) -> Check {
     let o = w.run(&["--json", "doctor"]);
-    let r: Report = serde_json::from_slice(&o.stdout).unwrap();
+    let r: Report = strictly(&stdout(&o));
     r.checks
         .into_iter()
         .find(|c| c.name == name)

@@ -9,19 +9,8 @@ mod common;
 
 use ck_cgroup::gpu::{NO_GPU, nvidia_smi};
 use ck_cgroup::telemetry::ModuleStatus;
-use ck_cgroup::telemetry::procs::ModuleProcesses;
+use common::strict::{Ps, Status, strictly};
 use common::*;
-use serde::Deserialize;
-
-#[derive(Deserialize)]
-struct Status {
-    modules: Vec<ModuleStatus>,
-}
-
-#[derive(Deserialize)]
-struct Ps {
-    modules: Vec<ModuleProcesses>,
-}
 
 /// Whether this host has a GPU a reader knows (then "no GPU here" cannot be checked here).
 fn host_has_gpu() -> bool {
@@ -63,8 +52,7 @@ fn with_smi(w: &World, nvidia: Option<&std::path::Path>, args: &[&str]) -> Strin
 }
 
 fn status(w: &World, nvidia: Option<&std::path::Path>) -> Status {
-    serde_json::from_str(&with_smi(w, nvidia, &["--json", "status"]))
-        .expect("status --json: its documented shape")
+    strictly(&with_smi(w, nvidia, &["--json", "status"]))
 }
 
 fn module<'a>(s: &'a Status, id: &str) -> &'a ModuleStatus {
@@ -187,7 +175,7 @@ fn nvidia_memory_is_charged_to_the_module_whose_member_holds_it_not_its_sibling(
         "{text}"
     );
 
-    let p: Ps = serde_json::from_str(&with_smi(&w, Some(&fake), &["--json", "ps"])).unwrap();
+    let p: Ps = strictly(&with_smi(&w, Some(&fake), &["--json", "ps"]));
     for m in &p.modules {
         for q in &m.processes {
             let want = if q.pid == holder {

@@ -201,8 +201,8 @@ fn series_are_keyed_by_the_module_id_not_the_directory_name() {
     .collect();
     assert_eq!(keys, want, "{text}");
     assert_eq!(populated.len(), 3, "one series per module and slot: {text}");
-    // No directory name, nor its launch number, in any label but the deprecated metric's.
-    for (n, l, _) in samples.iter().filter(|(n, _, _)| n != "ck_cgroup_limit") {
+    // No directory name, nor its launch number, in any label.
+    for (n, l, _) in &samples {
         assert!(!l.contains_key("name"), "{n}: {l:?}");
         assert!(l.values().all(|v| !v.starts_with("m-")), "{n}: {l:?}");
     }
@@ -247,14 +247,9 @@ fn each_limit_is_its_own_metric_and_an_unknown_one_is_left_out() {
             }
         }
     }
-    // The deprecated metric has no sample where no limit was read, and none is ever 0 for
-    // want of a file.
-    let old = series_of(&samples, "ck_cgroup_limit");
-    for (_, l, _) in &old {
-        assert!(module.join(&l["file"]).exists(), "{l:?}");
-    }
-    if !old.is_empty() {
-        assert!(text.contains("# HELP ck_cgroup_limit DEPRECATED"), "{text}");
+    // No metric of every limit labelled by its file: each limit is its own metric.
+    for (n, l, _) in &samples {
+        assert!(!l.contains_key("file"), "{n}: {l:?}");
     }
 }
 

@@ -3,25 +3,15 @@
 
 mod common;
 
-use ck_cgroup::telemetry::procs::{ModuleProcesses, Process};
+use ck_cgroup::telemetry::procs::Process;
 use common::nobody::{NOBODY, ck_as_nobody};
+use common::strict::{Ps, strictly};
 use common::*;
-use serde::Deserialize;
-
-/// `ps --json` parsed into the library's own types (tests/json_contract.rs holds every field to
-/// docs/json.md).
-#[derive(Deserialize)]
-struct Ps {
-    #[serde(deserialize_with = "common::version_1")]
-    #[allow(dead_code)]
-    version: u32,
-    modules: Vec<ModuleProcesses>,
-}
 
 fn ps(w: &World, args: &[&str]) -> Ps {
     let mut a = vec!["--json", "ps"];
     a.extend_from_slice(args);
-    serde_json::from_str(&ok(w.run(&a))).expect("ps --json: its documented shape")
+    strictly(&ok(w.run(&a)))
 }
 
 /// The process whose command line is `cmd`, in module `id`.
@@ -460,7 +450,7 @@ fn ps_of_60_processes_with_huge_command_lines_fits_its_room_not_sigabrt() {
             stderr(&o)
         );
     }
-    let p: Ps = serde_json::from_slice(&o.stdout).expect("ps --json");
+    let p: Ps = strictly(&stdout(&o));
     let all = &p.modules[0].processes;
     assert_eq!(all.len(), 121);
     let cut: Vec<&Process> = all.iter().filter(|q| q.command_cut).collect();

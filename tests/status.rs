@@ -5,18 +5,8 @@ mod common;
 
 use ck_cgroup::Layout;
 use ck_cgroup::telemetry::ModuleStatus;
+use common::strict::{Status, strictly};
 use common::*;
-use serde::Deserialize;
-
-/// `status --json` parsed into the library's own types (tests/json_contract.rs holds every
-/// field to docs/json.md).
-#[derive(Deserialize)]
-struct Status {
-    #[allow(dead_code)] // checked while parsing
-    #[serde(deserialize_with = "common::version_1")]
-    version: u32,
-    modules: Vec<ModuleStatus>,
-}
 
 fn has_memory_controller(w: &World) -> bool {
     w.root()
@@ -47,7 +37,7 @@ fn memory_falls_back_to_proc_and_unknown_figures_are_null() {
     w.track(c.id());
     w.line_from("ready");
 
-    let s: Status = serde_json::from_str(&ok(w.run(&["--json", "status", "hoard"]))).unwrap();
+    let s: Status = strictly(&ok(w.run(&["--json", "status", "hoard"])));
     let m = &s.modules[0];
     assert_eq!(m.procs.value, Some(1));
     assert!(
@@ -123,7 +113,7 @@ fn status_sorts_by_each_key_biggest_first_unknown_last_in_every_format() {
     let mut big = hoard(&w, "big", 48);
     ok(w.run(&["create", "idle"]));
     std::fs::create_dir_all(w.root().join("daemon/subc-modules/m-mcp_5f3ax_5f7")).unwrap();
-    let listed: serde_json::Value = serde_json::from_str(&ok(w.run(&["--json", "list"]))).unwrap();
+    let listed: serde_json::Value = strictly(&ok(w.run(&["--json", "list"])));
     let list_order: Vec<&str> = listed["modules"]
         .as_array()
         .unwrap()
@@ -131,12 +121,11 @@ fn status_sorts_by_each_key_biggest_first_unknown_last_in_every_format() {
         .map(|m| m["name"].as_str().unwrap())
         .collect();
     // Without --sort: the order of `list`, as before.
-    let s: Status = serde_json::from_str(&ok(w.run(&["--json", "status"]))).unwrap();
+    let s: Status = strictly(&ok(w.run(&["--json", "status"])));
     let names: Vec<String> = s.modules.iter().map(|m| m.name.to_string()).collect();
     assert_eq!(names, list_order);
     for key in ["mem", "peak", "cpu", "pids", "psi"] {
-        let s: Status =
-            serde_json::from_str(&ok(w.run(&["--json", "status", "--sort", key]))).unwrap();
+        let s: Status = strictly(&ok(w.run(&["--json", "status", "--sort", key])));
         let order: Vec<(Option<f64>, String)> = s
             .modules
             .iter()
@@ -219,7 +208,7 @@ fn the_daemons_directories_show_their_decoded_module_id() {
     assert_eq!(module_of("m-broca_5f3"), "broca", "{table}");
     assert_eq!(module_of("aft"), "aft", "{table}");
     // JSON has it as `module`, the field `list --json` has too.
-    let s: Status = serde_json::from_str(&ok(w.run(&["--json", "status"]))).unwrap();
+    let s: Status = strictly(&ok(w.run(&["--json", "status"])));
     let m = s
         .modules
         .iter()
@@ -227,7 +216,7 @@ fn the_daemons_directories_show_their_decoded_module_id() {
         .unwrap();
     assert!(m.module.as_ref().is_some_and(|n| *n == "mcp:x"), "{m:?}");
     assert_eq!(m.layout, Layout::Daemon);
-    let listed: serde_json::Value = serde_json::from_str(&ok(w.run(&["--json", "list"]))).unwrap();
+    let listed: serde_json::Value = strictly(&ok(w.run(&["--json", "list"])));
     assert!(
         listed["modules"]
             .as_array()
@@ -242,7 +231,7 @@ fn the_daemons_directories_show_their_decoded_module_id() {
 fn anon_and_file_come_from_memory_stat_or_are_null() {
     let w = World::new();
     let mut c = hoard(&w, "hoard", 32);
-    let s: Status = serde_json::from_str(&ok(w.run(&["--json", "status", "hoard"]))).unwrap();
+    let s: Status = strictly(&ok(w.run(&["--json", "status", "hoard"])));
     let m = &s.modules[0];
     assert_eq!(m.memory_anon.source, "memory.stat anon");
     assert_eq!(m.memory_file.source, "memory.stat file");
@@ -343,15 +332,14 @@ fn cold_memory_is_null_with_its_reason_where_it_cannot_be_told() {
         .unwrap();
     w.track(c.id());
     w.line_from("ready");
-    let s: Status = serde_json::from_str(&ok(w.run(&[
+    let s: Status = strictly(&ok(w.run(&[
         "--json",
         "status",
         "--age-cold",
         "--cold-window",
         "30s",
         "idle",
-    ])))
-    .unwrap();
+    ])));
     let cold = &s.modules[0].cold_memory;
     assert_eq!((cold.value, cold.file), (None, None), "{cold:?}");
     assert_eq!(cold.window_ms, 30_000);

@@ -44,9 +44,10 @@ pub fn root(cli: &Cli) -> Result<Option<PathBuf>, Error> {
     };
     let on_systemd = cli
         .command
-        .backend_args()
+        .given()
+        .backend
         .is_some_and(|b| b.backend == args::BackendArg::Systemd);
-    let doctor = match cli.command.kind().root() {
+    let doctor = match cli.command.promises().root {
         RootUse::None => return Ok(cli.globals.root.clone()),
         _ if on_systemd => return Ok(cli.globals.root.clone()),
         RootUse::Checks => true,

@@ -186,10 +186,10 @@ fn tagged(items: &[(&str, &str)]) -> String {
 }
 
 /// EXIT STATUS: the common codes, then what `command` (empty: the top-level page) adds
-/// ([`Kind::exit_notes`], [`Kind::stdout`]).
+/// ([`Promises::exit_notes`](super::promises::Promises::exit_notes), [`Stdout`]).
 fn exit_status(command: &str) -> String {
     let kind = Kind::from_name(command);
-    let runs_cmd = kind.is_none_or(|k| k.cmd() != Cmd::No);
+    let runs_cmd = kind.is_none_or(|k| k.promises().cmd != Cmd::No);
     let codes: Vec<(String, String)> = super::args::exit_codes()
         .into_iter()
         .filter(|(code, _)| !code.starts_with("126") || runs_cmd)
@@ -208,9 +208,9 @@ fn exit_status(command: &str) -> String {
              0 when the host is ready and 1 when it is not.",
             super::args::cmd_commands_prose().replace('`', "")
         ))),
-        Some(k) => paras.extend(k.exit_notes().iter().map(|n| roff(n))),
+        Some(k) => paras.extend(k.promises().exit_notes.iter().map(|n| roff(n))),
     }
-    if kind.is_none_or(|k| matches!(k.stdout(), Stdout::Result { .. })) {
+    if kind.is_none_or(|k| matches!(k.promises().stdout, Stdout::Result { .. })) {
         let names = prose_list(result_commands()).replace('`', "");
         paras.push(roff(&format!(
             "A stdout or stderr that cannot be written changes no exit code, except for {names}, \

@@ -1,6 +1,6 @@
 //! One renderer per result: human text or `--json`, both on stdout, except for the commands
 //! whose stdout is CMD's (`run`, `sandbox`): their result goes to stderr, as one JSON line after
-//! CMD and its module are gone ([`Output::result_line`]).
+//! CMD and its module are gone ([`result_line`]).
 
 use std::io::{self, Write};
 use std::path::Path;

@@ -13,12 +13,12 @@ use ck_cgroup::policy::Policy;
 use ck_cgroup::{Error, ModuleId};
 
 use super::args::Command;
-use super::promises::{self, Modules};
+use super::promises::{self, Json, Modules};
 
-/// The ids and names of `command`, checked in the order given ([`Kind::modules`]).
+/// The ids and names of `command`, checked in the order given ([`promises::Promises::modules`]).
 pub fn ids(command: &Command) -> Result<(), Error> {
-    let given = command.modules();
-    match command.kind().modules() {
+    let given = command.given().modules;
+    match command.promises().modules {
         Modules::Ids => given
             .into_iter()
             .try_for_each(|id| ModuleId::new(id).map(drop)),
@@ -29,21 +29,21 @@ pub fn ids(command: &Command) -> Result<(), Error> {
     }
 }
 
-/// `--json` for a command that has no JSON result ([`promises::Json::Refused`]).
+/// `--json` for a command that has no JSON result ([`Json::Refused`]).
 pub fn json(command: &Command, json: bool) -> Result<(), Error> {
-    match command.kind().json() {
-        promises::Json::Refused { hint } if json => Err(Error::bad_input(format!(
+    match command.promises().json {
+        Json::Refused { hint } if json => Err(Error::bad_input(format!(
             "{} has no --json",
             command.kind().name()
         ))
         .with_hint(hint)),
-        _ => Ok(()),
+        Json::Refused { .. } | Json::Stdout | Json::Stderr | Json::Ignored => Ok(()),
     }
 }
 
 /// Whether `command` reads the policy (then the default file too, when no path is given).
 pub fn uses_policy(command: &Command) -> bool {
-    command.kind().policy() == promises::Policy::Default
+    command.promises().policy == promises::Policy::Default
 }
 
 /// The policy, read now when `explicit` is given or `command` uses it; `None` otherwise (a

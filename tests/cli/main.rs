@@ -1,8 +1,9 @@
 //! Integration tests: the real binary on real cgroups, each test inside its own sandbox; one
 //! module per feature (each named for what it guarantees), one test binary, `cli`.
 //!
-//! Mutation controls (scripts/mutation-controls): built with `CK_MUTATION=no-placement`,
-//! `CK_MUTATION=no-kill` or `CK_MUTATION=no-rmdir`, the tests named there must fail.
+//! Mutation controls: crates/ck-cgroup/mutation-controls.txt names, under each control, the tests
+//! of this target (`cli  module::test`) that must fail when the helper is built with it
+//! (`CK_MUTATION=NAME`; scripts/mutation-controls runs them).
 
 #[path = "../common/mod.rs"]
 mod common;

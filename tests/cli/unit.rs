@@ -88,3 +88,29 @@ fn no_dbus_without_unit_and_dbus_with_it() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
 }
+
+/// `--root` with `--unit` names the root twice: a usage error for every command but the one
+/// that checks the root (`doctor`, root `checks`), which takes both (the root to check, the
+/// unit to ask systemd about). The choice is the command's promise, not its name.
+#[test]
+fn root_and_unit_together_are_refused_but_by_the_command_that_checks_the_root() {
+    let w = World::new();
+    let tmp = w.tmp("sandboxes");
+    std::fs::create_dir_all(&tmp).unwrap();
+    for c in crate::common::commands::every() {
+        let args = crate::common::commands::valid_args(&c.name, &tmp.to_string_lossy());
+        let o = bare()
+            .args(["--root", "/tmp", "--unit", "u.service"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let e = stderr(&o);
+        let refused = e.contains("--root and --unit both name the root: pass one");
+        if c.root == "checks" {
+            assert!(!refused, "{}: {e}", c.name);
+        } else {
+            assert!(refused, "{}: {e}", c.name);
+            assert_eq!(o.status.code(), Some(2), "{}: {e}", c.name);
+        }
+    }
+}

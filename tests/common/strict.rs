@@ -43,3 +43,37 @@ pub struct Listing {
     pub root: PathBuf,
     pub modules: Vec<ck_cgroup::module::ModuleEntry>,
 }
+
+/// `status --json`: the CLI's envelope around the library's figures.
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Status {
+    pub modules: Vec<ck_cgroup::telemetry::ModuleStatus>,
+}
+
+/// `ps --json`: the CLI's envelope around the library's processes.
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ps {
+    pub modules: Vec<ck_cgroup::telemetry::procs::ModuleProcesses>,
+}
+
+/// `doctor --json`: the library's report (`ck_cgroup::doctor::Report`, which a daemon never
+/// reads back, so it has no `Deserialize`), field for field.
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Doctor {
+    pub checks: Vec<DoctorCheck>,
+    pub ready: bool,
+}
+
+/// One check of [`Doctor`] (`ck_cgroup::doctor::Check`).
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DoctorCheck {
+    pub name: String,
+    /// `ok`, `fail` or `warn`.
+    pub outcome: String,
+    pub detail: String,
+    pub fix: Option<String>,
+}

@@ -1,7 +1,7 @@
 //! The command tree for parsing one argument list: the top level and only the subcommand the list
 //! names, each built from the same derive as the whole tree ([`Globals`], `<Name>Opts`), so
 //! that a call the daemon makes on every spawn and kill (`exec`, `run`, `kill`, `place`) does not
-//! build the other nineteen commands and every help string ([`Cli`]'s tree is about four fifths
+//! build the other commands and every help string ([`Cli`](super::Cli)'s tree is about four fifths
 //! of `--version`'s instructions). The parse, its errors and its exit codes are the whole tree's:
 //! the test below parses a corpus of good and bad argument lists, for every command, both ways
 //! and compares what each gives.
@@ -14,43 +14,25 @@ use std::ffi::OsString;
 
 use clap::{Args, Command};
 
-use super::{
-    ApplyOpts, CreateOpts, DoctorOpts, ExecOpts, FreezeOpts, GenerateOpts, Globals, InitOpts,
-    KillOpts, ListOpts, PlaceOpts, PruneOpts, PsOpts, RemoveOpts, RunOpts, SandboxOpts, SetOpts,
-    StatusOpts, ThawOpts, TopOpts, WatchOpts,
-};
-
-/// The global options that take a value (`--root PATH`, `--root=PATH`).
-const GLOBAL_VALUES: [&str; 3] = ["--root", "--unit", "--policy"];
-/// The global flags.
-const GLOBAL_FLAGS: [&str; 2] = ["--json", "--user"];
+use super::{Globals, Kind};
 
 /// The one subcommand `name`, built from its derive; `None` for a name that is no command.
 fn subcommand(name: &str) -> Option<Command> {
-    let c = Command::new(name.to_string());
-    Some(match name {
-        "init" => InitOpts::augment_args(c),
-        "create" => CreateOpts::augment_args(c),
-        "set" => SetOpts::augment_args(c),
-        "exec" => ExecOpts::augment_args(c),
-        "place" => PlaceOpts::augment_args(c),
-        "kill" => KillOpts::augment_args(c),
-        "prune" => PruneOpts::augment_args(c),
-        "run" => RunOpts::augment_args(c),
-        "freeze" => FreezeOpts::augment_args(c),
-        "thaw" => ThawOpts::augment_args(c),
-        "remove" => RemoveOpts::augment_args(c),
-        "list" => ListOpts::augment_args(c),
-        "doctor" => DoctorOpts::augment_args(c),
-        "apply" => ApplyOpts::augment_args(c),
-        "watch" => WatchOpts::augment_args(c),
-        "status" => StatusOpts::augment_args(c),
-        "ps" => PsOpts::augment_args(c),
-        "top" => TopOpts::augment_args(c),
-        "sandbox" => SandboxOpts::augment_args(c),
-        "generate" => GenerateOpts::augment_args(c),
-        _ => return None,
-    })
+    Kind::from_name(name).map(|k| k.augment_args(Command::new(name.to_string())))
+}
+
+/// The global options, `top`'s arguments as [`Globals`]' derive makes them: each one's
+/// `--long` name, and whether it takes a value (`--root PATH`, `--root=PATH`) or is a flag
+/// (`--json`).
+fn globals(top: &Command) -> Vec<(String, bool)> {
+    top.get_arguments()
+        .filter_map(|a| {
+            Some((
+                format!("--{}", a.get_long()?),
+                a.get_action().takes_values(),
+            ))
+        })
+        .collect()
 }
 
 /// The top level as [`super::Cli`]'s derive makes it, less what only help shows (`about`, the
@@ -76,8 +58,8 @@ enum Wants {
 }
 
 /// Read `args` (the program's name first) up to the command's name: global options skipped,
-/// help looked for in the whole list up to `--`.
-fn wants(args: &[OsString]) -> Wants {
+/// help looked for in the whole list up to `--`; the global options are `top`'s.
+fn wants(args: &[OsString], top: &Command) -> Wants {
     let words: Vec<&str> = match args
         .iter()
         .skip(1)
@@ -97,23 +79,32 @@ fn wants(args: &[OsString]) -> Wants {
     if words.iter().any(help) {
         return Wants::Whole;
     }
+    let globals = globals(top);
+    let global = |w: &str| {
+        globals
+            .iter()
+            .find(|(g, _)| g == w)
+            .map(|&(_, value)| value)
+    };
+    let with_value = |w: &str| {
+        globals.iter().any(|(g, value)| {
+            *value
+                && w.strip_prefix(g.as_str())
+                    .is_some_and(|r| r.starts_with('='))
+        })
+    };
     let mut i = 0;
     while let Some(w) = words.get(i) {
-        if GLOBAL_FLAGS.contains(w) {
-            i += 1;
-        } else if GLOBAL_VALUES.contains(w) {
-            i += 2;
-        } else if GLOBAL_VALUES
-            .iter()
-            .any(|g| w.strip_prefix(g).is_some_and(|r| r.starts_with('=')))
-        {
+        if let Some(value) = global(w) {
+            i += if value { 2 } else { 1 };
+        } else if with_value(w) {
             i += 1;
         } else if *w == "--version" || *w == "-V" {
             return Wants::Version;
         } else if w.starts_with('-') {
             return Wants::Whole;
         } else {
-            return match subcommand(w) {
+            return match Kind::from_name(w) {
                 Some(_) => Wants::Command(w.to_string()),
                 None => Wants::Whole,
             };
@@ -124,7 +115,7 @@ fn wants(args: &[OsString]) -> Wants {
 
 /// The command `args` name, where they name one (what a usage error's hint points to).
 pub fn command_in(args: &[OsString]) -> Option<String> {
-    match wants(args) {
+    match wants(args, &top()) {
         Wants::Command(name) => Some(name),
         Wants::Version | Wants::Whole => None,
     }
@@ -133,9 +124,10 @@ pub fn command_in(args: &[OsString]) -> Option<String> {
 /// The tree to parse `args` with: the top level and the one command they name, or `None`
 /// where the whole tree ([`super::Cli`]'s) is needed.
 pub fn tree_for(args: &[OsString]) -> Option<Command> {
-    match wants(args) {
-        Wants::Command(name) => Some(top().subcommand(subcommand(&name)?)),
-        Wants::Version => Some(top()),
+    let top = top();
+    match wants(args, &top) {
+        Wants::Command(name) => Some(top.subcommand(subcommand(&name)?)),
+        Wants::Version => Some(top),
         Wants::Whole => None,
     }
 }
@@ -145,7 +137,7 @@ mod tests {
     use super::*;
     use crate::cli::args::Cli;
     use crate::cli::exit::usage_lines;
-    use clap::{CommandFactory, FromArgMatches};
+    use clap::{CommandFactory, FromArgMatches, Parser};
 
     fn os(args: &[&str]) -> Vec<OsString> {
         std::iter::once("ck-cgroup")
@@ -184,7 +176,8 @@ mod tests {
     #[test]
     fn every_command_of_the_whole_tree_has_its_lazy_tree_and_no_other() {
         let names = names();
-        assert_eq!(names.len(), 20, "{names:?}");
+        let kinds: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(names, kinds);
         for n in &names {
             let t = tree_for(&os(&[n, "x"])).unwrap_or_else(|| panic!("{n}: no lazy tree"));
             let sub: Vec<&str> = t.get_subcommands().map(|c| c.get_name()).collect();
@@ -436,6 +429,36 @@ mod tests {
         assert!(lazy > 500, "the corpus reaches the lazy tree {lazy} times");
     }
 
+    /// What each command's flags give ([`crate::cli::promises::Given`]) agrees with its
+    /// promises, for every list of the corpus that parses, and the corpus reaches every command.
+    #[test]
+    fn what_the_flags_give_agrees_with_the_promises() {
+        use crate::cli::promises::{Modules, Stdout};
+        let mut reached = Vec::new();
+        for l in corpus() {
+            let refs: Vec<&str> = l.iter().map(String::as_str).collect();
+            let Ok(cli) = Cli::try_parse_from(os(&refs)) else {
+                continue;
+            };
+            let (kind, p, given) = (
+                cli.command.kind(),
+                cli.command.promises(),
+                cli.command.given(),
+            );
+            assert_eq!(given.backend.is_some(), p.backend, "{l:?}: --backend");
+            if p.modules == Modules::None {
+                assert!(given.modules.is_empty(), "{l:?}: modules");
+            }
+            if !matches!(p.stdout, Stdout::Result { unless: Some(_) }) {
+                assert!(!given.elsewhere, "{l:?}: elsewhere");
+            }
+            reached.push(kind);
+        }
+        for k in Kind::ALL {
+            assert!(reached.contains(&k), "the corpus parses no {k:?}");
+        }
+    }
+
     #[test]
     fn help_an_unknown_command_and_no_command_take_the_whole_tree() {
         for l in [
@@ -453,9 +476,9 @@ mod tests {
         // After `--` a help word is CMD's.
         assert!(tree_for(&os(&["exec", "a", "--", "ls", "--help"])).is_some());
         assert_eq!(
-            wants(&os(&["--root", "/x", "--json", "kill", "a"])),
+            wants(&os(&["--root", "/x", "--json", "kill", "a"]), &top()),
             Wants::Command("kill".into())
         );
-        assert_eq!(wants(&os(&["--root=/x", "-V"])), Wants::Version);
+        assert_eq!(wants(&os(&["--root=/x", "-V"]), &top()), Wants::Version);
     }
 }

@@ -39,22 +39,20 @@ pub fn cmd_exec(
 
 /// `exec` after the move into the module: this process enters a cgroup namespace rooted there
 /// (unless `on` is false), so CMD cannot leave the module or write its limits on a cgroup2 with
-/// nsdelegate. Where none can be made, one line says so and CMD runs without (as `run` does
-/// without a PID namespace); left in a user namespace whose maps failed, nothing runs (exit 1).
+/// nsdelegate. Where none can be made the library goes on without one and gives the line that
+/// says so (`spawn::enter_cgroup_namespace_or_fall_back`, as `run`'s fallbacks are the
+/// library's); left in a user namespace whose maps failed, nothing runs (exit 1).
 fn contain(id: &ModuleId, on: bool) -> Result<(), Error> {
     if !on {
         return Ok(());
     }
-    match ck_cgroup::spawn::enter_cgroup_namespace() {
-        Ok(_) => Ok(()),
-        Err((e, false)) => {
-            let f = ck_cgroup::spawn::Fallback::NoCgroupNamespace {
-                reason: e.to_string(),
-            };
-            note(format_args!("exec {id}: {}", f.line("CMD")));
+    match ck_cgroup::spawn::enter_cgroup_namespace_or_fall_back() {
+        Ok(None) => Ok(()),
+        Ok(Some(fallback)) => {
+            note(format_args!("exec {id}: {}", fallback.line("CMD")));
             Ok(())
         }
-        Err((e, true)) => Err(Error::failed(format!("exec {id}: {e}"))),
+        Err(e) => Err(Error::failed(format!("exec {id}: {e}"))),
     }
 }
 

@@ -1,4 +1,4 @@
-//! One function per command, `cmd_<name>`, called by `main.rs::run` with the command's arguments
+//! One function per command, `cmd_<name>`, called by `main.rs::dispatch` with the command's arguments
 //! and its backend; each checks its input, makes one library call and renders the result. What
 //! several commands share is here: the context ([`Ctx`]), the limits a module is made with
 //! ([`module_limits`], the one place flags and policy merge) and [`create_with_limits`].

@@ -134,7 +134,7 @@ pub struct LimitSpec {
     pub unit: Unit,
     /// The systemd properties it becomes on the systemd backend.
     pub systemd: &'static [&'static str],
-    /// A figure of `status` (and of the Prometheus `ck_cgroup_limit`), read from [`Self::file`].
+    /// A figure of `status` (and a Prometheus metric of its own), read from [`Self::file`].
     pub status: bool,
     /// A valid value, for the tests and the docs.
     pub example: &'static str,

@@ -32,6 +32,7 @@ use std::process::Command;
 use libc::c_int;
 use rustix::io::Errno;
 
+use super::Fallback;
 pub use super::clone3::nsmaps::CgroupNamespace;
 pub(crate) use super::clone3::nsmaps::Maps;
 use super::clone3::nsmaps::{CGROUPNS_REFUSED_MARK as REFUSED_MARK, enter_steps};
@@ -112,6 +113,26 @@ pub fn enter_cgroup_namespace() -> Result<Option<CgroupNamespace>, (io::Error, b
     enter_steps(&maps)
         .map(Some)
         .map_err(|(e, changed)| (refused(e | REFUSED_MARK), changed))
+}
+
+/// [`enter_cgroup_namespace`], going on without one where the host cannot make it, as
+/// `ck-cgroup exec` does (and `Root::spawn_with_fallback`
+/// for a spawn): `Ok(None)` in a new namespace; `Ok(Some(fallback))` where none could be made and
+/// the caller is unchanged: it may execute the module's program without one, and says so
+/// ([`Fallback::line`]: print it); an error where the caller was left changed (in a user
+/// namespace whose maps could not be written), where it must not execute the program.
+#[must_use = "a fallback is said, never silent: print its Fallback::line"]
+pub fn enter_cgroup_namespace_or_fall_back() -> io::Result<Option<Fallback>> {
+    match enter_cgroup_namespace() {
+        Ok(_) => Ok(None),
+        // Mutation: the caller goes on without a namespace and nothing says so.
+        Err((_, false)) if mutation::active(Control::CgroupnsFallbackSilent) => Ok(None),
+        Err((e, false)) => Ok(Some(Fallback::NoCgroupNamespace {
+            reason: cgroup_namespace_refused(&e)
+                .map_or_else(|| e.to_string(), crate::error::errno_text),
+        })),
+        Err((e, true)) => Err(e),
+    }
 }
 
 /// Install a `pre_exec` hook that makes the namespace (after the placement hook, which was

@@ -61,6 +61,7 @@ pub mod pidns;
 
 pub use cgroupns::{
     CgroupNamespace, CgroupNamespaceRefused, cgroup_namespace_refused, enter_cgroup_namespace,
+    enter_cgroup_namespace_or_fall_back,
 };
 pub(crate) use child::Baseline;
 pub use child::ModuleChild;

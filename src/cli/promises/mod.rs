@@ -1,0 +1,271 @@
+//! What each command promises, decided once per command: one [`Promises`] literal for each, the
+//! [`Promise`] its arguments' type gives (`commands.rs`), so that a command in the list
+//! (`args::commands`) without one does not compile, nor does a literal without a property the
+//! struct has. What depends on its flags is [`Promise::given`], beside the literal.
+//! Everything that needs a property asks it here: the input checks (`cli::validate`), the closed
+//! stdout (`cli::stdio`), the root's sources (`cli::backend::root`), `--help`'s exit codes and
+//! the man pages' EXIT STATUS (`cli::args`, `cli::generate`), and `generate promises`, the JSON
+//! Lines the tests iterate (one object per subcommand clap knows, so a new command is tested the
+//! day it exists) and tests/docs.rs holds docs/commands.md to.
+
+mod commands;
+
+use serde::Serialize;
+
+use super::args::BackendArgs;
+pub use super::args::Kind;
+
+/// Every property of one command, whatever its flags.
+#[derive(Debug, Clone, Copy)]
+pub struct Promises {
+    /// Where the output goes: the result, a report of what was done, or CMD's.
+    pub stdout: Stdout,
+    /// What `--json` does to it.
+    pub json: Json,
+    /// The modules it is given, and how they are checked.
+    pub modules: Modules,
+    /// What it does with a module it is given that is not there.
+    pub missing: Missing,
+    /// Which policy file it reads.
+    pub policy: Policy,
+    /// Whether it executes a CMD.
+    pub cmd: Cmd,
+    /// Whether it takes `--backend systemd` for its modules (`sandbox`'s `--backend` is where
+    /// the sandbox is made: not this).
+    pub backend: bool,
+    /// The root it works on.
+    pub root: RootUse,
+    /// What its man page's EXIT STATUS says beyond the common codes.
+    pub exit_notes: &'static [&'static str],
+}
+
+/// What one command's flags give, for the properties that depend on them.
+#[derive(Debug)]
+pub struct Given<'a> {
+    /// The modules given on the command line, in order: ids or names as
+    /// [`Promises::modules`] says.
+    pub modules: Vec<&'a str>,
+    /// Its `--backend` and `--manager`, for the commands that take them
+    /// ([`Promises::backend`]).
+    pub backend: Option<&'a BackendArgs>,
+    /// Whether the argument that [`Stdout::Result`]'s `unless` names sends the result
+    /// elsewhere (`status --output`, `generate man`).
+    pub elsewhere: bool,
+}
+
+/// One command's promises, given by its arguments' type (`args::<Name>Opts`).
+pub trait Promise {
+    /// What it promises whatever its flags.
+    const PROMISES: Promises;
+    /// What these flags give.
+    fn given(&self) -> Given<'_>;
+}
+
+/// Where a command's output goes, and whether it is the command's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stdout {
+    /// The output is the result: a stdout that cannot take it is the command's failure (exit 1;
+    /// a closed stdout before anything is read). `unless` names the argument that sends it
+    /// elsewhere.
+    Result { unless: Option<&'static str> },
+    /// The command changes something and then says what: its exit code stays the operation's
+    /// when stdout cannot take the report.
+    Report,
+    /// stdout is CMD's (`--json`'s result is the last line on stderr).
+    Cmd,
+}
+
+/// What `--json` does to a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Json {
+    /// Its result is one JSON object (or JSON Lines) on stdout.
+    Stdout,
+    /// stdout is CMD's: the result is the last line on stderr (`run`, `sandbox`); `exec` and
+    /// `init -- CMD` become CMD and print nothing when that works.
+    Stderr,
+    /// It has none and refuses `--json` (exit 2, before anything is read), with this hint.
+    Refused { hint: &'static str },
+    /// Its output is not data (`generate`: man pages, completions): `--json` changes nothing.
+    Ignored,
+}
+
+/// The modules a command is given on its command line, checked before anything is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Modules {
+    /// None.
+    None,
+    /// Modules to make or change: module ids ([`ck_cgroup::ModuleId::new`]).
+    Ids,
+    /// Modules to act on or show: an id or a directory name as `list` shows it
+    /// ([`ck_cgroup::id::module_name`]).
+    Names,
+}
+
+/// What a command does when a module it is given is not there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Missing {
+    /// It is given no module.
+    NotGiven,
+    /// `no module ID`, exit 1 (`--json`: kind `no_such_module`).
+    NoModule,
+    /// A stop: it is already gone, exit 0.
+    AlreadyGone,
+    /// The module is made.
+    Made,
+    /// Reported when it appears (`watch`).
+    Awaited,
+    /// Nothing to leave alone (`prune --keep`): the command goes on.
+    Ignored,
+}
+
+/// Which policy file a command reads (every command reads and checks the one it is given).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    /// Also the default file (/etc/ck-cgroup/policy.toml) when none is given.
+    Default,
+    /// Only one given (`--policy`, `CK_CGROUP_POLICY`).
+    WhenGiven,
+}
+
+/// Whether a command executes a CMD (then 126 and 127 are its exit codes too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cmd {
+    No,
+    Required,
+    Optional,
+}
+
+/// The root a command works on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RootUse {
+    /// A service root (daemon/ or subc-modules/): any other is refused, exit 2.
+    Service,
+    /// Any cgroup2 directory, which it lays out (`init`).
+    LaysOut,
+    /// Any: it reports what it finds (`doctor`).
+    Checks,
+    /// None of the service's (`sandbox` makes its own, `generate` needs none).
+    None,
+}
+
+/// Every property of one command, as `generate promises` writes it.
+#[derive(Debug, Serialize)]
+struct Line {
+    command: &'static str,
+    /// `result`, `report` or `cmd` ([`Stdout`]).
+    stdout: &'static str,
+    /// The argument that sends the result elsewhere (`status --output`, `generate man`).
+    stdout_unless: Option<&'static str>,
+    /// `stdout`, `stderr`, `refused` or `ignored` ([`Json`]).
+    json: &'static str,
+    modules: Modules,
+    missing: Missing,
+    policy: Policy,
+    cmd: Cmd,
+    /// Takes `--backend systemd` for its modules (`--manager` too).
+    backend: bool,
+    root: RootUse,
+}
+
+impl Line {
+    /// The line of `kind`.
+    fn of(kind: Kind) -> Line {
+        let p = kind.promises();
+        Line {
+            command: kind.name(),
+            stdout: match p.stdout {
+                Stdout::Result { .. } => "result",
+                Stdout::Report => "report",
+                Stdout::Cmd => "cmd",
+            },
+            stdout_unless: match p.stdout {
+                Stdout::Result { unless } => unless,
+                Stdout::Report | Stdout::Cmd => None,
+            },
+            json: match p.json {
+                Json::Stdout => "stdout",
+                Json::Stderr => "stderr",
+                Json::Refused { .. } => "refused",
+                Json::Ignored => "ignored",
+            },
+            modules: p.modules,
+            missing: p.missing,
+            policy: p.policy,
+            cmd: p.cmd,
+            backend: p.backend,
+            root: p.root,
+        }
+    }
+}
+
+impl super::args::Command {
+    /// Whether this command's result goes to stdout: [`Stdout::Result`], less where its
+    /// `unless` argument sends it elsewhere ([`Given::elsewhere`]).
+    pub fn result_on_stdout(&self) -> bool {
+        match self.promises().stdout {
+            Stdout::Result { .. } => !self.given().elsewhere,
+            Stdout::Report | Stdout::Cmd => false,
+        }
+    }
+}
+
+/// `a`, `b` and `c`: the names of `kinds`, quoted with backticks, as prose lists them.
+pub fn prose_list(kinds: impl IntoIterator<Item = Kind>) -> String {
+    let names: Vec<String> = kinds
+        .into_iter()
+        .map(|k| format!("`{}`", k.name()))
+        .collect();
+    match names.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The kinds whose output is their result ([`Stdout::Result`]).
+pub fn result_commands() -> impl Iterator<Item = Kind> {
+    Kind::ALL
+        .into_iter()
+        .filter(|k| matches!(k.promises().stdout, Stdout::Result { .. }))
+}
+
+/// The kinds that execute a CMD.
+pub fn cmd_commands() -> impl Iterator<Item = Kind> {
+    Kind::ALL
+        .into_iter()
+        .filter(|k| k.promises().cmd != Cmd::No)
+}
+
+/// `generate promises`: one JSON object per subcommand clap knows (hidden ones too), in its
+/// order. A subcommand without a kind is an error here, not a line left out.
+pub fn json_lines(cli: &clap::Command) -> Result<String, String> {
+    let mut out = String::new();
+    for sub in cli.get_subcommands() {
+        let name = sub.get_name();
+        let kind = Kind::from_name(name)
+            .ok_or_else(|| format!("internal: the command {name} has no kind in cli::promises"))?;
+        let line = serde_json::to_string(&Line::of(kind)).map_err(|e| e.to_string())?;
+        out.push_str(&line);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prose_lists() {
+        assert_eq!(prose_list([Kind::List]), "`list`");
+        assert_eq!(
+            prose_list([Kind::List, Kind::Ps, Kind::Top]),
+            "`list`, `ps` and `top`"
+        );
+    }
+}
