@@ -13,7 +13,7 @@ use cli::backend::Backend;
 use cli::commands::*;
 use cli::exit::{self, Fail};
 
-use ck_cgroup::mutation::{self, Control};
+use cli::mutation::{self, Control};
 
 fn main() -> ExitCode {
     // Before any allocation: a memory limit too low to work in is one line and exit 1, not the

@@ -22,8 +22,9 @@ use ck_cgroup::Layout;
 use ck_cgroup::cgroup::parse::Limit;
 use ck_cgroup::id::decode_daemon_name;
 use ck_cgroup::limits::{LIMITS, Unit};
-use ck_cgroup::mutation::{self, Control};
 use ck_cgroup::telemetry::{Figure, ModuleStatus, PROC_RSS_SOURCE, ParentStatus};
+
+use crate::cli::mutation::{self, Control};
 
 /// A label value in the exposition format: text as people see it (a name's shown form, or
 /// `id::shown` of other text: one-to-one, no control character), then `\`, `"` and newline
