@@ -12,6 +12,7 @@
 //! Exit 1 with a line a problem when the list (crates/ck-cgroup/mutation-controls.txt) breaks its
 //! rules, 2 for a usage error.
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use xtask::mutation_controls::{self, Control};
@@ -61,21 +62,36 @@ fn tests(controls: &[Control], names: &[&str]) -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    let mut out = String::new();
     for c in controls {
         if names.is_empty() || names.contains(&c.name.as_str()) {
             for (target, test) in &c.tests {
-                println!("{} {target} {test}", c.name);
+                out.push_str(&format!("{} {target} {test}\n", c.name));
             }
         }
     }
-    ExitCode::SUCCESS
+    print(&out)
 }
 
 fn guest(controls: &[Control]) -> ExitCode {
-    for c in controls.iter().filter(|c| !c.guest.is_empty()) {
-        println!("{} {}", c.name, c.guest.join(" "));
+    let out: String = controls
+        .iter()
+        .filter(|c| !c.guest.is_empty())
+        .map(|c| format!("{} {}\n", c.name, c.guest.join(" ")))
+        .collect();
+    print(&out)
+}
+
+/// `out` on stdout; a failed write is exit 1 naming it (a runner that read a cut list would run
+/// fewer controls and pass), not a panic.
+fn print(out: &str) -> ExitCode {
+    match std::io::stdout().lock().write_all(out.as_bytes()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: cannot write the list to stdout: {e}");
+            ExitCode::FAILURE
+        }
     }
-    ExitCode::SUCCESS
 }
 
 fn table(controls: &[Control]) -> ExitCode {
