@@ -15,7 +15,7 @@ use cli::commands::*;
 use cli::exit::{self, Fail};
 use cli::promises::RootUse;
 
-use ck_cgroup::mutation::{self, Control};
+use cli::mutation::{self, Control};
 
 fn main() -> ExitCode {
     // Before any allocation: a memory limit too low to work in is one line and exit 1, not the

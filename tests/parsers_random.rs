@@ -1,11 +1,10 @@
-//! The fuzz targets' checks (`fuzz/checks.rs`) over seeded random inputs, under a plain `cargo
+//! The fuzz targets' checks (`crates/ck-fuzz-checks`) over seeded random inputs, under a plain `cargo
 //! test`: the kernel-file fixtures, policies, durations, sizes, ids and unit names, mutated
 //! (bytes flipped, cut, repeated, spliced) and fresh random bytes. Deterministic (a fixed seed),
 //! bounded (a few thousand inputs per target, well under a second). The coverage-guided runs are
 //! `scripts/fuzz` (cargo-fuzz); a panic either finds gets its input in `seeds` below.
 
-#[path = "../fuzz/checks.rs"]
-mod checks;
+use ck_fuzz_checks as checks;
 
 /// xorshift64*: enough randomness for inputs, no dependency.
 struct Rng(u64);

@@ -1,5 +1,6 @@
 //! Mutation controls (scripts/mutation-controls, scripts/vm-mutation): `CK_MUTATION=a,b` at build
-//! time activates the controls `a` and `b` in the library's gate (`src/mutation.rs`): each
+//! time activates the controls `a` and `b` in the gates (the library's `src/mutation.rs`, the CLI's
+//! `src/cli/mutation.rs`): each
 //! switches one mechanism off so that the tests guarding it fail by name. The gate reads the
 //! generated list of active controls, and `--cfg ck_mutation="a" --cfg ck_mutation="b"` for its
 //! alternative modules. A cfg, not a Cargo feature: features unify across a dependency graph, so
@@ -9,15 +10,56 @@
 //!
 //! The controls are the one list `mutation-controls.txt` beside this file (its header says the
 //! format): a control's name, what it switches off, and the tests (and guest checks) that must
-//! fail with it. This script reads it with the one parser, `mutation_controls.rs`, refuses a list
-//! that breaks its rules, and writes the gate's `Control` enum and the controls this build has
-//! active into `OUT_DIR/mutation_controls.rs` (the library's `mutation` module includes it).
+//! fail with it. This script writes the gate's `Control` enum (a variant a control, its description
+//! as its doc) and the controls this build has active into `OUT_DIR/mutation_controls.rs`, which
+//! each package's crate-private gate includes (the library's `src/mutation.rs`, the CLI's
+//! `src/cli/mutation.rs`): test machinery is no part of the library's public API.
+//!
+//! It reads only what it needs, each control's name and description (a line that starts a
+//! control: not indented, not blank, not a comment), with a reader of its own ([`controls`]).
+//! The list's one parser, which holds it to its rules (sorted, each name once, each control with
+//! a test), is the xtask's (`xtask/src/mutation_controls.rs`: `cargo xtask mutation-list`, which
+//! the runners use, and `tests/mutation_controls_doc.rs`). It cannot be this script's: this is
+//! the build script of the published library, which can depend on no unpublished crate and
+//! include no file outside its package (`cargo package` would leave it out). That test holds this
+//! reading to the parser: the generated enum has the parser's controls, variant for variant.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
-#[path = "mutation_controls.rs"]
-mod mutation_controls;
+/// A control as this script reads it: its name and its description.
+struct Control<'a> {
+    name: &'a str,
+    description: &'a str,
+}
+
+/// The controls of the list, in order: each line that starts a control (not indented, not blank,
+/// not a `#` comment), its first word the name and the rest the description. The rest of the
+/// format is the xtask's parser's (see the header).
+fn controls(text: &str) -> Vec<Control<'_>> {
+    text.lines()
+        .filter(|l| !l.starts_with(char::is_whitespace) && !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (name, description) = l.split_once(char::is_whitespace).unwrap_or((l, ""));
+            Control {
+                name,
+                description: description.trim(),
+            }
+        })
+        .collect()
+}
+
+/// The name of a control's variant of the gate's `Control` enum: `no-kill` is `NoKill`.
+fn variant(name: &str) -> String {
+    name.split('-')
+        .map(|word| {
+            let mut chars = word.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_ascii_uppercase().to_string() + chars.as_str()
+            })
+        })
+        .collect()
+}
 
 fn main() {
     println!("cargo::rerun-if-env-changed=CK_MUTATION");
@@ -30,7 +72,6 @@ fn main() {
         "crates/ck-cgroup/"
     };
     println!("cargo::rerun-if-changed={dir}build.rs");
-    println!("cargo::rerun-if-changed={dir}mutation_controls.rs");
     let list = format!("{dir}mutation-controls.txt");
     println!("cargo::rerun-if-changed={list}");
     let text = match std::fs::read_to_string(&list) {
@@ -40,16 +81,21 @@ fn main() {
             return;
         }
     };
-    let controls = match mutation_controls::parse(&text) {
-        Ok(c) => c,
-        Err(problems) => {
-            for p in problems {
-                println!("cargo::error={list}: {p}");
-            }
+    let controls = controls(&text);
+    for c in &controls {
+        if !c
+            .name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        {
+            println!(
+                "cargo::error={list}: {:?} is not a control name ([a-z0-9-]; `cargo xtask mutation-list tests` says what else is wrong)",
+                c.name
+            );
             return;
         }
-    };
-    let names: Vec<&str> = controls.iter().map(|c| c.name.as_str()).collect();
+    }
+    let names: Vec<&str> = controls.iter().map(|c| c.name).collect();
     let values: Vec<String> = names.iter().map(|c| format!("\"{c}\"")).collect();
     println!(
         "cargo::rustc-check-cfg=cfg(ck_mutation, values({}))",
@@ -80,11 +126,13 @@ fn main() {
 /// The gate's generated part: `enum Control`, a variant a control with its description as its
 /// doc, and `active`, true for the controls `CK_MUTATION` named (the literal
 /// `false` in a build that ships).
-fn gate(controls: &[mutation_controls::Control], active: &[&str]) -> String {
+fn gate(controls: &[Control], active: &[&str]) -> String {
     let mut s = String::from(
         "/// A mutation control of `crates/ck-cgroup/mutation-controls.txt`: a mechanism the tests must\n\
-         /// be shown to guard (generated by build.rs from the list).\n\
+         /// be shown to guard (generated by build.rs from the list). Both packages' gates (the\n\
+         /// library's and the CLI's, each crate-private) have every control; each asks for its own.\n\
          #[derive(Debug, Clone, Copy, PartialEq, Eq)]\n\
+         #[allow(dead_code)]\n\
          pub enum Control {\n",
     );
     for c in controls {
@@ -92,8 +140,8 @@ fn gate(controls: &[mutation_controls::Control], active: &[&str]) -> String {
             s,
             "    /// `{}`: {}\n    {},",
             c.name,
-            markdown_text(&c.description),
-            mutation_controls::variant(&c.name)
+            markdown_text(c.description),
+            variant(c.name)
         );
     }
     s.push_str("}\n\n");
@@ -110,7 +158,7 @@ fn gate(controls: &[mutation_controls::Control], active: &[&str]) -> String {
     } else {
         let list: Vec<String> = active
             .iter()
-            .map(|n| format!("Control::{}", mutation_controls::variant(n)))
+            .map(|n| format!("Control::{}", variant(n)))
             .collect();
         let _ = writeln!(s, "    matches!(control, {})\n}}", list.join(" | "));
     }

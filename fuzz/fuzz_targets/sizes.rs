@@ -1,7 +1,6 @@
-//! cargo-fuzz target `sizes`: see `fuzz/checks.rs`.
+//! cargo-fuzz target `sizes`: see `crates/ck-fuzz-checks`.
 #![no_main]
 
-#[path = "../checks.rs"]
-mod checks;
+use ck_fuzz_checks as checks;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::sizes(data));

@@ -8,8 +8,9 @@ use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
 use ck_cgroup::Error;
-use ck_cgroup::mutation::{self, Control};
 use rustix::io::Errno;
+
+use crate::cli::mutation::{self, Control};
 
 /// `status --output FILE`, checked before anything is read: FILE names a file (not a directory)
 /// in a directory that exists. Bad input (exit 2) otherwise.

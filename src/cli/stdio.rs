@@ -11,8 +11,7 @@ use std::io;
 use std::os::fd::AsFd;
 
 use super::args::Command;
-
-use ck_cgroup::mutation::{self, Control};
+use super::mutation::{self, Control};
 
 /// Whether stdout was closed when the helper started (see the module's text).
 fn stdout_was_closed() -> bool {

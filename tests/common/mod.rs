@@ -9,10 +9,8 @@ use std::time::{Duration, Instant};
 use ck_cgroup::Sandbox;
 
 pub mod commands;
-#[path = "../../crates/ck-cgroup/tests/support/skip.rs"]
-mod skip;
 #[allow(unused_imports)] // each test binary uses what it needs of common
-pub use skip::{needs_root, skip};
+pub use ck_testkit::{needs_root, skip};
 pub mod kids;
 pub mod nobody;
 pub mod started;

@@ -76,7 +76,6 @@ pub mod id;
 pub mod layout;
 pub mod limits;
 pub mod module;
-pub mod mutation;
 pub mod policy;
 pub mod sandbox;
 pub mod signals;
@@ -86,6 +85,9 @@ pub mod telemetry;
 
 #[cfg(test)]
 mod json_tests;
+// The mutation gate (`make mutation`): test machinery, so crate-private, no part of the API a
+// daemon links. The CLI has a gate of its own from the same build script (src/cli/mutation.rs).
+mod mutation;
 
 pub use cgroup::CgroupDir;
 pub use error::{Class, Error, ErrorKind, Result};

@@ -17,10 +17,6 @@ use ck_cgroup::spawn::ModuleCommand;
 use ck_cgroup::stop::StopOptions;
 use ck_cgroup::{ModuleId, Root, Sandbox};
 
-#[path = "support/skip.rs"]
-#[allow(dead_code)]
-mod support_skip;
-
 fn parent() -> PathBuf {
     match std::env::var_os("CK_CGROUP_TEST_PARENT") {
         Some(p) => PathBuf::from(p),
@@ -274,7 +270,7 @@ fn a_stop_after_the_crash_does_not_excuse_it() {
 
 #[test]
 fn a_module_with_a_uid_of_its_own_cannot_raise_the_marks() {
-    if !support_skip::needs_root("the module is started as uid 65534 (CAP_SETUID)") {
+    if !ck_testkit::needs_root("the module is started as uid 65534 (CAP_SETUID)") {
         return;
     }
     let sb = Sandbox::create(&parent()).expect("sandbox");

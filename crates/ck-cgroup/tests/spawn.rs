@@ -12,10 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-#[path = "support/skip.rs"]
-#[allow(dead_code)] // needs_root: the CLI's tests call it
-mod support_skip;
-use support_skip::skip;
+use ck_testkit::skip;
 
 use rustix::fs::{Mode, OFlags};
 

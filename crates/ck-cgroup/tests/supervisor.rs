@@ -241,10 +241,6 @@ fn a_bare_sigkill_without_the_memory_controller_is_unknown_and_says_why() {
     assert_eq!(back, r.death);
 }
 
-#[path = "support/skip.rs"]
-#[allow(dead_code)]
-mod support_skip;
-
 /// The example's binary, built beside this test (`cargo build --all-targets`, what `make test`
 /// runs first): `target/<profile>/examples/supervisor`.
 fn example_binary() -> Option<PathBuf> {
@@ -263,7 +259,7 @@ fn example_binary() -> Option<PathBuf> {
 #[test]
 fn the_supervisor_example_runs_three_modules_at_once_and_charges_only_their_faults() {
     let Some(bin) = example_binary() else {
-        support_skip::skip(
+        ck_testkit::skip(
             "the supervisor example is not built beside this test: `cargo build -p ck-cgroup --examples` (make test builds it)",
         );
         return;

@@ -5,7 +5,6 @@
 
 use std::process::ExitCode;
 
-use ck_cgroup::mutation::{self, Control};
 use ck_cgroup::signals::SignalRelay;
 use ck_cgroup::spawn::{HeldInit, ModuleChild, ModuleCommand};
 use ck_cgroup::stop::StopOptions;
@@ -16,6 +15,7 @@ use super::{Ctx, create_with_limits, module_limits};
 use crate::cli::args::{LimitArgs, RUN_GRACE, StopArgs};
 use crate::cli::backend::Cgroupfs;
 use crate::cli::exit::{CmdEnd, Fail, cmd_exit, cmd_status, not_runnable, note, written};
+use crate::cli::mutation::{self, Control};
 use crate::cli::program;
 
 /// The namespaces `run` asks for (each can be turned off by its flag).

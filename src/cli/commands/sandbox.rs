@@ -5,7 +5,6 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use ck_cgroup::mutation::{self, Control};
 use ck_cgroup::sandbox::sweep;
 use ck_cgroup::signals::SignalRelay;
 use ck_cgroup::{Error, Sandbox, discover};
@@ -17,6 +16,7 @@ use crate::cli::backend::{ENV_BACKEND, scope_sandbox};
 use crate::cli::exit::{
     CmdEnd, Fail, cmd_exit, cmd_failed, cmd_status, not_runnable, note, written,
 };
+use crate::cli::mutation::{self, Control};
 use crate::cli::program;
 
 /// `sandbox --prune`: the leftover directory sandboxes under the parent removed.

@@ -16,7 +16,6 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ck_cgroup::mutation::{self, Control};
 use ck_cgroup::signals::{SignalRelay, Woke, reraise};
 use ck_cgroup::telemetry::ModuleStatus;
 use ck_cgroup::{Error, Root};
@@ -26,6 +25,7 @@ use rustix::termios::{self, LocalModes, OptionalActions, SpecialCodeIndex, Termi
 use crate::cli::args::SortKey;
 use crate::cli::backend::Cgroupfs;
 use crate::cli::exit::Fail;
+use crate::cli::mutation::{self, Control};
 use crate::cli::status::{self, Col};
 
 /// `top`: refreshes until `q`, a signal, or `iterations`. `q` (and the last of `-n N`) is exit 0;

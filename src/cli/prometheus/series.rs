@@ -4,7 +4,7 @@
 
 use ck_cgroup::Layout;
 use ck_cgroup::id::decode_daemon_name;
-use ck_cgroup::mutation::{self, Control};
+use crate::cli::mutation::{self, Control};
 use ck_cgroup::telemetry::ModuleStatus;
 
 use super::{Num, escape};

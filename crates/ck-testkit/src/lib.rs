@@ -1,6 +1,6 @@
-//! A test that did not check what it is for says so, by name, with why. Shared by the library's
-//! tests and the CLI's (tests/common includes this file), so that both write the same line to
-//! the same log.
+//! Test support shared by the library's integration tests (crates/ck-cgroup/tests) and the CLI's
+//! (tests/common re-exports it): a test that did not check what it is for says so, by name, with
+//! why, so that both write the same line to the same log.
 
 /// Says that the running test did not check what it is for, and why: one line on stderr and,
 /// when `CK_TEST_SKIP_LOG` names a file (scripts/test sets it), the same line appended there, so

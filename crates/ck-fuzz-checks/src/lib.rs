@@ -1,7 +1,8 @@
 //! What each fuzz target checks, on any input: no panic, and the properties below. Shared by the
-//! cargo-fuzz targets (`fuzz/fuzz_targets/`) and by `tests/parsers_random.rs`, which runs the
-//! same checks over seeded random inputs under a plain `cargo test` (stable, no libFuzzer).
-#![allow(dead_code)]
+//! cargo-fuzz targets (`fuzz/fuzz_targets/`, a workspace of its own that depends on this crate)
+//! and by `tests/parsers_random.rs`, which runs the same checks over seeded random inputs under a
+//! plain `cargo test` (stable, no libFuzzer). Test machinery: never published, in no build that
+//! ships.
 
 use std::path::Path;
 use std::time::Duration;
@@ -12,9 +13,7 @@ use ck_cgroup::limits::{
     LIMITS, parse_count, parse_cpu_max, parse_cpus, parse_io_max_with, parse_size, parse_weight,
 };
 use ck_cgroup::policy::Policy;
-
-#[path = "../src/cli/duration.rs"]
-mod duration;
+use ck_duration::parse_duration;
 
 /// Kernel files (crates/ck-cgroup/src/cgroup/parse.rs): every parser takes any text.
 pub fn kernel_files(data: &[u8]) {
@@ -64,7 +63,7 @@ pub fn durations(data: &[u8]) {
     let Ok(s) = std::str::from_utf8(data) else {
         return;
     };
-    if let Ok(d) = duration::parse_duration(s) {
+    if let Ok(d) = parse_duration(s) {
         assert!(d <= Duration::from_secs(86_400), "{s:?}: {d:?}");
     }
 }
