@@ -32,7 +32,6 @@ use metrics::{cold, counted, figures, gpu, parent_metrics};
 pub use series::MAX_SERIES;
 use series::series;
 
-
 /// A label value in the exposition format: text as people see it (a name's shown form, or
 /// `id::shown` of other text: one-to-one, no control character), then `\`, `"` and newline
 /// escaped as the format wants, so that two names are never one label value.

@@ -2,9 +2,9 @@
 //! launch that holds a process for its gauges and the newest that ran for its counters, at most
 //! [`MAX_SERIES`] of them (see the module above).
 
+use crate::cli::mutation::{self, Control};
 use ck_cgroup::Layout;
 use ck_cgroup::id::decode_daemon_name;
-use crate::cli::mutation::{self, Control};
 use ck_cgroup::telemetry::ModuleStatus;
 
 use super::{Num, escape};
