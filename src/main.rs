@@ -10,7 +10,6 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches};
 
 use cli::args::*;
-use cli::backend::Backend;
 use cli::commands::*;
 use cli::exit::{self, Fail};
 use cli::promises::RootUse;
@@ -129,18 +128,18 @@ fn run(cli: Cli, name: &str) -> Result<ExitCode, Fail> {
 }
 
 /// The command's backend decided here, once, and its function called: one arm per command.
-/// What only cgroupfs has takes `Backend::cgroupfs`, which the systemd backend refuses before
-/// anything else.
+/// What only cgroupfs has takes `cli::backend::cgroupfs`, which `CK_CGROUP_BACKEND=systemd`
+/// refuses before anything else.
 fn dispatch(ctx: &Ctx, command: Command, unit: Option<&str>, name: &str) -> Result<ExitCode, Fail> {
     let root = &ctx.root;
-    let fs = || Backend::from_env(root.clone()).cgroupfs(name);
+    let fs = || cli::backend::cgroupfs(root.clone(), name);
     let chosen = |a| cli::backend::from_args(a, root.clone());
     match command {
         Command::Init(InitOpts { cmd, oomd_daemon }) if cmd.is_empty() => {
             cmd_init(ctx, fs()?, oomd_daemon)
         }
         Command::Init(InitOpts { cmd, oomd_daemon }) => {
-            cmd_init_daemon(ctx, Backend::from_env(root.clone()), &cmd, oomd_daemon)
+            cmd_init_daemon(ctx, cli::backend::from_env(root.clone()), &cmd, oomd_daemon)
         }
         Command::Create(CreateOpts { id, limits }) => cmd_create(ctx, fs()?, &id, &limits),
         Command::Set(SetOpts { id, limits }) => cmd_set(ctx, fs()?, &id, &limits),

@@ -1,15 +1,63 @@
-//! The CLI's side of the backend: `--backend` and `--manager` to the library's
-//! [`ck_cgroup::backend::Backend`], which every command matches on instead of a backend of its
-//! own; the only file of the CLI that names a systemd bus.
+//! The CLI's side of the backend: `--backend` and `--manager` (or `CK_CGROUP_BACKEND`) to the
+//! library's [`ck_cgroup::backend::Backend`], which every command matches on instead of a
+//! backend of its own, and `CK_CGROUP_NVIDIA_SMI` to the [`GpuProbe`] of `status` and `ps`: the
+//! library reads neither variable, this file does. The only file of the CLI that names a
+//! systemd bus.
 
 use std::path::PathBuf;
 
 use ck_cgroup::backend::Bus;
-pub use ck_cgroup::backend::{Backend, Cgroupfs, ENV_BACKEND};
+pub use ck_cgroup::backend::{Backend, Cgroupfs};
+use ck_cgroup::gpu::{GpuProbe, NVIDIA_SMI_ENV, NvidiaSmi};
 use ck_cgroup::{Error, Sandbox};
 
 use super::args::{self, BackendArgs, Cli, ManagerArg};
 use super::promises::RootUse;
+
+/// The variable that names the backend (`CK_CGROUP_BACKEND=systemd`): `--backend`'s (through
+/// clap) for a command that has the flag; read here, by [`from_env`] and [`cgroupfs`], for one
+/// that has not.
+pub const ENV_BACKEND: &str = "CK_CGROUP_BACKEND";
+
+/// Whether the variable says systemd, for a command without `--backend`: only `systemd` does
+/// (any other value is cgroupfs, as it always was for these commands).
+fn env_says_systemd() -> bool {
+    std::env::var_os(ENV_BACKEND).is_some_and(|v| v == "systemd")
+}
+
+/// The variable alone, for a command without `--backend` (`init -- DAEMON`).
+pub fn from_env(root: Option<PathBuf>) -> Backend {
+    if env_says_systemd() {
+        Backend::Systemd(Bus::default_for_caller())
+    } else {
+        Backend::Cgroupfs(Cgroupfs(root))
+    }
+}
+
+/// The service root, for `command`, which only cgroupfs has. Where the variable says systemd (a
+/// unit with `Delegate=no`) it is refused, rather than write into a root that systemd owns.
+pub fn cgroupfs(root: Option<PathBuf>, command: &str) -> Result<Cgroupfs, Error> {
+    if !env_says_systemd() {
+        return Ok(Cgroupfs(root));
+    }
+    Err(Error::bad_input(format!(
+        "{command} has no systemd backend, and CK_CGROUP_BACKEND=systemd says this service's cgroup is not delegated"
+    ))
+    .with_hint(
+        "modules are scopes here: use exec, kill, prune, list, status or doctor (they take the backend from the variable); or unset CK_CGROUP_BACKEND",
+    ))
+}
+
+/// How `status` and `ps` look for GPUs: `CK_CGROUP_NVIDIA_SMI` unset, `nvidia-smi` on `PATH`
+/// where the NVIDIA driver is loaded; a path, that program; empty, none (NVIDIA's figures
+/// unknown).
+pub fn gpu_probe() -> GpuProbe {
+    GpuProbe::new(match std::env::var_os(NVIDIA_SMI_ENV) {
+        None => NvidiaSmi::Auto,
+        Some(v) if v.is_empty() => NvidiaSmi::Off,
+        Some(v) => NvidiaSmi::Program(PathBuf::from(v)),
+    })
+}
 
 /// `--backend` and `--manager` (or the variable, through clap) of a command that has them.
 pub fn from_args(a: &BackendArgs, root: Option<PathBuf>) -> Backend {

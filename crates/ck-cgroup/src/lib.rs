@@ -50,7 +50,8 @@
 //!
 //! A new kill mechanism is a file in [`stop`] and an arm of its private `Mechanism`; a new
 //! limit is a row of [`limits`] with its parser; a new backend operation is a method of
-//! [`Root`] and of the systemd backend's `Scopes`, and one line of [`backend::Backend`]. The
+//! [`Root`] and of the systemd backend's `Scopes`, and one method of [`backend::Backend`] whose
+//! `match` calls each. The
 //! `systemd` feature (off by default) adds the D-Bus backend and zbus.
 //!
 //! # rustix types

@@ -26,7 +26,7 @@ pub struct BackendArgs {
         long,
         value_enum,
         default_value = "cgroupfs",
-        env = ck_cgroup::backend::ENV_BACKEND,
+        env = crate::cli::backend::ENV_BACKEND,
         value_name = "BACKEND"
     )]
     pub backend: BackendArg,

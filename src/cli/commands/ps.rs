@@ -14,7 +14,11 @@ pub fn cmd_ps(
     ids: &[String],
     sort: Option<PsSort>,
 ) -> Result<ExitCode, Fail> {
-    let mut mods = backend.processes(ids)?;
+    let ids = ids
+        .iter()
+        .map(|n| ck_cgroup::ModuleName::parse(n))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut mods = backend.processes(&ids, &crate::cli::backend::gpu_probe())?;
     crate::cli::ps_tree::order(&mut mods, sort);
     ctx.out.ps(&mods, sort.is_some())?;
     // A module whose processes could not all be listed: said, and exit 1 (the table, or the

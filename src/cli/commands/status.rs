@@ -4,6 +4,8 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use ck_cgroup::backend::StatusOptions;
+
 use super::Ctx;
 use crate::cli::args::{Format, SortKey};
 use crate::cli::backend::Backend;
@@ -34,8 +36,16 @@ pub fn cmd_status(
     if let Some(file) = v.output {
         crate::cli::output_file::check_output(file)?;
     }
-    let window_ms = u64::try_from(v.cold_window.as_millis()).unwrap_or(u64::MAX);
-    let (mut r, aging) = backend.status_cold(ids, window_ms, v.age_cold)?;
+    let opts = StatusOptions {
+        cold_window_ms: u64::try_from(v.cold_window.as_millis()).unwrap_or(u64::MAX),
+        age_cold: v.age_cold,
+        gpu: crate::cli::backend::gpu_probe(),
+    };
+    let ids = ids
+        .iter()
+        .map(|n| ck_cgroup::ModuleName::parse(n))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (mut r, aging) = backend.status(&ids, &opts)?;
     if let Some(why) = aging {
         crate::cli::exit::note(format_args!("--age-cold: {why}"));
     }

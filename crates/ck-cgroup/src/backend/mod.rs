@@ -1,21 +1,37 @@
-//! Backends: who makes and stops a module's cgroup, as one type, [`Backend`], over two types
-//! with the same methods for the operations both have: the cgroupfs backend is
-//! [`crate::module::Root`] on a delegated subtree; the systemd backend (`systemd::Scopes`,
-//! behind the `systemd` feature) makes each module a transient scope over D-Bus. A new
-//! operation both have is a method of each and one line here; an operation only cgroupfs has
-//! takes [`Cgroupfs`].
+//! Backends: who makes and stops a module's cgroup, as one type, [`Backend`], over two types:
+//! the cgroupfs backend is [`crate::module::Root`] on a delegated subtree; the systemd backend
+//! (`systemd::Scopes`, behind the `systemd` feature) makes each module a transient scope over
+//! D-Bus.
+//!
+//! [`Backend`]'s methods are the one list of what the backends do, each a plain `match` whose arms
+//! call the backend's own method, so that a reader (and an editor's "go to definition") goes
+//! from a call to its callee:
+//!
+//! - both have: [`Backend::enter_with_limits`] (`exec`), [`Backend::stop`] (`kill`),
+//!   [`Backend::prune`], [`Backend::list`], [`Backend::status`], [`Backend::processes`] (`ps`):
+//!   `Root`'s and `Scopes`' methods of the same name;
+//! - cgroupfs has, systemd answers without asking: [`Backend::enter_daemon`] (the daemon stays in
+//!   its unit's cgroup), [`Backend::not_laid_out`], [`Backend::parents_status`];
+//! - cgroupfs only: the commands that take a [`Cgroupfs`] (the CLI refuses them on systemd).
+//!
+//! A new operation both have is a method of `Root` and of `Scopes` and one method here with its
+//! two arms. The library reads no variable of the CLI's: the caller decides the backend (the CLI
+//! from `--backend` or `CK_CGROUP_BACKEND`) and how GPUs are looked for ([`GpuProbe`], the CLI
+//! from `CK_CGROUP_NVIDIA_SMI`), and passes them in.
 
 use std::path::PathBuf;
 
 use crate::cgroup::oomd::{OomdMark, OomdPreference};
 use crate::discover;
 use crate::error::Error;
+use crate::gpu::{GpuCensus, GpuProbe};
 use crate::id::ModuleId;
-use crate::layout::{ModuleName, ToModuleName};
+use crate::layout::ModuleName;
 use crate::limits::{Limits, Skipped};
 use crate::module::{ModuleEntry, PruneEntry, Root, StopReport};
 use crate::stop::StopOptions;
 use crate::telemetry::ModuleStatus;
+use crate::telemetry::cold::ColdCensus;
 use crate::telemetry::procs::ModuleProcesses;
 
 #[cfg(feature = "systemd")]
@@ -23,14 +39,12 @@ pub mod systemd;
 #[cfg(feature = "systemd")]
 pub use systemd::Scopes;
 
-/// The variable that names the backend (`CK_CGROUP_BACKEND=systemd`), read by every command.
-pub const ENV_BACKEND: &str = "CK_CGROUP_BACKEND";
-
-/// Who makes and stops the modules, decided once: the CLI matches on nothing else. Each variant
-/// says where the modules are; every operation opens the backend's type there (a [`Root`], a
-/// `systemd::Scopes`) and calls the method of the same name and signature on it. An
-/// enum rather than a trait: the systemd variant is there only with the feature, the CLI holds
-/// one value and calls one method, and no caller needs to be generic or boxed.
+/// Who makes and stops the modules, decided once by the caller (the CLI: `--backend`, else
+/// `CK_CGROUP_BACKEND`): the CLI matches on nothing else. Each variant says where the modules
+/// are; every operation opens the backend's type there (a [`Root`], a `systemd::Scopes`) and
+/// calls its method. An enum rather than a trait: the systemd variant is there only with the
+/// feature, the CLI holds one value and calls one method, and no caller needs to be generic or
+/// boxed.
 #[derive(Debug, Clone)]
 pub enum Backend {
     /// Module cgroups under the service's root: `--root` (or `CK_CGROUP_ROOT`), else discovered.
@@ -40,26 +54,18 @@ pub enum Backend {
     Systemd(Bus),
 }
 
-/// `$backend`'s type opened for one operation (a [`Root`] by `Cgroupfs::$open`, a
-/// `systemd::Scopes` on the bus, which connects when the operation first needs it),
-/// bound to `$m`, and `$call` on it: both arms are the same expression, so the two types must
-/// have the method with the same signature.
-macro_rules! on_modules {
-    ($backend:expr, $open:ident, $m:ident => $call:expr) => {
-        match $backend {
-            Backend::Cgroupfs(fs) => {
-                let $m = fs.$open()?;
-                $call
-            }
-            #[cfg(feature = "systemd")]
-            Backend::Systemd(bus) => {
-                let $m = systemd::Scopes::new(*bus);
-                $call
-            }
-        }
-    };
+/// How [`Backend::status`] reads: the cold memory's window, whether to age first, and how GPUs
+/// are looked for.
+#[derive(Debug, Clone)]
+pub struct StatusOptions {
+    /// Cold memory is what was not touched for this long ([`crate::telemetry::cold`]).
+    pub cold_window_ms: u64,
+    /// Age the modules' memory cgroups first (each whose youngest generation is older than half
+    /// the window: the only write `status` makes).
+    pub age_cold: bool,
+    /// Where device memory is read from ([`GpuCensus::take`]).
+    pub gpu: GpuProbe,
 }
-
 /// The service's root, not yet looked for: the explicit one (`None`: discovered).
 #[derive(Debug, Clone)]
 pub struct Cgroupfs(pub Option<PathBuf>);
@@ -89,55 +95,33 @@ impl Cgroupfs {
     }
 }
 
+/// The operations both backends have: each arm calls the method of the same name of the type
+/// its variant opens.
 impl Backend {
-    /// The variable alone, for a command without `--backend`.
-    pub fn from_env(root: Option<PathBuf>) -> Backend {
-        match std::env::var_os(ENV_BACKEND) {
-            #[cfg(feature = "systemd")]
-            Some(v) if v == "systemd" => Backend::Systemd(Bus::default_for_caller()),
-            _ => Backend::Cgroupfs(Cgroupfs(root)),
-        }
-    }
-
-    /// The service root, for an operation only cgroupfs has. On the systemd backend (a unit with
-    /// `Delegate=no`) `command` is refused, rather than write into a root that systemd owns.
-    pub fn cgroupfs(self, command: &str) -> Result<Cgroupfs, Error> {
-        let _ = command; // named in the refusal, which only the systemd backend gives
-        match self {
-            Backend::Cgroupfs(fs) => Ok(fs),
-            #[cfg(feature = "systemd")]
-            Backend::Systemd(_) => Err(Error::bad_input(format!(
-                "{command} has no systemd backend, and CK_CGROUP_BACKEND=systemd says this service's cgroup is not delegated"
-            ))
-            .with_hint(
-                "modules are scopes here: use exec, kill, prune, list, status or doctor (they take the backend from the variable); or unset CK_CGROUP_BACKEND",
-            )),
-        }
-    }
-
-    /// `init -- DAEMON`: the daemon's place before it is executed. Its own leaf of a laid-out
-    /// root, marked for systemd-oomd with `oomd_daemon` ([`Root::enter_daemon`]; the mark read
-    /// back is returned); with systemd, where it is (the modules are scopes, the unit's cgroup
-    /// is systemd's: `None`). The root is opened as it is: this lays it out.
-    pub fn enter_daemon(&self, oomd_daemon: OomdPreference) -> Result<Option<OomdMark>, Error> {
-        on_modules!(self, open_unchecked, m => m.enter_daemon(oomd_daemon))
-    }
-
     /// `exec`: move this process into module `id`, made with `limits` when it is not there.
-    /// Returns the limits skipped (`best_effort`, a controller missing). D-Bus is paid for only
-    /// on the systemd backend.
+    /// Returns the limits skipped (`best_effort`, a controller missing): none on systemd, which
+    /// applies every limit or starts nothing (`best_effort` changes nothing there). D-Bus is
+    /// paid for only on the systemd backend.
     pub fn enter_with_limits(
         &self,
         id: &ModuleId,
         limits: &Limits,
         best_effort: bool,
     ) -> Result<Vec<Skipped>, Error> {
-        on_modules!(self, open, m => m.enter_with_limits(id, limits, best_effort))
+        match self {
+            Backend::Cgroupfs(fs) => fs.open()?.enter_with_limits(id, limits, best_effort),
+            #[cfg(feature = "systemd")]
+            Backend::Systemd(bus) => Scopes::new(*bus).enter_with_limits(id, limits),
+        }
     }
 
     /// `kill`.
-    pub fn stop(&self, id: &ModuleName, opts: &StopOptions) -> Result<StopReport, Error> {
-        on_modules!(self, open, m => m.stop(id, opts))
+    pub fn stop(&self, name: &ModuleName, opts: &StopOptions) -> Result<StopReport, Error> {
+        match self {
+            Backend::Cgroupfs(fs) => fs.open()?.stop(name, opts),
+            #[cfg(feature = "systemd")]
+            Backend::Systemd(bus) => Scopes::new(*bus).stop(name, opts),
+        }
     }
 
     /// `prune`.
@@ -148,7 +132,106 @@ impl Backend {
         keep: &[ModuleName],
         opts: &StopOptions,
     ) -> Result<Vec<PruneEntry>, Error> {
-        on_modules!(self, open, m => m.prune(dry_run, kill, keep, opts))
+        match self {
+            Backend::Cgroupfs(fs) => fs.open()?.prune(dry_run, kill, keep, opts),
+            #[cfg(feature = "systemd")]
+            Backend::Systemd(bus) => Scopes::new(*bus).prune(dry_run, kill, keep, opts),
+        }
+    }
+
+    /// `list`: where the modules are (the service root; for systemd module.slice's cgroup,
+    /// `None`: not loaded) and the modules.
+    pub fn list(&self) -> Result<(Option<PathBuf>, Vec<ModuleEntry>), Error> {
+        match self {
+            Backend::Cgroupfs(fs) => {
+                let root = fs.open()?;
+                let r = root.list()?;
+                Ok((Some(root.path().to_path_buf()), r))
+            }
+            #[cfg(feature = "systemd")]
+            Backend::Systemd(bus) => {
+                let scopes = Scopes::new(*bus);
+                let dir = scopes.path()?;
+                Ok((dir, scopes.list()?))
+            }
+        }
+    }
+
+    /// `status`: the figures of every module (`names` empty), or of those named, with their
+    /// cold memory over `opts.cold_window_ms` ([`crate::telemetry::cold`]), their memory
+    /// cgroups aged first where `opts.age_cold`, and their device memory as `opts.gpu` finds
+    /// it. The second field: why aging failed, where it did (the figures then say what they
+    /// could).
+    pub fn status(
+        &self,
+        names: &[ModuleName],
+        opts: &StatusOptions,
+    ) -> Result<(Vec<ModuleStatus>, Option<String>), Error> {
+        let mut census = ColdCensus::read(opts.cold_window_ms);
+        let mut aging = None;
+        match self {
+            Backend::Cgroupfs(fs) => {
+                let root = fs.open()?;
+                // The modules' parents only: the daemon's own leaf is no module, and is not aged.
+                if opts.age_cold
+                    && let Some(top) = root.hierarchy_path()
+                {
+                    let top = top.trim_end_matches('/');
+                    for parent in [
+                        crate::layout::MODULES_DIR.to_string(),
+                        format!("daemon/{}", crate::layout::MODULES_DIR),
+                    ] {
+                        if let Err(e) = census.age(&format!("{top}/{parent}")) {
+                            aging = Some(e);
+                        }
+                    }
+                }
+                let gpu = GpuCensus::take(&opts.gpu);
+                Ok((root.status_cold(names, &gpu, &census)?, aging))
+            }
+            #[cfg(feature = "systemd")]
+            Backend::Systemd(bus) => {
+                let scopes = Scopes::new(*bus);
+                if opts.age_cold
+                    && let Some(dir) = scopes.path()?
+                    && let Some(top) = crate::telemetry::cold::hierarchy_path(&dir)
+                {
+                    aging = census.age(&top).err();
+                }
+                Ok((scopes.status_cold(names, &opts.gpu, &census)?, aging))
+            }
+        }
+    }
+
+    /// `ps`: the processes of every module (`names` empty), or of those named, each process's
+    /// device memory as `gpu` finds it.
+    pub fn processes(
+        &self,
+        names: &[ModuleName],
+        gpu: &GpuProbe,
+    ) -> Result<Vec<ModuleProcesses>, Error> {
+        match self {
+            Backend::Cgroupfs(fs) => fs.open()?.processes_with(names, &GpuCensus::take(gpu)),
+            #[cfg(feature = "systemd")]
+            Backend::Systemd(bus) => Scopes::new(*bus).processes(names, gpu),
+        }
+    }
+}
+
+/// What cgroupfs has and systemd answers without asking, and what only the backend itself
+/// says.
+impl Backend {
+    /// `init -- DAEMON`: the daemon's place before it is executed. Its own leaf of a laid-out
+    /// root, marked for systemd-oomd with `oomd_daemon` ([`Root::enter_daemon`]; the mark read
+    /// back is returned); with systemd, where it is: in its unit's cgroup, which is systemd's
+    /// (the modules are scopes, there is no daemon leaf to mark): `None`, and nothing is asked
+    /// of systemd. The root is opened as it is: this lays it out.
+    pub fn enter_daemon(&self, oomd_daemon: OomdPreference) -> Result<Option<OomdMark>, Error> {
+        match self {
+            Backend::Cgroupfs(fs) => fs.open_unchecked()?.enter_daemon(oomd_daemon),
+            #[cfg(feature = "systemd")]
+            Backend::Systemd(_) => Ok(None),
+        }
     }
 
     /// `prune --if-laid-out`: the root, when it is not laid out yet (neither `daemon/` nor
@@ -165,86 +248,6 @@ impl Backend {
         }
     }
 
-    /// `list`: where the modules are (the service root; for systemd module.slice's cgroup,
-    /// `None`: not loaded) and the modules.
-    pub fn list(&self) -> Result<(Option<PathBuf>, Vec<ModuleEntry>), Error> {
-        match self {
-            Backend::Cgroupfs(fs) => {
-                let root = fs.open()?;
-                let r = root.list()?;
-                Ok((Some(root.path().to_path_buf()), r))
-            }
-            #[cfg(feature = "systemd")]
-            Backend::Systemd(bus) => {
-                let scopes = systemd::Scopes::new(*bus);
-                let dir = scopes.path()?;
-                Ok((dir, scopes.list()?))
-            }
-        }
-    }
-
-    /// `status`.
-    pub fn status<S: ToModuleName>(&self, ids: &[S]) -> Result<Vec<ModuleStatus>, Error> {
-        let ids = ids
-            .iter()
-            .map(ToModuleName::to_module_name)
-            .collect::<Result<Vec<_>, Error>>()?;
-        let ids = ids.as_slice();
-        on_modules!(self, open, m => m.status(ids))
-    }
-
-    /// `status` with the modules' cold memory over `window_ms`
-    /// ([`crate::telemetry::cold`]), their memory cgroups aged first where `age` (each whose
-    /// youngest generation is older than half the window: the only write `status` makes). The
-    /// second field: why aging failed, where it did (the figures then say what they could).
-    pub fn status_cold<S: ToModuleName>(
-        &self,
-        ids: &[S],
-        window_ms: u64,
-        age: bool,
-    ) -> Result<(Vec<ModuleStatus>, Option<String>), Error> {
-        #[cfg(feature = "systemd")]
-        use crate::telemetry::cold;
-        use crate::telemetry::cold::ColdCensus;
-        let ids = ids
-            .iter()
-            .map(ToModuleName::to_module_name)
-            .collect::<Result<Vec<_>, Error>>()?;
-        let ids = ids.as_slice();
-        let mut census = ColdCensus::read(window_ms);
-        let mut aging = None;
-        match self {
-            Backend::Cgroupfs(fs) => {
-                let root = fs.open()?;
-                // The modules' parents only: the daemon's own leaf is no module, and is not aged.
-                if age && let Some(top) = root.hierarchy_path() {
-                    let top = top.trim_end_matches('/');
-                    for parent in [
-                        crate::layout::MODULES_DIR.to_string(),
-                        format!("daemon/{}", crate::layout::MODULES_DIR),
-                    ] {
-                        if let Err(e) = census.age(&format!("{top}/{parent}")) {
-                            aging = Some(e);
-                        }
-                    }
-                }
-                let gpu = crate::gpu::GpuCensus::take(&crate::gpu::GpuProbe::from_env());
-                Ok((root.status_cold(ids, &gpu, &census)?, aging))
-            }
-            #[cfg(feature = "systemd")]
-            Backend::Systemd(bus) => {
-                let scopes = systemd::Scopes::new(*bus);
-                if age
-                    && let Some(dir) = scopes.path()?
-                    && let Some(top) = cold::hierarchy_path(&dir)
-                {
-                    aging = census.age(&top).err();
-                }
-                Ok((scopes.status_cold(ids, &census)?, aging))
-            }
-        }
-    }
-
     /// The counters of each layout's parent directory ([`Root::parents_status`]); none for
     /// systemd's scopes (no parent of ours holds them).
     pub fn parents_status(&self) -> Result<Vec<crate::telemetry::ParentStatus>, Error> {
@@ -253,16 +256,6 @@ impl Backend {
             #[cfg(feature = "systemd")]
             Backend::Systemd(_) => Ok(Vec::new()),
         }
-    }
-
-    /// `ps`: the processes of every module, or of those named.
-    pub fn processes<S: ToModuleName>(&self, ids: &[S]) -> Result<Vec<ModuleProcesses>, Error> {
-        let ids = ids
-            .iter()
-            .map(ToModuleName::to_module_name)
-            .collect::<Result<Vec<_>, Error>>()?;
-        let ids = ids.as_slice();
-        on_modules!(self, open, m => m.processes(ids))
     }
 
     /// The systemd manager whose scopes hold the modules; `None` on cgroupfs (what

@@ -111,22 +111,26 @@ pub struct GpuProbe {
     pub timeout: Duration,
 }
 
-/// The environment variable that chooses `nvidia-smi`: a path runs that program; empty turns
-/// NVIDIA's figures off; unset looks for it where the driver is loaded.
+/// The CLI's variable that chooses `nvidia-smi` (`ck-cgroup status`, `ps`): a path runs that
+/// program; empty turns NVIDIA's figures off; unset looks for it where the driver is loaded. The
+/// library reads no variable: the caller passes a [`GpuProbe`]; this name is in the message that
+/// says how to point at the tool.
 pub const NVIDIA_SMI_ENV: &str = "CK_CGROUP_NVIDIA_SMI";
 
 impl GpuProbe {
-    /// [`NvidiaSmi::Auto`], or what [`NVIDIA_SMI_ENV`] says.
-    pub fn from_env() -> GpuProbe {
-        let nvidia_smi = match std::env::var_os(NVIDIA_SMI_ENV) {
-            None => NvidiaSmi::Auto,
-            Some(v) if v.is_empty() => NvidiaSmi::Off,
-            Some(v) => NvidiaSmi::Program(PathBuf::from(v)),
-        };
+    /// A probe that takes `nvidia-smi` from `nvidia_smi`, with the tool's default timeout.
+    pub fn new(nvidia_smi: NvidiaSmi) -> GpuProbe {
         GpuProbe {
             nvidia_smi,
             timeout: nvidia_smi::TIMEOUT,
         }
+    }
+}
+
+/// [`NvidiaSmi::Auto`]: `nvidia-smi` on `PATH` where the NVIDIA driver is loaded.
+impl Default for GpuProbe {
+    fn default() -> GpuProbe {
+        GpuProbe::new(NvidiaSmi::Auto)
     }
 }
 

@@ -347,9 +347,10 @@ impl Root {
     /// ```
     ///
     /// `names`: `&Modules::All`, `&Modules::Named(..)`, or names (`&[..]`, `&vec![..]`), an
-    /// empty list meaning every module ([`Selection`]).
+    /// empty list meaning every module ([`Selection`]). Device memory as [`GpuProbe::default`]
+    /// finds it ([`Root::status_with`] takes another).
     pub fn status<N: Selection + ?Sized>(&self, names: &N) -> Result<Vec<ModuleStatus>> {
-        self.status_with(names, &GpuCensus::take(&GpuProbe::from_env()))
+        self.status_with(names, &GpuCensus::take(&GpuProbe::default()))
     }
 
     /// [`Root::status`], its device-memory figures from `gpu` (taken once by the caller, e.g.

@@ -108,11 +108,13 @@ impl Root {
     /// no module is an error of kind [`ErrorKind::NoSuchModule`], as in [`Root::status`].
     ///
     /// `names`: as [`Root::status`] takes them ([`Selection`](crate::layout::Selection)).
+    /// Device memory as [`GpuProbe::default`](crate::gpu::GpuProbe::default) finds it
+    /// ([`Root::processes_with`] takes another census).
     pub fn processes<N: crate::layout::Selection + ?Sized>(
         &self,
         names: &N,
     ) -> Result<Vec<ModuleProcesses>> {
-        let gpu = GpuCensus::take(&crate::gpu::GpuProbe::from_env());
+        let gpu = GpuCensus::take(&crate::gpu::GpuProbe::default());
         self.processes_with(names, &gpu)
     }
 

@@ -9,7 +9,7 @@
 //! <https://systemd.io/CGROUP_DELEGATION/> asks of programs that were not delegated a subtree.
 //!
 //! [`Scopes`] is this backend's type, as [`Root`](crate::module::Root) is cgroupfs's, with the
-//! same methods for the operations both have:
+//! same methods for the operations both have ([`crate::backend::Backend`] lists them):
 //!
 //! - [`Scopes::enter_with_limits`]: `StartTransientUnit` with the caller's own pid (`PIDs=`) and
 //!   the limits as unit properties; after the job is done, the caller is in the scope and can
@@ -27,13 +27,13 @@ use std::time::Duration;
 use rustix::process::Signal;
 
 use crate::cgroup::dir::CgroupDir;
-use crate::cgroup::oomd::{OomdMark, OomdPreference};
 use crate::cgroup::parse;
 use crate::cgroup::tree::members;
 use crate::discover::cgroup2_mount;
 use crate::error::{Error, Result};
+use crate::gpu::{GpuCensus, GpuProbe};
 use crate::id::{DirName, ModuleId};
-use crate::layout::{Layout, ModuleName, ModuleRef, ToModuleName};
+use crate::layout::{Layout, ModuleName, ModuleRef};
 use crate::limits::{Limits, Skipped};
 use crate::module::{ModuleEntry, PruneEntry, Removed, StopReport, prune_entries};
 use crate::mutation::{self, Control};
@@ -116,8 +116,8 @@ pub struct Entered {
 
 /// The module scopes of one systemd manager: the systemd backend's type, as
 /// [`Root`](crate::module::Root) is the cgroupfs backend's, with the same methods for the
-/// operations both have (`enter_with_limits`, `enter_daemon`, `stop`, `prune`, `list`,
-/// `status`, `processes`; [`crate::backend::Backend`] dispatches over the two).
+/// operations both have (`enter_with_limits`, `stop`, `prune`, `list`, `status_cold`,
+/// `processes`; [`crate::backend::Backend`] lists them and matches over the two).
 ///
 /// Made without I/O ([`Scopes::new`]): the first operation that needs the manager connects to
 /// it, and the handle keeps that connection for the operations after, as a `Root` keeps its
@@ -154,15 +154,9 @@ impl Scopes {
 
     /// `exec`: put the calling process into module `id`'s scope, started with `limits`
     /// ([`Scopes::enter_scope`] with [`START_TIMEOUT`]). systemd applies every limit or starts
-    /// nothing, so none is skipped (`best_effort` changes nothing here): the list is empty. As
+    /// nothing, so none is skipped (there is no best effort to ask for): the list is empty. As
     /// [`Root::enter_with_limits`](crate::module::Root::enter_with_limits).
-    pub fn enter_with_limits(
-        &self,
-        id: &ModuleId,
-        limits: &Limits,
-        best_effort: bool,
-    ) -> Result<Vec<Skipped>> {
-        let _ = best_effort;
+    pub fn enter_with_limits(&self, id: &ModuleId, limits: &Limits) -> Result<Vec<Skipped>> {
         self.enter_scope(id, limits, START_TIMEOUT)
             .map(|_| Vec::new())
     }
@@ -191,14 +185,6 @@ impl Scopes {
         })
     }
 
-    /// `init -- DAEMON`: the daemon stays where it is, in its unit's cgroup, which is
-    /// systemd's (the modules are scopes, there is no daemon leaf to mark): `None`, and nothing
-    /// is asked of systemd. As [`Root::enter_daemon`](crate::module::Root::enter_daemon).
-    pub fn enter_daemon(&self, oomd_daemon: OomdPreference) -> Result<Option<OomdMark>> {
-        let _ = oomd_daemon;
-        Ok(None)
-    }
-
     /// `module.slice`'s cgroup, where the module scopes are: `None` when systemd has not loaded
     /// it (no module scope was ever started, or all are gone and it was unloaded). What `list`
     /// shows as its root, as [`Root::path`](crate::module::Root::path) for cgroupfs.
@@ -215,21 +201,24 @@ impl Scopes {
         }
     }
 
-    /// The figures of every module scope, or of those named (by id or scope name).
-    pub fn status<S: ToModuleName>(&self, names: &[S]) -> Result<Vec<ModuleStatus>> {
+    /// The figures of every module scope (`names` empty), or of those named (by id or scope
+    /// name), device memory as [`GpuProbe::default`] finds it.
+    pub fn status(&self, names: &[ModuleName]) -> Result<Vec<ModuleStatus>> {
         let cold =
             crate::telemetry::cold::ColdCensus::read(crate::telemetry::cold::DEFAULT_WINDOW_MS);
-        self.status_cold(names, &cold)
+        self.status_cold(names, &GpuProbe::default(), &cold)
     }
 
-    /// [`Scopes::status`], its cold memory from `cold` (aged where the caller chose to).
-    pub fn status_cold<S: ToModuleName>(
+    /// [`Scopes::status`], device memory as `gpu` finds it (looked for once the modules are
+    /// found), cold memory from `cold` (aged where the caller chose to).
+    pub fn status_cold(
         &self,
-        names: &[S],
+        names: &[ModuleName],
+        gpu: &GpuProbe,
         cold: &crate::telemetry::cold::ColdCensus,
     ) -> Result<Vec<ModuleStatus>> {
         let (dir, chosen) = self.selected(names)?;
-        let gpu = crate::gpu::GpuCensus::take(&crate::gpu::GpuProbe::from_env());
+        let gpu = GpuCensus::take(gpu);
         Ok(match dir {
             Some(dir) => {
                 let top = crate::telemetry::cold::hierarchy_path(dir.path());
@@ -242,12 +231,13 @@ impl Scopes {
         })
     }
 
-    /// `ps`: the processes of the module scopes, or of those named.
-    pub fn processes<S: ToModuleName>(&self, names: &[S]) -> Result<Vec<ModuleProcesses>> {
+    /// `ps`: the processes of the module scopes (`names` empty), or of those named, each
+    /// process's device memory as `gpu` finds it.
+    pub fn processes(&self, names: &[ModuleName], gpu: &GpuProbe) -> Result<Vec<ModuleProcesses>> {
         let (dir, chosen) = self.selected(names)?;
         Ok(match dir {
             Some(dir) => {
-                let gpu = crate::gpu::GpuCensus::take(&crate::gpu::GpuProbe::from_env());
+                let gpu = GpuCensus::take(gpu);
                 modules_processes(&dir, &chosen, &gpu)
             }
             None => Vec::new(),
@@ -256,14 +246,7 @@ impl Scopes {
 
     /// The modules' directory (`None`: module.slice is not loaded) and every module scope, or
     /// those named, in that order; a name that is no module scope is an error.
-    fn selected<S: ToModuleName>(
-        &self,
-        names: &[S],
-    ) -> Result<(Option<CgroupDir>, Vec<ModuleEntry>)> {
-        let names = names
-            .iter()
-            .map(ToModuleName::to_module_name)
-            .collect::<Result<Vec<_>>>()?;
+    fn selected(&self, names: &[ModuleName]) -> Result<(Option<CgroupDir>, Vec<ModuleEntry>)> {
         let ids = names
             .iter()
             .map(|n| module_id(n.name.text()))
@@ -349,13 +332,12 @@ impl Scopes {
     /// method is `systemd`. A scope that is not loaded is reported as already gone. A stop that
     /// did not end is an `Err` that carries its report, as of
     /// [`Root::stop`](crate::module::Root::stop).
-    pub fn stop(&self, name: impl ToModuleName, opts: &StopOptions) -> Result<StopReport> {
-        let name = name.to_module_name()?;
+    pub fn stop(&self, name: &ModuleName, opts: &StopOptions) -> Result<StopReport> {
         if opts.method != crate::stop::Method::Auto {
             return Err(method_forced());
         }
         let id = module_id(name.name.text())?;
-        stop_with(self.manager()?, &id, &name, opts)
+        stop_with(self.manager()?, &id, name, opts)
     }
 }
 

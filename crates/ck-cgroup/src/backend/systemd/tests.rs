@@ -11,12 +11,13 @@ fn a_scopes_handle_refuses_bad_input_before_it_connects() {
     // Whatever the host (systemd or not), these never reach a bus: the handle stays
     // unconnected, as the CLI's "refused before systemd is asked" promises.
     let scopes = Scopes::new(Bus::System);
+    let name = |s: &str| ModuleName::parse(s).unwrap();
     let forced = StopOptions {
         method: crate::stop::Method::Freeze,
         ..StopOptions::default()
     };
     for e in [
-        scopes.stop("a", &forced).unwrap_err(),
+        scopes.stop(&name("a"), &forced).unwrap_err(),
         scopes.prune(false, true, &[], &forced).unwrap_err(),
     ] {
         assert!(
@@ -25,17 +26,22 @@ fn a_scopes_handle_refuses_bad_input_before_it_connects() {
             "{e}"
         );
     }
-    let bad = ["../x".to_string()];
+    // A directory's name that is no module id: no scope is named so.
+    let bad = [name("memory.evil")];
     for e in [
-        scopes.stop("../x", &StopOptions::default()).unwrap_err(),
+        scopes.stop(&bad[0], &StopOptions::default()).unwrap_err(),
         scopes.status(&bad).unwrap_err(),
-        scopes.processes(&bad).unwrap_err(),
+        scopes
+            .processes(&bad, &crate::gpu::GpuProbe::default())
+            .unwrap_err(),
     ] {
         // Not "cannot reach the system manager": the id was refused first.
         assert_ne!(e.kind(), crate::error::ErrorKind::SystemdUnavailable, "{e}");
-        assert!(e.message().contains("../x"), "{e}");
+        assert!(e.message().contains("memory.evil"), "{e}");
     }
-    let oomd = scopes.enter_daemon(crate::cgroup::oomd::OomdPreference::Omit);
+    // `init -- DAEMON`: the daemon stays in its unit's cgroup; nothing to ask systemd.
+    let oomd = crate::backend::Backend::Systemd(Bus::System)
+        .enter_daemon(crate::cgroup::oomd::OomdPreference::Omit);
     assert!(matches!(oomd, Ok(None)), "{oomd:?}");
     assert!(
         scopes.manager.get().is_none(),
