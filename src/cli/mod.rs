@@ -8,6 +8,7 @@ pub mod duration;
 pub mod exit;
 pub mod format;
 pub mod generate;
+pub mod module_arg;
 pub mod mutation;
 pub mod oomd_lines;
 pub mod output;

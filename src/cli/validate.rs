@@ -2,31 +2,32 @@
 //! module names it was given, and the policy file. Bad input is exit 2 and one line naming it,
 //! whatever else is wrong later (a missing module, a root not laid out).
 //!
-//! - a module to make or change ([`Modules::Ids`]) is a module id ([`ModuleId::new`]);
-//! - a module to act on or show ([`Modules::Names`]) is an id, a directory name or a path as
-//!   `list` shows them ([`ck_cgroup::ModuleName::parse`], the names' one rule: never `..`, `a/b`);
+//! - a module to make or change ([`Modules::Ids`](promises::Modules::Ids)) is a module id
+//!   ([`ck_cgroup::ModuleId::new`]);
+//! - a module to act on or show ([`Modules::Names`](promises::Modules::Names)) is an id, a
+//!   directory name or a path as `list` shows them ([`ck_cgroup::ModuleName::parse`], the names' one rule: never `..`, `a/b`);
+//!
+//!   each read once, by clap (the argument's type,
+//!   [`ModuleArg`](super::module_arg::ModuleArg)`<ModuleId>` or `<ModuleName>`), which keeps the
+//!   refusal for here and the typed value for the command;
 //! - the policy: `--policy` (or `CK_CGROUP_POLICY`) is read and parsed by every command that is
 //!   given one, and the default file by those that use it ([`promises::Policy::Default`]); the
 //!   parsed policy is kept for the command (`Ctx::policy`).
 
+use ck_cgroup::Error;
 use ck_cgroup::policy::Policy;
-use ck_cgroup::{Error, ModuleId};
 
 use super::args::Command;
-use super::promises::{self, Json, Modules};
+use super::promises::{self, Json};
 
-/// The ids and names of `command`, checked in the order given ([`promises::Promises::modules`]).
+/// The ids and names of `command` as clap read them: the first refusal, in the order given
+/// ([`promises::Given::modules`]).
 pub fn ids(command: &Command) -> Result<(), Error> {
-    let given = command.given().modules;
-    match command.promises().modules {
-        Modules::Ids => given
-            .into_iter()
-            .try_for_each(|id| ModuleId::new(id).map(drop)),
-        Modules::Names => given
-            .into_iter()
-            .try_for_each(|name| ck_cgroup::ModuleName::parse(name).map(drop)),
-        Modules::None => Ok(()),
-    }
+    command
+        .given()
+        .modules
+        .into_iter()
+        .try_for_each(|m| m.check())
 }
 
 /// `--json` for a command that has no JSON result ([`Json::Refused`]).

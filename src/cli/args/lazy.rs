@@ -449,6 +449,10 @@ mod tests {
             if p.modules == Modules::None {
                 assert!(given.modules.is_empty(), "{l:?}: modules");
             }
+            assert!(
+                given.modules.iter().all(|m| m.reads() == p.modules),
+                "{l:?}: the module argument's type reads what the promise's modules do not"
+            );
             if !matches!(p.stdout, Stdout::Result { unless: Some(_) }) {
                 assert!(!given.elsewhere, "{l:?}: elsewhere");
             }

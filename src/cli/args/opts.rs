@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use ck_cgroup::cgroup::parse::Limit;
 use ck_cgroup::telemetry::pressure::PressureTrigger;
+use ck_cgroup::{ModuleId, ModuleName};
 
 use super::limit_flags::{self, size};
 use super::values::{
@@ -14,6 +15,7 @@ use super::values::{
     parse_duration, parse_interval, pressure_trigger, status_columns,
 };
 use super::{LimitArgs, SortKey, StopArgs};
+use crate::cli::module_arg::ModuleArg;
 
 // `init`'s arguments (its about and help are the variant `Command::Init`'s).
 #[derive(Debug, clap::Args)]
@@ -33,7 +35,7 @@ pub struct InitOpts {
 #[derive(Debug, clap::Args)]
 pub struct CreateOpts {
     /// Module id: 1 to 64 of [A-Za-z0-9_-], starting with a letter or digit.
-    pub id: String,
+    pub id: ModuleArg<ModuleId>,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -42,7 +44,7 @@ pub struct CreateOpts {
 #[derive(Debug, clap::Args)]
 pub struct SetOpts {
     /// Module id.
-    pub id: String,
+    pub id: ModuleArg<ModuleId>,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -51,7 +53,7 @@ pub struct SetOpts {
 #[derive(Debug, clap::Args)]
 pub struct ExecOpts {
     /// Module id.
-    pub id: String,
+    pub id: ModuleArg<ModuleId>,
     #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]
@@ -70,7 +72,7 @@ pub struct ExecOpts {
 #[derive(Debug, clap::Args)]
 pub struct PlaceOpts {
     /// Module id.
-    pub id: String,
+    pub id: ModuleArg<ModuleId>,
     /// Pids of processes (thread group leaders) to move.
     #[arg(required = true, value_name = "PID")]
     pub pids: Vec<u32>,
@@ -80,7 +82,7 @@ pub struct PlaceOpts {
 #[derive(Debug, clap::Args)]
 pub struct KillOpts {
     /// Module id, or a directory name as `list` shows it (the daemon's own m-<name>_<n>).
-    pub id: String,
+    pub id: ModuleArg<ModuleName>,
     #[command(flatten)]
     pub stop: StopArgs,
     #[command(flatten)]
@@ -98,7 +100,7 @@ pub struct PruneOpts {
     pub kill: bool,
     /// A module to leave alone (id, or directory name as `list` shows it); repeatable.
     #[arg(long, value_name = "ID")]
-    pub keep: Vec<String>,
+    pub keep: Vec<ModuleArg<ModuleName>>,
     /// A root not laid out yet (neither daemon/ nor subc-modules/: a service's first start,
     /// before `init`) has nothing to prune: say so on stderr and exit 0 instead of refusing
     /// it. For the unit's ExecStartPre=; an operator's shell should name the root instead.
@@ -114,7 +116,7 @@ pub struct PruneOpts {
 #[derive(Debug, clap::Args)]
 pub struct RunOpts {
     /// Module id.
-    pub id: String,
+    pub id: ModuleArg<ModuleId>,
     #[command(flatten)]
     pub stop: StopArgs,
     #[command(flatten)]
@@ -137,7 +139,7 @@ pub struct RunOpts {
 #[derive(Debug, clap::Args)]
 pub struct FreezeOpts {
     /// Module id, or a directory name as `list` shows it.
-    pub id: String,
+    pub id: ModuleArg<ModuleName>,
     /// How long to wait for the kernel to say frozen 1.
     #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: Duration,
@@ -147,7 +149,7 @@ pub struct FreezeOpts {
 #[derive(Debug, clap::Args)]
 pub struct ThawOpts {
     /// Module id, or a directory name as `list` shows it.
-    pub id: String,
+    pub id: ModuleArg<ModuleName>,
     /// How long to wait for the kernel to say frozen 0.
     #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: Duration,
@@ -157,7 +159,7 @@ pub struct ThawOpts {
 #[derive(Debug, clap::Args)]
 pub struct RemoveOpts {
     /// Module id, or a directory name as `list` shows it.
-    pub id: String,
+    pub id: ModuleArg<ModuleName>,
 }
 
 // `list`'s arguments (its about and help are the variant `Command::List`'s).
@@ -192,7 +194,7 @@ pub struct ApplyOpts {
 pub struct WatchOpts {
     /// Modules to watch (ids, directory names or paths as `list` shows them); all when none,
     /// new ones included.
-    pub ids: Vec<String>,
+    pub ids: Vec<ModuleArg<ModuleName>>,
     /// Report when a module's memory rises above SIZE (and when it falls back). Default: the
     /// policy's memory_report.
     #[arg(long, value_parser = size, value_name = "SIZE")]
@@ -215,7 +217,7 @@ pub struct WatchOpts {
 #[derive(Debug, clap::Args)]
 pub struct StatusOpts {
     /// Modules to show (ids or directory names as `list` shows them); all when none.
-    pub ids: Vec<String>,
+    pub ids: Vec<ModuleArg<ModuleName>>,
     /// Output format (--json is the same as --format json).
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
@@ -264,7 +266,7 @@ pub struct StatusOpts {
 #[derive(Debug, clap::Args)]
 pub struct PsOpts {
     /// Modules to show (ids or directory names as `list` shows them); all when none.
-    pub ids: Vec<String>,
+    pub ids: Vec<ModuleArg<ModuleName>>,
     /// Order each module's processes by KEY, the biggest first, as a flat list (unknown
     /// figures last; ties by pid). Default: the tree.
     #[arg(long, value_enum, value_name = "KEY")]

@@ -8,23 +8,34 @@ use super::{Ctx, module_limits};
 use crate::cli::args::LimitArgs;
 use crate::cli::backend::Cgroupfs;
 use crate::cli::exit::{Fail, written};
+use crate::cli::module_arg::ModuleArg;
 
 /// `create`.
-pub fn cmd_create(ctx: &Ctx, fs: Cgroupfs, id: &str, flags: &LimitArgs) -> Result<ExitCode, Fail> {
-    let id = ModuleId::new(id)?;
-    let want = module_limits(ctx, &id, flags)?;
+pub fn cmd_create(
+    ctx: &Ctx,
+    fs: Cgroupfs,
+    id: &ModuleArg<ModuleId>,
+    flags: &LimitArgs,
+) -> Result<ExitCode, Fail> {
+    let id = id.get()?;
+    let want = module_limits(ctx, id, flags)?;
     let root = fs.open()?;
-    let existed = root.has_module(&id)?;
-    let l = root.create_with_limits(&id, &want, flags.best_effort)?;
-    written(ctx.out.create(&id, root.path(), !existed, &l));
+    let existed = root.has_module(id)?;
+    let l = root.create_with_limits(id, &want, flags.best_effort)?;
+    written(ctx.out.create(id, root.path(), !existed, &l));
     Ok(ExitCode::SUCCESS)
 }
 
 /// `set`: the limits of a module that exists.
-pub fn cmd_set(ctx: &Ctx, fs: Cgroupfs, id: &str, flags: &LimitArgs) -> Result<ExitCode, Fail> {
-    let id = ModuleId::new(id)?;
+pub fn cmd_set(
+    ctx: &Ctx,
+    fs: Cgroupfs,
+    id: &ModuleArg<ModuleId>,
+    flags: &LimitArgs,
+) -> Result<ExitCode, Fail> {
+    let id = id.get()?;
     let root = fs.open()?;
-    if !root.has_module(&id)? {
+    if !root.has_module(id)? {
         return Err(
             Error::failed(format!("no module {id} under {}", root.path().display()))
                 .with_hint(format!(
@@ -34,7 +45,7 @@ pub fn cmd_set(ctx: &Ctx, fs: Cgroupfs, id: &str, flags: &LimitArgs) -> Result<E
                 .into(),
         );
     }
-    let l = root.set_limits(&id, &flags.limits(), flags.best_effort)?;
+    let l = root.set_limits(id, &flags.limits(), flags.best_effort)?;
     written(ctx.out.limits(&l));
     Ok(ExitCode::SUCCESS)
 }

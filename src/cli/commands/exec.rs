@@ -10,6 +10,7 @@ use super::{Ctx, module_limits};
 use crate::cli::args::LimitArgs;
 use crate::cli::backend::Backend;
 use crate::cli::exit::{Fail, cmd_exit, cmd_failed, not_runnable, note};
+use crate::cli::module_arg::ModuleArg;
 use crate::cli::program;
 
 /// `exec`: CMD found before the module is made (one that cannot run leaves nothing), this
@@ -18,22 +19,22 @@ use crate::cli::program;
 pub fn cmd_exec(
     ctx: &Ctx,
     backend: Backend,
-    id: &str,
+    id: &ModuleArg<ModuleId>,
     flags: &LimitArgs,
     cgroupns: bool,
     cmd: &[String],
 ) -> Result<ExitCode, Fail> {
-    let id = ModuleId::new(id)?;
-    let l = module_limits(ctx, &id, flags)?;
+    let id = id.get()?;
+    let l = module_limits(ctx, id, flags)?;
     let prog = match cmd.first().map(|p| program::resolve(p)) {
         Some(Ok(path)) => path,
         Some(Err(e)) => return Ok(not_runnable(e)),
         None => return Ok(ExitCode::from(2)),
     };
-    for s in backend.enter_with_limits(&id, &l, flags.best_effort)? {
+    for s in backend.enter_with_limits(id, &l, flags.best_effort)? {
         note(format_args!("skipped {}: {}", s.file, s.reason));
     }
-    contain(&id, cgroupns)?;
+    contain(id, cgroupns)?;
     Ok(execute(&prog, cmd))
 }
 

@@ -8,6 +8,7 @@ use super::Ctx;
 use crate::cli::args::StopArgs;
 use crate::cli::backend::Backend;
 use crate::cli::exit::{Fail, note, written};
+use crate::cli::module_arg::ModuleArg;
 
 /// `prune`'s switches.
 pub struct PruneArgs {
@@ -20,10 +21,15 @@ pub struct PruneArgs {
 }
 
 /// `kill`: the report printed, then exit 1 when the tree could not be stopped or removed.
-pub fn cmd_kill(ctx: &Ctx, backend: Backend, id: &str, stop: &StopArgs) -> Result<ExitCode, Fail> {
+pub fn cmd_kill(
+    ctx: &Ctx,
+    backend: Backend,
+    id: &ModuleArg<ModuleName>,
+    stop: &StopArgs,
+) -> Result<ExitCode, Fail> {
     // A stop that did not end is an error carrying its report: printed, then failed.
     let r = backend
-        .stop(&ModuleName::parse(id)?, &stop.options())
+        .stop(id.get()?, &stop.options())
         .or_else(Error::into_stop_report)?;
     written(ctx.out.kill(&r));
     if let Some(e) = &r.error {
@@ -37,7 +43,7 @@ pub fn cmd_prune(
     ctx: &Ctx,
     backend: Backend,
     a: PruneArgs,
-    keep: &[String],
+    keep: &[ModuleArg<ModuleName>],
     stop: &StopArgs,
 ) -> Result<ExitCode, Fail> {
     let PruneArgs {
@@ -54,10 +60,7 @@ pub fn cmd_prune(
         written(ctx.out.prune(&[], dry_run));
         return Ok(ExitCode::SUCCESS);
     }
-    let keep = keep
-        .iter()
-        .map(|k| ModuleName::parse(k))
-        .collect::<Result<Vec<_>, _>>()?;
+    let keep = ModuleArg::all(keep)?;
     let r = backend.prune(dry_run, kill, &keep, &stop.options())?;
     written(ctx.out.prune(&r, dry_run));
     let failed = r.iter().filter(|e| e.error.is_some()).count();

@@ -6,19 +6,17 @@ use super::Ctx;
 use crate::cli::args::PsSort;
 use crate::cli::backend::Backend;
 use crate::cli::exit::Fail;
+use crate::cli::module_arg::ModuleArg;
+use ck_cgroup::ModuleName;
 
 /// `ps`: the modules' processes, as a tree or in the order of `--sort`.
 pub fn cmd_ps(
     ctx: &Ctx,
     backend: Backend,
-    ids: &[String],
+    ids: &[ModuleArg<ModuleName>],
     sort: Option<PsSort>,
 ) -> Result<ExitCode, Fail> {
-    let ids = ids
-        .iter()
-        .map(|n| ck_cgroup::ModuleName::parse(n))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut mods = backend.processes(&ids, &crate::cli::backend::gpu_probe())?;
+    let mut mods = backend.processes(&ModuleArg::all(ids)?, &crate::cli::backend::gpu_probe())?;
     crate::cli::ps_tree::order(&mut mods, sort);
     ctx.out.ps(&mods, sort.is_some())?;
     // A module whose processes could not all be listed: said, and exit 1 (the table, or the

@@ -15,6 +15,7 @@ use super::{Ctx, create_with_limits, module_limits};
 use crate::cli::args::{LimitArgs, RUN_GRACE, StopArgs};
 use crate::cli::backend::Cgroupfs;
 use crate::cli::exit::{CmdEnd, Fail, cmd_exit, cmd_status, not_runnable, note, written};
+use crate::cli::module_arg::ModuleArg;
 use crate::cli::mutation::{self, Control};
 use crate::cli::program;
 
@@ -29,15 +30,15 @@ pub struct Namespaces {
 pub fn cmd_run(
     ctx: &Ctx,
     fs: Cgroupfs,
-    id: &str,
+    id: &ModuleArg<ModuleId>,
     stop: &StopArgs,
     flags: &LimitArgs,
     ns: Namespaces,
     cmd: &[String],
 ) -> Result<ExitCode, Fail> {
-    let id = ModuleId::new(id)?;
+    let id = id.get()?;
     let opts = stop.options_or_grace(RUN_GRACE);
-    let l = module_limits(ctx, &id, flags)?;
+    let l = module_limits(ctx, id, flags)?;
     // CMD is found before the module is made (one that cannot run leaves nothing), once: the
     // spawn is given the path found, with a `/`, and looks nothing up again.
     let found = match cmd.first().map(|p| program::resolve(p)) {
@@ -46,9 +47,9 @@ pub fn cmd_run(
         None => return Ok(ExitCode::from(2)),
     };
     let root = fs.open()?;
-    let existed = root.has_module(&id)?;
-    create_with_limits(&root, &id, &l, flags.best_effort)?;
-    resident(ctx, root, &id, existed, &opts, ns, (&found, cmd))
+    let existed = root.has_module(id)?;
+    create_with_limits(&root, id, &l, flags.best_effort)?;
+    resident(ctx, root, id, existed, &opts, ns, (&found, cmd))
 }
 
 /// CMD (`argv[0]` as given, executed at `found`) started in module `id` and waited for, the signals relayed, the module stopped and

@@ -4,12 +4,14 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use ck_cgroup::ModuleName;
 use ck_cgroup::backend::StatusOptions;
 
 use super::Ctx;
 use crate::cli::args::{Format, SortKey};
 use crate::cli::backend::Backend;
 use crate::cli::exit::Fail;
+use crate::cli::module_arg::ModuleArg;
 use crate::cli::status::{Col, Columns, STATUS_DEFAULT, STATUS_WIDE};
 
 /// How `status` shows its figures: the format, `--output`, `--sort`, and the table's columns.
@@ -30,7 +32,7 @@ pub struct StatusView<'a> {
 pub fn cmd_status(
     ctx: &Ctx,
     backend: Backend,
-    ids: &[String],
+    ids: &[ModuleArg<ModuleName>],
     v: StatusView<'_>,
 ) -> Result<ExitCode, Fail> {
     if let Some(file) = v.output {
@@ -41,11 +43,7 @@ pub fn cmd_status(
         age_cold: v.age_cold,
         gpu: crate::cli::backend::gpu_probe(),
     };
-    let ids = ids
-        .iter()
-        .map(|n| ck_cgroup::ModuleName::parse(n))
-        .collect::<Result<Vec<_>, _>>()?;
-    let (mut r, aging) = backend.status(&ids, &opts)?;
+    let (mut r, aging) = backend.status(&ModuleArg::all(ids)?, &opts)?;
     if let Some(why) = aging {
         crate::cli::exit::note(format_args!("--age-cold: {why}"));
     }

@@ -13,6 +13,7 @@ use super::Ctx;
 use crate::cli::backend::Cgroupfs;
 use crate::cli::exit::Fail;
 use crate::cli::format::{Versioned, versioned};
+use crate::cli::module_arg::ModuleArg;
 
 /// `watch`: events as JSON Lines until the output cannot be written: a closed pipe (the reader
 /// is done) is exit 0, any other failure (a full disk) exit 1. A trigger the kernel refuses
@@ -21,7 +22,7 @@ use crate::cli::format::{Versioned, versioned};
 pub fn cmd_watch(
     ctx: &Ctx,
     fs: Cgroupfs,
-    ids: Vec<String>,
+    ids: Vec<ModuleArg<ModuleName>>,
     report_above: Option<Limit>,
     pressure: Vec<PressureTrigger>,
 ) -> Result<ExitCode, Fail> {
@@ -51,10 +52,7 @@ pub fn cmd_watch(
             let _ = setrlimit(Resource::Nofile, lim);
         }
     }
-    let ids = ids
-        .iter()
-        .map(|n| ModuleName::parse(n))
-        .collect::<Result<Vec<_>, _>>()?;
+    let ids = ModuleArg::all(&ids)?;
     let opts = WatchOptions {
         ids,
         report_above: match report_above {

@@ -1,7 +1,9 @@
 //! Each command's [`Promise`]: one [`Promises`] literal, and what its flags give ([`Given`]).
 //! The order is the command list's (`args::commands`).
 
-use super::{Cmd, Given, Json, Missing, Modules, Policy, Promise, Promises, RootUse, Stdout};
+use super::{
+    Cmd, Given, GivenModule, Json, Missing, Modules, Policy, Promise, Promises, RootUse, Stdout,
+};
 use crate::cli::args::*;
 
 impl Promise for InitOpts {
@@ -151,7 +153,7 @@ impl Promise for PruneOpts {
     };
     fn given(&self) -> Given<'_> {
         Given {
-            modules: self.keep.iter().map(String::as_str).collect(),
+            modules: self.keep.iter().map(|m| m as &dyn GivenModule).collect(),
             backend: Some(&self.backend),
             elsewhere: false,
         }
@@ -322,7 +324,7 @@ impl Promise for WatchOpts {
     };
     fn given(&self) -> Given<'_> {
         Given {
-            modules: self.ids.iter().map(String::as_str).collect(),
+            modules: self.ids.iter().map(|m| m as &dyn GivenModule).collect(),
             backend: None,
             elsewhere: false,
         }
@@ -345,7 +347,7 @@ impl Promise for StatusOpts {
     };
     fn given(&self) -> Given<'_> {
         Given {
-            modules: self.ids.iter().map(String::as_str).collect(),
+            modules: self.ids.iter().map(|m| m as &dyn GivenModule).collect(),
             backend: Some(&self.backend),
             elsewhere: self.output.is_some(),
         }
@@ -366,7 +368,7 @@ impl Promise for PsOpts {
     };
     fn given(&self) -> Given<'_> {
         Given {
-            modules: self.ids.iter().map(String::as_str).collect(),
+            modules: self.ids.iter().map(|m| m as &dyn GivenModule).collect(),
             backend: Some(&self.backend),
             elsewhere: false,
         }

@@ -42,15 +42,26 @@ pub struct Promises {
 /// What one command's flags give, for the properties that depend on them.
 #[derive(Debug)]
 pub struct Given<'a> {
-    /// The modules given on the command line, in order: ids or names as
-    /// [`Promises::modules`] says.
-    pub modules: Vec<&'a str>,
+    /// The modules given on the command line, in order, as clap read them: ids or names as
+    /// [`Promises::modules`] says (and the arguments' type, [`GivenModule::reads`]).
+    pub modules: Vec<&'a dyn GivenModule>,
     /// Its `--backend` and `--manager`, for the commands that take them
     /// ([`Promises::backend`]).
     pub backend: Option<&'a BackendArgs>,
     /// Whether the argument that [`Stdout::Result`]'s `unless` names sends the result
     /// elsewhere (`status --output`, `generate man`).
     pub elsewhere: bool,
+}
+
+/// A module given on the command line (`cli::module_arg::ModuleArg<ModuleId>` or
+/// `<ModuleName>`), as [`Given::modules`] lists it: read once, by clap.
+pub trait GivenModule: std::fmt::Debug {
+    /// The library's refusal of its text, where it is no module id (or name): bad input.
+    fn check(&self) -> Result<(), ck_cgroup::Error>;
+    /// What its type reads it as: [`Modules::Ids`] or [`Modules::Names`], which the command's
+    /// [`Promises::modules`] says too (the lazy parser's test holds every command to it).
+    #[cfg(test)]
+    fn reads(&self) -> Modules;
 }
 
 /// One command's promises, given by its arguments' type (`args::<Name>Opts`).
