@@ -363,3 +363,65 @@ pub enum Unavailable {
     /// This build has no D-Bus client: the library without its `systemd` feature.
     NotBuilt,
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// What the library may read of the environment, each read's argument as written: the
+    /// service root's variable (discover's rule, which a daemon uses too), the test sandboxes'
+    /// parent, and `PATH` (a program's lookup). `CK_CGROUP_BACKEND`, `CK_CGROUP_NVIDIA_SMI` and
+    /// the CLI's other variables are the CLI's to read; it passes the choice in.
+    const MAY_READ: [&str; 4] = [
+        "discover::ENV_ROOT",
+        "ENV_ROOT",
+        "\"CK_CGROUP_TEST_PARENT\"",
+        "\"PATH\"",
+    ];
+
+    fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                rust_files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+
+    /// The library read `CK_CGROUP_BACKEND` (`Backend::from_env`) and `CK_CGROUP_NVIDIA_SMI`
+    /// (inside `Root::status`): every `var`/`var_os` of its code (not its tests) names what it
+    /// may read.
+    #[test]
+    fn the_library_reads_none_of_the_clis_variables() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        let mut reads = 0;
+        for f in &files {
+            if f.ends_with("tests.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(f).unwrap();
+            // The library's code, not its tests.
+            let text = text
+                .split("\n#[cfg(test)]\nmod tests")
+                .next()
+                .unwrap_or_default();
+            for call in ["env::var(", "env::var_os("] {
+                for (at, _) in text.match_indices(call) {
+                    let arg = &text[at + call.len()..];
+                    let arg = &arg[..arg.find(')').unwrap_or(arg.len())];
+                    assert!(
+                        MAY_READ.contains(&arg.trim()),
+                        "{}: reads the environment's {arg}: the CLI reads its variables and passes the choice in",
+                        f.display()
+                    );
+                    reads += 1;
+                }
+            }
+        }
+        assert!(reads >= 4, "found {reads} reads: the scan reads nothing");
+    }
+}
