@@ -5,11 +5,19 @@
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
+use rustix::io::Errno;
+use rustix::process::Signal;
 use serde::{Deserialize, Serialize};
 
-use super::*;
+use super::{Root, StopReport};
 use crate::cgroup::death_cause::{self, Cause};
+use crate::cgroup::dir::CgroupDir;
+use crate::error::{Error, Result};
+use crate::id::DirName;
+use crate::layout::{Layout, ModuleName};
+use crate::mutation::{self, Control};
 use crate::spawn::ModuleChild;
+use crate::stop::StopOptions;
 
 /// How a module's main process died, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,6 +1,16 @@
 //! `remove`: an empty module's directory and every sub-cgroup below it, deepest first.
 
-use super::*;
+use std::os::unix::io::OwnedFd;
+use std::path::PathBuf;
+
+use rustix::io::Errno;
+
+use super::{RemoveReport, Root};
+use crate::cgroup::dir::CgroupDir;
+use crate::cgroup::tree::members;
+use crate::error::{Error, Result};
+use crate::layout::{Layout, ModuleName, ModuleRef, ToModuleName};
+use crate::mutation::{self, Control};
 
 /// What [`Root::remove_module`] found or did.
 pub(super) enum Removal {

@@ -1,7 +1,17 @@
 //! What the service root's operations report (the JSON the CLI prints).
 
-use super::*;
-use crate::error::{Class, ErrorKind, io_kind};
+use std::path::PathBuf;
+
+use rustix::io::Errno;
+use rustix::process::Signal;
+use serde::Serialize;
+
+use super::{signal_from_name, signal_name};
+use crate::cgroup::oomd::OomdMark;
+use crate::error::{Class, Error, ErrorKind, Result, io_kind};
+use crate::id::{DirName, ModuleId};
+use crate::layout::{Layout, ModuleName, ToModuleName};
+use crate::stop::{StopOptions, TreeStop};
 
 /// What `init` did.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]

@@ -1,8 +1,19 @@
 //! `kill`, `stop` and `prune`: a module's whole tree stopped ([`crate::stop`]) and its directory removed, and what is left described.
 
+use std::time::{Duration, Instant};
+
+use rustix::io::Errno;
+use rustix::process::Signal;
+
 use super::remove::{Removal, Rmdir, same_dir};
-use super::*;
+use super::{ModuleEntry, PruneAction, PruneEntry, Root, StopReport};
+use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::gone::is_gone;
+use crate::error::{Error, Result};
+use crate::id::DirName;
+use crate::layout::{Layout, ModuleName, ModuleRef, ToModuleName};
+use crate::mutation::{self, Control};
+use crate::stop::{StopOptions, TreeStop, stop_tree};
 
 /// What `prune`'s removal of a module it listed as empty did.
 pub(crate) enum Removed {

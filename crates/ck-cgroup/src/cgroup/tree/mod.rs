@@ -13,12 +13,10 @@
 //! subtree is done (children first: where removal happens, relative to the parent's fd).
 //! A directory that disappears during the walk (removed by someone else) is skipped.
 
-use std::collections::HashSet;
 use std::os::unix::io::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
-use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+use rustix::fs::{Dir, FileType, OFlags};
 use rustix::io::Errno;
 
 use crate::cgroup::dir::{CgroupDir, open_beneath_at, read_fd};

@@ -1,6 +1,14 @@
 //! Removing a subtree deepest first.
 
-use super::*;
+use std::os::unix::io::BorrowedFd;
+use std::time::{Duration, Instant};
+
+use rustix::fs::AtFlags;
+use rustix::io::Errno;
+
+use super::{Cursor, Visitor, members, populated_at, walk};
+use crate::cgroup::dir::CgroupDir;
+use crate::error::{Error, Result};
 
 /// `rmdir` of the cgroup `name` in the directory `at`. `EBUSY` of a cgroup that holds no
 /// process (its last one still exiting, or a child cgroup made meanwhile) is retried until
