@@ -13,6 +13,8 @@ const LAYERS: &[&[&str]] = &[
     &["id"],
     &["layout"],
     &["cgroup"],
+    // Why a module's processes died, judged from what cgroup/ reads (counters, marks, causes).
+    &["cause"],
     &["spawn", "stop", "limits"],
     // gpu beside module: no spawn, stop or other operation of a Root can reach GPU code.
     &["module", "signals", "gpu"],

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use rustix::io::Errno;
 
 use super::{ModuleEntry, PlaceReport, Root};
-use crate::cgroup::death_cause::DeathCounters;
+use crate::cause::death_cause::DeathCounters;
 use crate::cgroup::parse;
 use crate::cgroup::tree::members;
 use crate::cgroup::wait::join;
@@ -436,9 +436,9 @@ impl Root {
                 errno,
             )
         })?;
-        crate::cgroup::stops_here::spawned();
-        let stops_here = crate::cgroup::stops_here::cgroup_id(&dir)
-            .map(|id| (id, crate::cgroup::stops_here::seq()));
+        crate::cause::stops_here::spawned();
+        let stops_here = crate::cause::stops_here::cgroup_id(&dir)
+            .map(|id| (id, crate::cause::stops_here::seq()));
         child.baseline = Some(Box::new(crate::spawn::Baseline {
             rel,
             dir,

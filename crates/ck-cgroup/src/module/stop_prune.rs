@@ -285,7 +285,7 @@ impl Root {
     /// that stop and returns its report: both say the whole stop, never a half of it each.
     pub fn stop(&self, name: impl ToModuleName, opts: &StopOptions) -> Result<StopReport> {
         let name = name.to_module_name()?;
-        if !crate::cgroup::stops_here::spawned_here() || mutation::active(Control::StopsSplitReport)
+        if !crate::cause::stops_here::spawned_here() || mutation::active(Control::StopsSplitReport)
         {
             return self.stop_alone(name, opts);
         }
@@ -295,7 +295,7 @@ impl Root {
         let turn = found
             .as_ref()
             .and_then(|m| self.dir.open_dir(&m.rel()).ok())
-            .and_then(|d| crate::cgroup::stops_here::cgroup_id(&d))
+            .and_then(|d| crate::cause::stops_here::cgroup_id(&d))
             .map(super::stop_once::take_turn);
         match turn {
             Some(super::stop_once::Turn::Joined(Some(r))) => {
@@ -353,11 +353,11 @@ impl Root {
         report.layout = Some(m.layout);
         report.path = Some(path.clone());
         report.restored = restored;
-        crate::cgroup::stops_here::record(&mdir);
-        let unkilled = crate::cgroup::oomd::unkilled_despite_oomd(&mdir);
+        crate::cause::stops_here::record(&mdir);
+        let unkilled = crate::cause::counters::unkilled_despite_oomd(&mdir);
         if !unkilled.is_empty() && !mutation::active(Control::MarksBelieved) {
             report.marks_unconfirmed.push(
-                crate::cgroup::death_cause::UnconfirmedMark::oomd_unkilled(&unkilled),
+                crate::cause::death_cause::UnconfirmedMark::oomd_unkilled(&unkilled),
             );
         }
         crate::cgroup::oomd::mark_stop(&mdir, "");
@@ -455,8 +455,8 @@ impl Root {
                 return Err(Error::stop_failed(report, None));
             }
             // Before the rmdir takes them with the directory.
-            report.kills = crate::cgroup::oomd::kill_counters(mdir, "");
-            report.memory_left = crate::cgroup::memory_left::MemoryLeft::read(mdir, "");
+            report.kills = crate::cause::counters::kill_counters(mdir, "");
+            report.memory_left = crate::cause::memory_left::MemoryLeft::read(mdir, "");
             match self.remove_dir(&m, mdir) {
                 Ok(Rmdir::Removed) => {
                     report.removed = !mutation::active(Control::NoRmdir);

@@ -6,7 +6,6 @@
 //! source says so. Kernel reference: <https://docs.kernel.org/admin-guide/cgroup-v2.html>
 //! ("Memory Interface Files", "PID Interface Files", "CPU Interface Files", "PSI").
 
-mod attribution;
 pub mod cold;
 pub mod pressure;
 pub mod procs;

@@ -64,10 +64,10 @@ pub(super) struct State {
     /// Its directory, opened when its lifetime began; every read of its files goes through it.
     dir: Option<CgroupDir>,
     /// Its kill counters, for `oomd_kill` and `emptied`'s `killed_by`.
-    kills: crate::telemetry::attribution::Kills,
+    kills: crate::cause::attribution::Kills,
     /// The counters that tell an OOM kill's cause, as last read (when it was followed, and at
     /// each `memory_oom_kill`).
-    oom: Option<crate::cgroup::oom_cause::OomCounters>,
+    oom: Option<crate::cause::oom_cause::OomCounters>,
     /// Its directory could not be opened when its lifetime began (said by `events_lost`):
     /// nothing of it is read until it is removed.
     unopened: bool,
@@ -217,8 +217,8 @@ impl<'a> Watcher<'a> {
     }
 
     /// The counters that tell an OOM kill's cause in the module at `rel`, read now.
-    fn oom_counters(&self, rel: &str) -> crate::cgroup::oom_cause::OomCounters {
-        crate::cgroup::oom_cause::OomCounters::read(self.root.dir(), rel, self.mount.as_ref())
+    fn oom_counters(&self, rel: &str) -> crate::cause::oom_cause::OomCounters {
+        crate::cause::oom_cause::OomCounters::read(self.root.dir(), rel, self.mount.as_ref())
     }
 
     /// Read every event queued now (the fd is non-blocking), in the kernel's order.
@@ -453,7 +453,7 @@ impl<'a> Watcher<'a> {
         // stop that removed it at once would otherwise go unnamed.
         if let Some(dir) = &st.dir {
             st.kills
-                .observe_removed(crate::cgroup::oomd::kill_counters(dir, ""));
+                .observe_removed(crate::cause::counters::kill_counters(dir, ""));
         }
         for wd in st.wds {
             self.wds.remove(&wd);
@@ -506,7 +506,7 @@ impl<'a> Watcher<'a> {
                 ("cgroup.events", inotify::WatchFlags::MODIFY),
                 ("memory.events", inotify::WatchFlags::MODIFY),
                 ("pids.events", inotify::WatchFlags::MODIFY),
-                // systemd-oomd's setxattr of user.oomd_ooms on the directory (attribution.rs).
+                // systemd-oomd's setxattr of user.oomd_ooms on the directory (cause/attribution.rs).
                 ("", inotify::WatchFlags::ATTRIB),
             ];
             for (file, flags) in files {
@@ -734,7 +734,7 @@ impl<'a> Watcher<'a> {
                 }
             }
         }
-        let kills = crate::cgroup::oomd::kill_counters(dir, "");
+        let kills = crate::cause::counters::kill_counters(dir, "");
         // The pidfds other modules' checks hold: this one's rise may take what is left of the
         // budget (its own check's, replaced by a new rise, included).
         let held_by_others: usize = self
@@ -761,7 +761,7 @@ impl<'a> Watcher<'a> {
             return;
         };
         let oom_cause = oom_now.map(|now| {
-            let c = crate::cgroup::oom_cause::cause(&st.oom.clone().unwrap_or_default(), &now);
+            let c = crate::cause::oom_cause::cause(&st.oom.clone().unwrap_or_default(), &now);
             st.oom = Some(now);
             c
         });
@@ -775,8 +775,8 @@ impl<'a> Watcher<'a> {
         }
         if report {
             if let Some((v, prev)) = rise {
-                let source = crate::telemetry::attribution::OOMD_KILL_SOURCE;
-                let name = crate::telemetry::attribution::OOMD_KILL;
+                let source = crate::cause::attribution::OOMD_KILL_SOURCE;
+                let name = crate::cause::attribution::OOMD_KILL;
                 out.push(event(k, name, Some(v), prev, Some(source.into())));
                 // The processes the kill must end, held to check that it did.
                 let pids = st
@@ -792,7 +792,7 @@ impl<'a> Watcher<'a> {
                     pids.len().min(room)
                 };
                 st.kills.expect_kill(&pids[..budgeted]);
-                let wanted = pids.len().min(crate::telemetry::attribution::CONFIRM_HOLD);
+                let wanted = pids.len().min(crate::cause::attribution::CONFIRM_HOLD);
                 let held = st.kills.held();
                 if held < wanted {
                     let mut e = event(k, "events_lost", None, None, None);
@@ -816,7 +816,7 @@ impl<'a> Watcher<'a> {
                 let mut e = event(k, name, None, None, None);
                 if !populated {
                     if let Some(why) = st.kills.stop_doubt() {
-                        let name = crate::telemetry::attribution::STOP_UNCONFIRMED;
+                        let name = crate::cause::attribution::STOP_UNCONFIRMED;
                         let source = format!(
                             "user.ck_cgroup_stops rose, and {why}: no stop of ck-cgroup's ends a \
                              process so"
@@ -862,7 +862,7 @@ impl Watcher<'_> {
     /// The checks that are due: an `oomd_kill_unconfirmed` event for each module whose
     /// processes outlived the kill its mark claimed (value: how many of those held still run).
     pub fn confirm_oomd(&mut self, out: &mut Vec<WatchEvent>) {
-        use crate::telemetry::attribution::{OOMD_KILL_UNCONFIRMED, OOMD_UNCONFIRMED_SOURCE};
+        use crate::cause::attribution::{OOMD_KILL_UNCONFIRMED, OOMD_UNCONFIRMED_SOURCE};
         let now = std::time::Instant::now();
         let mut keys: Vec<&Key> = self.modules.keys().collect();
         keys.sort();

@@ -36,9 +36,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::counters::KillCounters;
+use crate::cause::oom_cause::{self, OomCause, OomCounters, each_ancestor};
 use crate::cgroup::dir::CgroupDir;
-use crate::cgroup::oom_cause::{self, OomCause, OomCounters, each_ancestor};
-use crate::cgroup::oomd::{self, KillCounters};
+use crate::cgroup::oomd;
 use crate::mutation::{self, Control};
 
 /// Why a module's main process died.
@@ -113,7 +114,7 @@ pub struct UnconfirmedMark {
 
 impl UnconfirmedMark {
     /// The module's `user.oomd_ooms`, raised while the processes `unkilled` ran with no kill
-    /// pending ([`oomd::unkilled_despite_oomd`]).
+    /// pending ([`unkilled_despite_oomd`](super::counters::unkilled_despite_oomd)).
     pub(crate) fn oomd_unkilled(unkilled: &[u32]) -> UnconfirmedMark {
         let n = unkilled.len();
         let pids: Vec<String> = unkilled.iter().take(8).map(u32::to_string).collect();
@@ -199,7 +200,7 @@ impl DeathCounters {
         module: &CgroupDir,
         mount: Option<&CgroupDir>,
     ) -> DeathCounters {
-        let kills = oomd::kill_counters(module, "");
+        let kills = super::counters::kill_counters(module, "");
         let events = module.read_flat_keyed("memory.events");
         let mut ancestors = Vec::new();
         let mut oomd_above = Vec::new();
@@ -284,7 +285,7 @@ fn decide(
     if rose(before.kills.ck_stops, now.kills.ck_stops) == Some(true) {
         match end_no_stop_causes(code, signal) {
             Some(how) if !believe_all => unconfirmed.push(UnconfirmedMark {
-                mark: crate::cgroup::oomd::STOPS.to_string(),
+                mark: oomd::STOPS.to_string(),
                 on: None,
                 why: format!("it rose, but the process {how}, which no stop of ck-cgroup's causes"),
             }),
@@ -338,7 +339,7 @@ fn decide(
         match rose(b, *n) {
             Some(true) => match survivor_under(path) {
                 Some(pid) if !believe_all => unconfirmed.push(UnconfirmedMark {
-                    mark: crate::cgroup::oomd::OOMS.to_string(),
+                    mark: oomd::OOMS.to_string(),
                     on: Some(path.clone()),
                     why: format!(
                         "it rose, but pid {pid} under it, started before this module, still runs: \
@@ -377,7 +378,7 @@ fn decide(
 fn oomd_without_kill(at_module: Option<bool>, how: &str, unconfirmed: &mut Vec<UnconfirmedMark>) {
     if at_module == Some(true) {
         unconfirmed.push(UnconfirmedMark {
-            mark: crate::cgroup::oomd::OOMS.to_string(),
+            mark: oomd::OOMS.to_string(),
             on: None,
             why: format!("it rose, but the process {how}: systemd-oomd kills only by SIGKILL"),
         });
