@@ -20,22 +20,23 @@ mod init;
 mod limit_writes;
 mod lock;
 mod place;
+mod prune;
 mod reap;
 mod remove;
 mod report;
 mod signal_member;
+mod stop;
 mod stop_once;
-mod stop_prune;
 
 pub use freezer::FreezeReport;
+#[cfg(feature = "systemd")]
+pub(crate) use prune::prune_entries;
 pub use reap::{Death, Reaped};
 pub use report::{
     CreateReport, InitReport, ModuleEntry, PlaceReport, PruneAction, PruneEntry, RemoveReport,
     StopReport,
 };
-#[cfg(feature = "systemd")]
-pub(crate) use stop_prune::{Removed, prune_entries};
-pub use stop_prune::{signal_from_name, signal_name};
+pub use stop::{signal_from_name, signal_name};
 
 use crate::cgroup::dir::CgroupDir;
 use crate::error::{Error, Result};

@@ -29,13 +29,14 @@ use rustix::process::Signal;
 use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::oomd::{OomdMark, OomdPreference};
 use crate::cgroup::parse;
+use crate::cgroup::tree::Removal;
 use crate::cgroup::tree::members;
 use crate::discover::cgroup2_mount;
 use crate::error::{Error, Result};
 use crate::id::{DirName, ModuleId};
 use crate::layout::{Layout, ModuleName, ModuleRef, ToModuleName};
 use crate::limits::{Limits, Skipped};
-use crate::module::{ModuleEntry, PruneEntry, Removed, StopReport, prune_entries};
+use crate::module::{ModuleEntry, PruneEntry, StopReport, prune_entries};
 use crate::mutation::{self, Control};
 use crate::stop::{KillMethod, StopOptions, stop_tree_by};
 pub mod manager;
@@ -338,7 +339,7 @@ impl Scopes {
                 let id = id_of(r)?;
                 m.stop_unit(&scope_unit(&id), opts.timeout)?;
                 m.stop_unit(&slice_unit(&id), opts.timeout)?;
-                Ok(Removed::Done)
+                Ok(Removal::Removed)
             },
         ))
     }

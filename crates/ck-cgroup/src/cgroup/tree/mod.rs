@@ -372,7 +372,7 @@ mod remove_tree;
 use members::populated_at;
 pub(crate) use members::{members, members_of};
 pub(crate) use modes::{Thawer, restore_modes, restore_path_modes};
-pub(crate) use remove_tree::{Rmdir, remove_subtree_then, remove_tree, rmdir_at};
+pub(crate) use remove_tree::{Removal, remove_subtree_then, remove_tree, rmdir_at};
 
 #[cfg(test)]
 mod tests {
