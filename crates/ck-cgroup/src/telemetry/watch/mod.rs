@@ -10,7 +10,7 @@
 //! `/proc/self/fd/<fd>` of directories opened beneath the root, so no path outside it is used.
 //!
 //! A module is followed by identity, not by name, one lifetime per directory made under its
-//! name (`modules.rs`): the inotify queue is read whole and handled one event at a time in the
+//! name (`modules/`): the inotify queue is read whole and handled one event at a time in the
 //! kernel's order, so every `appeared`, `populated`, `emptied` and `removed` of every module comes
 //! in the order it happened, a module removed and made again between two reads included; what
 //! the kernel guarantees fills in what could not be read (a module removed while last seen
