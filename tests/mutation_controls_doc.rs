@@ -186,7 +186,7 @@ fn named_finds_both_forms_across_line_breaks() {
 }
 
 /// Where a test the list names lives: `lib PATH` in the library's module PATH, less `tests::`
-/// and the test's name (`cgroup::oom_cause` is `crates/ck-cgroup/src/cgroup/oom_cause.rs`, its
+/// and the test's name (`cause::oom_cause` is `crates/ck-cgroup/src/cause/oom_cause.rs`, its
 /// `mod.rs`, or its `tests.rs`, a `mod tests;` of its own); `bin PATH` the same under `src/`;
 /// `cli MOD::NAME` in `tests/cli/MOD.rs`; `ck-cgroup:BIN NAME` in
 /// `crates/ck-cgroup/tests/BIN.rs`; any other `BIN NAME` in `tests/BIN.rs`.

@@ -745,7 +745,7 @@ fn run_and_exec_find_cmd_in_path_by_the_effective_uid_as_execve_does() {
 /// not charged; a bare SIGKILL where the memory controller is off is unknown, saying why.
 #[test]
 fn run_reports_whose_fault_the_death_was() {
-    use ck_cgroup::cgroup::death_cause::Cause;
+    use ck_cgroup::cause::death_cause::Cause;
     use ck_cgroup::module::Death;
     fn death(o: &std::process::Output) -> Death {
         let line = stderr(o).lines().last().unwrap_or_default().to_string();

@@ -32,7 +32,7 @@ pub fn oomd_mark_failure(m: &ck_cgroup::cgroup::oomd::OomdMark) -> Option<String
 /// killed in the module before it was removed; `None` when neither did (or neither could be read).
 pub fn kills_line(
     module: &ModuleName,
-    k: &ck_cgroup::cgroup::oomd::KillCounters,
+    k: &ck_cgroup::cause::counters::KillCounters,
 ) -> Option<String> {
     let mut by = Vec::new();
     if k.by_oomd() {
@@ -88,7 +88,7 @@ pub fn stop_kills_lines(r: &ck_cgroup::module::StopReport) -> Vec<String> {
 /// unknown.
 pub fn memory_left_line(
     module: &ModuleName,
-    left: &ck_cgroup::cgroup::memory_left::MemoryLeft,
+    left: &ck_cgroup::cause::memory_left::MemoryLeft,
 ) -> Option<String> {
     let shmem = left.shmem_left()?;
     Some(format!(
@@ -131,7 +131,7 @@ mod oomd_line_tests {
 
     #[test]
     fn the_memory_left_line_is_there_only_for_shmem_left() {
-        use ck_cgroup::cgroup::memory_left::MemoryLeft;
+        use ck_cgroup::cause::memory_left::MemoryLeft;
         let mut left = MemoryLeft::default();
         assert_eq!(memory_left_line(&a(), &left), None);
         left.shmem = Some(0);
@@ -146,7 +146,8 @@ mod oomd_line_tests {
 
     #[test]
     fn the_kills_line_is_there_only_when_something_killed() {
-        let k = |j: &str| serde_json::from_str::<ck_cgroup::cgroup::oomd::KillCounters>(j).unwrap();
+        let k =
+            |j: &str| serde_json::from_str::<ck_cgroup::cause::counters::KillCounters>(j).unwrap();
         let none = k(r#"{"oom_kill":0,"oom_group_kill":null,"oomd_ooms":0,"oomd_kill":0}"#);
         assert_eq!(kills_line(&a(), &none), None);
         let oomd = k(r#"{"oom_kill":null,"oom_group_kill":null,"oomd_ooms":1,"oomd_kill":3}"#);

@@ -26,7 +26,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use ck_cgroup::cgroup::death_cause::Cause;
+use ck_cgroup::cause::death_cause::Cause;
 use ck_cgroup::module::{Death, Reaped};
 use ck_cgroup::spawn::{ModuleCommand, Waiter};
 use ck_cgroup::stop::StopOptions;

@@ -64,18 +64,18 @@ fn stop_report() -> StopReport {
         removed: false,
         restored: vec!["subc-modules/web-1 0->755".into()],
         error: Some("still holds 1 process".into()),
-        kills: crate::cgroup::oomd::KillCounters {
+        kills: crate::cause::counters::KillCounters {
             oom_kill: Some(0),
             oom_group_kill: None,
             oomd_ooms: Some(1),
             oomd_kill: Some(3),
             ck_stops: Some(1),
         },
-        memory_left: crate::cgroup::memory_left::MemoryLeft {
+        memory_left: crate::cause::memory_left::MemoryLeft {
             shmem: Some(1 << 20),
             file: None,
         },
-        marks_unconfirmed: vec![crate::cgroup::death_cause::UnconfirmedMark::oomd_unkilled(
+        marks_unconfirmed: vec![crate::cause::death_cause::UnconfirmedMark::oomd_unkilled(
             &[4711],
         )],
     }
@@ -138,7 +138,7 @@ fn module_reports_round_trip() {
             error: None,
         },
     });
-    round_trip(&crate::cgroup::oomd::KillCounters {
+    round_trip(&crate::cause::counters::KillCounters {
         oom_kill: Some(0),
         oom_group_kill: None,
         oomd_ooms: Some(2),
@@ -383,7 +383,7 @@ fn telemetry_round_trips() {
         error: None,
         killed_by: None,
         inferred: None,
-        oom_cause: Some(crate::cgroup::oom_cause::OomCause::Ancestor {
+        oom_cause: Some(crate::cause::oom_cause::OomCause::Ancestor {
             cgroup: "/sys/fs/cgroup/x.service/subc-modules".into(),
         }),
         oom_cause_unknown: None,

@@ -44,7 +44,8 @@
 //! policy, telemetry/, discover  limits from a file; status and watch; finding the service root
 //! module/, signals, gpu/      Root: a service root's operations (init, create, place, spawn, stop, prune); run's relay; device memory per process
 //! limits, stop/, spawn/        the limit table; one file per kill mechanism; clone3 and the pre-exec path
-//! cgroup/                     CgroupDir (every access beneath it by openat2), parse, tree walks, waits
+//! cause/                      why a module died: kill and stop counters, death and OOM causes, attribution
+//! cgroup/                     CgroupDir (every access beneath it by openat2), parse, tree walks, waits, marks
 //! layout, id, error           where modules live and their names; ids; errors
 //! ```
 //!
@@ -68,6 +69,7 @@
 #![deny(missing_docs)]
 
 pub mod backend;
+pub mod cause;
 pub mod cgroup;
 pub mod discover;
 pub mod doctor;

@@ -66,7 +66,7 @@ fn errors_say_their_kind() {
 /// is off (this host), the cause is unknown and says why, never "no OOM".
 #[test]
 fn oom_counters_read_every_ancestor_and_unknown_is_said() {
-    use ck_cgroup::cgroup::oom_cause::{OomCounters, cause};
+    use ck_cgroup::cause::oom_cause::{OomCounters, cause};
     let sb = Sandbox::create(&parent()).expect("sandbox");
     let root = sb.root();
     let id = ModuleId::new("oomc").unwrap();
@@ -137,7 +137,7 @@ fn wait_timeout_and_signal_member_by_pidfd() {
     assert_eq!(r.death.signal_kind(), Some(ck_cgroup::Signal::TERM));
     assert_eq!(
         r.death.cause,
-        ck_cgroup::cgroup::death_cause::Cause::Signal {
+        ck_cgroup::cause::death_cause::Cause::Signal {
             signal: "SIGTERM".into()
         }
     );

@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ck_cgroup::cgroup::death_cause::Cause;
+use ck_cgroup::cause::death_cause::Cause;
 use ck_cgroup::module::Death;
 use ck_cgroup::spawn::ModuleCommand;
 use ck_cgroup::stop::StopOptions;

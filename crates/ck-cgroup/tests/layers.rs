@@ -1,7 +1,7 @@
 //! The library's layers (docs/design.md, "Layers"): each top-level module imports only from the
 //! layers below it, so there is no import cycle. This reads the sources (their tests and doc
 //! links included) for `crate::` paths and fails, naming the import, on one that goes up or
-//! sideways.
+//! sideways. It also holds the one module-file convention (a folder's `mod.rs`).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -13,6 +13,8 @@ const LAYERS: &[&[&str]] = &[
     &["id"],
     &["layout"],
     &["cgroup"],
+    // Why a module's processes died, judged from what cgroup/ reads (counters, marks, causes).
+    &["cause"],
     &["spawn", "stop", "limits"],
     // gpu beside module: no spawn, stop or other operation of a Root can reach GPU code.
     &["module", "signals", "gpu"],
@@ -133,4 +135,32 @@ fn the_parser_reads_groups_and_paths() {
     let got = imported("use crate::{a::b, c, d::{e, f}};\nlet x = crate::g::h();");
     let want: BTreeSet<String> = ["a", "c", "d", "g"].iter().map(|s| s.to_string()).collect();
     assert_eq!(got, want);
+}
+
+/// One module-file convention (docs/design.md, "Layers"): a module with submodules is a folder
+/// with its `mod.rs`, never `x.rs` beside a folder `x/`, so a reader finds a module's file in
+/// one place. Fails naming each `x.rs` that has a folder beside it.
+#[test]
+fn a_module_with_submodules_is_a_folder_with_its_mod_rs() {
+    fn both(dir: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).expect("read src").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if p.with_extension("rs").is_file() {
+                    out.push(p.with_extension("rs").display().to_string());
+                }
+                both(&p, out);
+            }
+        }
+    }
+    let mut wrong = Vec::new();
+    both(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut wrong,
+    );
+    assert!(
+        wrong.is_empty(),
+        "files beside a folder of their name (move each to the folder's mod.rs):\n{}",
+        wrong.join("\n")
+    );
 }

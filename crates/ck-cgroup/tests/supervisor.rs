@@ -6,7 +6,7 @@
 //! memory controller is off (this host), a bare SIGKILL's cause is unknown and says why: never
 //! "not OOM". An ancestor's memory limit needs the memory controller: lane 2's check
 //! `62-oom-cause` makes one for real (`run --json`'s death); here the counters' logic is
-//! unit-tested (`cgroup::death_cause`).
+//! unit-tested (`cause::death_cause`).
 
 #[path = "../examples/supervisor.rs"]
 #[allow(dead_code)]
@@ -15,7 +15,7 @@ mod supervisor;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ck_cgroup::cgroup::death_cause::Cause;
+use ck_cgroup::cause::death_cause::Cause;
 use ck_cgroup::spawn::ModuleCommand;
 use ck_cgroup::stop::StopOptions;
 use ck_cgroup::{ModuleId, Root, Sandbox};

@@ -10,29 +10,17 @@
 //! - `gone` (crate-private): which errnos of a cgroup's files say that it was removed meanwhile
 //!   (`ENODEV`, `ENOENT`): the one rule every reader racing an `rmdir` follows.
 //! - [`wait`]: waits on `cgroup.events` (`populated 0`, `frozen 1`), never sleeps.
-//! - [`memory_left`]: what stayed charged to a module once its processes were gone (shmem).
 //! - [`mount`]: where cgroup2 is mounted.
-//! - [`oomd`]: systemd-oomd's xattrs (a directory's preference, its kill counters).
-//! - `kill_known` (crate-private): [`oomd::KillCounters`]' answers as `Option<bool>` (`by_kernel_known`, …):
-//!   unknown where a counter could not be read, never "no".
-//! - [`death_cause`]: why a module's main process died (exited, a signal, an OOM killer, a stop
-//!   of ours), from what rose on its directory and above it since it was spawned.
-//! - `stops_here` (crate-private): the stops this process made, by cgroup id, so that its death
-//!   reports know them without reading a mark a module could raise.
-//! - [`oom_cause`]: which limit an OOM kill in a module came from (the module's, an ancestor's,
-//!   the machine's).
+//! - [`oomd`]: the marks on a directory, systemd-oomd's xattrs and ck-cgroup's own: a
+//!   directory's preference set and read back, each counter mark read as the kernel keeps it,
+//!   a stop's mark raised. What a mark means for a death is judged a layer up, in `cause`.
 
-pub mod death_cause;
 pub mod dir;
 pub(crate) mod gone;
-mod kill_known;
-pub mod memory_left;
 pub mod mount;
-pub mod oom_cause;
 pub mod oomd;
 pub mod parse;
 pub mod procfs;
-pub(crate) mod stops_here;
 pub(crate) mod tree;
 pub mod wait;
 

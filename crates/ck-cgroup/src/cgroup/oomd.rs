@@ -1,6 +1,7 @@
-//! systemd-oomd's extended attributes on a cgroup directory: the one mechanism that sets and
-//! reads them (the daemon's leaf's mark, a module's preference) and the kill counters a module's
-//! death is attributed by.
+//! The marks on a cgroup directory, systemd-oomd's extended attributes and ck-cgroup's own: the
+//! one mechanism that sets and reads them (the daemon's leaf's mark, a module's preference, a
+//! stop's mark) and reads each counter mark as it is kept. What the counters say about a death is
+//! judged above, in the `cause` layer (`cause::counters`).
 //!
 //! systemd-oomd (src/oom/oomd-util.c) ranks its candidates by `user.oomd_omit` (never picked)
 //! and `user.oomd_avoid` (picked last), each a boolean ("1"); when it kills a cgroup it increments
@@ -20,7 +21,6 @@ use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 use super::dir::CgroupDir;
-use super::wait::join;
 use crate::error::{Error, Result};
 use crate::mutation::{self, Control};
 
@@ -305,48 +305,6 @@ pub fn read_back(dir: &CgroupDir, rel: &str, error: Option<XattrError>) -> OomdM
     }
 }
 
-/// The kill counters of a module's directory: the kernel's OOM killer's (`memory.events`) and
-/// systemd-oomd's (its xattrs). `None` each where it could not be read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct KillCounters {
-    /// `memory.events` `oom_kill`: processes the kernel's OOM killer killed.
-    pub oom_kill: Option<u64>,
-    /// `memory.events` `oom_group_kill`: whole-group kills by the kernel (5.17+).
-    pub oom_group_kill: Option<u64>,
-    /// `user.oomd_ooms`: systemd-oomd's kills of the cgroup (0 when absent).
-    pub oomd_ooms: Option<u64>,
-    /// `user.oomd_kill`: processes systemd-oomd killed in it (0 when absent).
-    pub oomd_kill: Option<u64>,
-    /// `user.ck_cgroup_stops`: stops of it by ck-cgroup, the helper's or the library's (0 when
-    /// absent; [`STOPS`]).
-    #[serde(default)]
-    pub ck_stops: Option<u64>,
-}
-
-impl KillCounters {
-    /// Whether systemd-oomd killed there (`oomd_ooms` above 0); `false` also where it could not
-    /// be read: [`by_oomd_known`](Self::by_oomd_known) tells the two apart.
-    pub fn by_oomd(&self) -> bool {
-        self.oomd_ooms.is_some_and(|n| n > 0)
-    }
-
-    /// Whether ck-cgroup's own stop (the helper's `kill`, `prune --kill`, `run`'s end, the
-    /// library's `Root::stop`) ended it (`ck_stops` above 0); `false` also where it could not be
-    /// read: [`by_ck_known`](Self::by_ck_known) tells the two apart. A mark, not proof: a module
-    /// that owns its directory can raise it ([`death_cause`](super::death_cause)).
-    pub fn by_ck(&self) -> bool {
-        self.ck_stops.is_some_and(|n| n > 0)
-    }
-
-    /// Whether the kernel's OOM killer killed there; `false` also where the counters could not
-    /// be read (no memory controller): [`by_kernel_known`](Self::by_kernel_known) tells the two
-    /// apart.
-    pub fn by_kernel(&self) -> bool {
-        self.oom_kill.is_some_and(|n| n > 0) || self.oom_group_kill.is_some_and(|n| n > 0)
-    }
-}
-
 /// A counter attribute of an open directory: absent (`ENODATA`) is 0, decimal text is its value,
 /// anything else (another errno, text that is no number) is `None`.
 fn counter(fd: Option<&At<'_>>, name: &str) -> Option<u64> {
@@ -393,22 +351,6 @@ pub fn ck_stops(dir: &CgroupDir, rel: &str) -> Option<u64> {
     counter(open(dir, rel).as_ref().ok(), STOPS)
 }
 
-/// Every kill counter of the directory `rel`: read before it is removed (a removed directory
-/// takes them with it).
-pub fn kill_counters(dir: &CgroupDir, rel: &str) -> KillCounters {
-    let events = dir.read_flat_keyed(&join(rel, "memory.events"));
-    let key = |k: &str| events.as_ref().and_then(|m| m.get(k).copied());
-    let (oomd_ooms, oomd_kill) = oomd_counters(dir, rel);
-    let fd = open(dir, rel);
-    KillCounters {
-        oom_kill: key("oom_kill"),
-        oom_group_kill: key("oom_group_kill"),
-        oomd_ooms,
-        oomd_kill,
-        ck_stops: counter(fd.as_ref().ok(), STOPS),
-    }
-}
-
 /// Mark the directory `rel` as stopped by ck-cgroup: [`STOPS`] incremented (`setxattr(2)`),
 /// before the stop signals or kills. Where the filesystem refuses it (a kernel before 5.7, no
 /// permission), the stop goes on unmarked, and a watcher names no one for it.
@@ -422,26 +364,6 @@ pub fn mark_stop(dir: &CgroupDir, rel: &str) {
     };
     let n = counter(Some(&fd), STOPS).unwrap_or(0).saturating_add(1);
     let _ = rfs::fsetxattr(&fd, STOPS, n.to_string().as_bytes(), XattrFlags::empty());
-}
-
-/// The processes of the module `dir` that run unkilled although its [`OOMS`] mark says that
-/// systemd-oomd killed it: systemd-oomd sends `SIGKILL` to every process of the cgroup it
-/// picks, so a member with no `SIGKILL` pending (`/proc/<pid>/status` `SigPnd`/`ShdPnd`) that
-/// is not exiting (`State` other than `Z`, `X`) outlived no such kill, and the mark (which a
-/// module that owns its directory can raise itself) is not taken for one. Empty where the mark
-/// is not raised (one `getxattr(2)`, the only read then) or every member is dying.
-pub fn unkilled_despite_oomd(dir: &CgroupDir) -> Vec<u32> {
-    if oomd_counters(dir, "").0.is_none_or(|n| n == 0) {
-        return Vec::new();
-    }
-    let members = crate::cgroup::tree::members(dir, "").unwrap_or_default();
-    members
-        .into_iter()
-        .filter(|&pid| {
-            crate::cgroup::procfs::read_text(pid, "status")
-                .is_ok_and(|st| !crate::cgroup::parse::proc_status_dying(&st))
-        })
-        .collect()
 }
 
 /// The preference of `rel` as a status figure: `None` where it cannot be read.

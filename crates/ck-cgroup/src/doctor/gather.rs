@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-// Every item of the rest of the crate that `doctor` uses, in one place: `mod.rs` and `judge.rs`
+// Every item of the rest of the crate that `doctor` uses, in one place: `mod.rs` and `judge/`
 // take them from here, so a module that moves elsewhere in the crate changes this line only.
 pub(super) use crate::{
     backend::{Bus, Unavailable, UnitFacts},

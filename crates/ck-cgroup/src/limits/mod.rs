@@ -198,7 +198,10 @@ macro_rules! set {
 mod parse_values;
 mod table;
 
-pub use parse_values::*;
+pub use parse_values::{
+    CPU_PERIOD_DEFAULT, CpuList, CpuMax, IoMax, MAX_CPU, parse_bool, parse_count, parse_cpu_max,
+    parse_cpus, parse_io_max, parse_io_max_with, parse_size, parse_weight,
+};
 pub use table::LIMITS;
 
 /// The row of the limit with policy key `key`.

@@ -1,7 +1,8 @@
 //! The limits' parsers: one clear line naming the problem and the fix for bad input.
 
 use super::table::infinity;
-use super::*;
+use super::{Limit, Property};
+use crate::error::{Error, Result};
 
 /// `512K`, `100M`, `2G`, `1T` (powers of 1024), a byte count, or `max`.
 pub fn parse_size(s: &str) -> Result<Limit> {

@@ -1,7 +1,11 @@
 //! The table: one [`LimitSpec`] row per limit, and what its rows share (how a value is written,
 //! compared, and given to systemd).
 
-use super::*;
+use super::{
+    Limit, LimitSpec, Limits, Property, Unit, Value, parse_bool, parse_count, parse_cpu_max,
+    parse_cpus, parse_io_max, parse_size, parse_weight,
+};
+use crate::error::Result;
 
 fn limit_text(v: &Value) -> String {
     match v {

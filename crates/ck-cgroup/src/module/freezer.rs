@@ -1,9 +1,17 @@
 //! `freeze` and `thaw`: a module paused and resumed by its `cgroup.freeze`, and the wait on its
 //! `cgroup.events` until the kernel says `frozen 1` (or `frozen 0`): poll, never a sleep.
 
-use super::*;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
+use serde::Serialize;
+
+use super::Root;
 use crate::cgroup::gone::{is_gone, removed};
+use crate::cgroup::tree::members;
+use crate::cgroup::wait::join;
+use crate::error::{Error, Result};
+use crate::layout::{Layout, ModuleName, ToModuleName};
 use crate::mutation::{self, Control};
 
 /// What `freeze` or `thaw` did.

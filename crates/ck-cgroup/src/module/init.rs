@@ -1,7 +1,17 @@
 //! `init` (the daemon's leaf, the modules' directory, their controllers) and `create`.
 
-use super::*;
+use std::os::unix::io::OwnedFd;
+use std::time::{Duration, Instant};
 
+use rustix::io::Errno;
+
+use super::{CreateReport, InitReport, Root};
+use crate::cgroup::oomd::{self, OomdMark, OomdPreference};
+use crate::cgroup::parse;
+use crate::cgroup::wait::join;
+use crate::error::{Error, Result};
+use crate::id::ModuleId;
+use crate::layout::{DAEMON_LEAF, MODULES_DIR, ModuleRef, WANTED_CONTROLLERS};
 use crate::mutation::{self, Control};
 
 /// The error of a layout directory `d` that still holds `what`.

@@ -8,7 +8,7 @@ use crate::cgroup::wait::join;
 use crate::error::{Error, Result};
 use crate::id::ModuleId;
 use crate::layout::ModuleRef;
-use crate::limits::*;
+use crate::limits::{Applied, LimitReport, Limits, Skipped, Write, creation_limits, sort_writes};
 
 impl Root {
     /// The controllers enabled for the modules (`subc-modules/cgroup.subtree_control`).

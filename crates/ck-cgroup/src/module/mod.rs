@@ -13,46 +13,36 @@
 //! Of the root itself only `cgroup.subtree_control` and `cgroup.procs` are ever written.
 //! Kernel reference: <https://docs.kernel.org/admin-guide/cgroup-v2.html>.
 
-use std::os::unix::io::OwnedFd;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-
-use rustix::io::Errno;
-use rustix::process::Signal;
-use serde::Serialize;
+use std::path::Path;
 
 mod freezer;
 mod init;
 mod limit_writes;
 mod lock;
 mod place;
+mod prune;
 mod reap;
 mod remove;
 mod report;
 mod signal_member;
+mod stop;
 mod stop_once;
-mod stop_prune;
 
 pub use freezer::FreezeReport;
-pub use reap::{Death, Reaped};
-pub use report::*;
 #[cfg(feature = "systemd")]
-pub(crate) use stop_prune::{Removed, prune_entries};
-pub use stop_prune::{signal_from_name, signal_name};
+pub(crate) use prune::prune_entries;
+pub use reap::{Death, Reaped};
+pub use report::{
+    CreateReport, InitReport, ModuleEntry, PlaceReport, PruneAction, PruneEntry, RemoveReport,
+    StopReport,
+};
+pub use stop::{signal_from_name, signal_name};
 
-use crate::cgroup::death_cause::DeathCounters;
 use crate::cgroup::dir::CgroupDir;
-use crate::cgroup::oomd::{self, OomdMark, OomdPreference};
-use crate::cgroup::parse;
-use crate::cgroup::tree::members;
-use crate::cgroup::wait::join;
 use crate::error::{Error, Result};
 use crate::id::{DirName, ModuleId};
-use crate::layout::{
-    DAEMON_LEAF, Layout, MODULES_DIR, ModuleName, ModuleRef, ToModuleName, WANTED_CONTROLLERS,
-};
+use crate::layout::{DAEMON_LEAF, Layout, MODULES_DIR, ModuleRef, ToModuleName};
 use crate::mutation::{self, Control};
-use crate::stop::{StopOptions, TreeStop, stop_tree};
 
 /// No module named: every module, for the calls that take a list of names
 /// (`root.status(ALL)`, `root.processes(ALL)`). An empty slice, which those calls read as every
@@ -223,6 +213,88 @@ impl Root {
     /// The underlying directory handle.
     pub fn dir(&self) -> &CgroupDir {
         &self.dir
+    }
+
+    /// Find the one existing module `name` names ([`find_all`]), for a command that acts on
+    /// one: where the name finds more than one directory (ours and the daemon's of that name,
+    /// the daemon's launches and swap slot of an id), none is picked: that is bad input naming
+    /// each by its path, which names it alone, so that a stop never takes a decoy for the
+    /// module nor reports a module gone while another of its directories holds a process.
+    ///
+    /// [`find_all`]: Root::find_all
+    pub fn find(&self, name: impl ToModuleName) -> Result<Option<ModuleRef>> {
+        let name = name.to_module_name()?;
+        let mut all = self.find_all(&name)?;
+        // Mutation: the first found is taken (ours before the daemon's).
+        if mutation::active(Control::FindPicksFirst) {
+            all.truncate(1);
+        }
+        match all.len() {
+            0 | 1 => Ok(all.pop()),
+            _ => Err(Error::bad_input(format!(
+                "{name} names {} module directories: {}",
+                all.len(),
+                all.iter()
+                    .map(ModuleRef::shown_path)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .with_hint(format!(
+                "name one by its path as `ck-cgroup list` shows it (PATH, e.g. `{}`)",
+                all[all.len() - 1].shown_path()
+            ))),
+        }
+    }
+
+    /// Whether our module `subc-modules/<id>` exists: the one `create`, `exec`, `run` and
+    /// `set` make or change (the daemon's own directories of that id are not it).
+    pub fn has_module(&self, id: &ModuleId) -> Result<bool> {
+        self.dir.is_dir(&ModuleRef::ck(id).rel())
+    }
+
+    /// Every existing module `name` names: for a path (`daemon/subc-modules/<name>`), that
+    /// directory; for a name, the directory of that name, ours (`subc-modules/<name>`) then the
+    /// daemon's (`daemon/subc-modules/<name>`), then each of the daemon's directories whose name
+    /// decodes to it (`m-<escaped id>_<launch>`, `m-<escaped id>_swap_<launch>`), in name
+    /// order. Any name the kernel takes is looked for (`memory.evil` too): only a directory is a
+    /// module, so the kernel's own files (`cgroup.procs`) are found by none.
+    pub fn find_all(&self, name: impl ToModuleName) -> Result<Vec<ModuleRef>> {
+        let name = name.to_module_name()?;
+        let layouts = match name.layout {
+            Some(l) => vec![l],
+            None => vec![Layout::Ck, Layout::Daemon],
+        };
+        let mut found = Vec::new();
+        for layout in layouts {
+            let m = ModuleRef {
+                layout,
+                name: name.name.clone(),
+            };
+            if self.dir.is_dir(&m.rel())? {
+                found.push(m);
+            }
+        }
+        // Mutation: an id finds no directory of the daemon's but one of its own name.
+        if name.layout.is_some()
+            || mutation::active(Control::IdBlindToDaemonLayout)
+            || !self.dir.is_dir(Layout::Daemon.dir())?
+        {
+            return Ok(found);
+        }
+        let mut decoded: Vec<ModuleRef> = self
+            .dir
+            .subdirs(Layout::Daemon.dir())?
+            .into_iter()
+            .filter_map(|n| DirName::from_text(&n).ok())
+            .map(|name| ModuleRef {
+                layout: Layout::Daemon,
+                name,
+            })
+            .filter(|m| m.module_name().as_ref() == Some(&name.name) && !found.contains(m))
+            .collect();
+        decoded.sort_by(|a, b| a.name.cmp(&b.name));
+        found.extend(decoded);
+        Ok(found)
     }
 
     /// The cgroup2 mount's root directory, for what is read above this root (the ancestors' OOM

@@ -1,6 +1,18 @@
-//! Finding, listing and entering modules; `place` (moving existing processes) and `spawn` (starting a program inside a module with no window between spawn and placement).
+//! Listing and entering modules (finding one is `Root::find` in `mod.rs`); `place` (moving existing processes) and `spawn` (starting a program inside a module with no window between spawn and placement).
 
-use super::*;
+use std::os::unix::io::OwnedFd;
+use std::path::PathBuf;
+
+use rustix::io::Errno;
+
+use super::{ModuleEntry, PlaceReport, Root};
+use crate::cause::death_cause::DeathCounters;
+use crate::cgroup::parse;
+use crate::cgroup::tree::members;
+use crate::cgroup::wait::join;
+use crate::error::{Error, Result};
+use crate::id::{DirName, ModuleId};
+use crate::layout::{Layout, MODULES_DIR, ModuleRef};
 use crate::mutation::{self, Control};
 use crate::spawn::Fallback;
 
@@ -99,88 +111,6 @@ pub(super) fn exited_meanwhile(pid: u32) -> Error {
 }
 
 impl Root {
-    /// Find the one existing module `name` names ([`find_all`]), for a command that acts on
-    /// one: where the name finds more than one directory (ours and the daemon's of that name,
-    /// the daemon's launches and swap slot of an id), none is picked: that is bad input naming
-    /// each by its path, which names it alone, so that a stop never takes a decoy for the
-    /// module nor reports a module gone while another of its directories holds a process.
-    ///
-    /// [`find_all`]: Root::find_all
-    pub fn find(&self, name: impl ToModuleName) -> Result<Option<ModuleRef>> {
-        let name = name.to_module_name()?;
-        let mut all = self.find_all(&name)?;
-        // Mutation: the first found is taken (ours before the daemon's).
-        if mutation::active(Control::FindPicksFirst) {
-            all.truncate(1);
-        }
-        match all.len() {
-            0 | 1 => Ok(all.pop()),
-            _ => Err(Error::bad_input(format!(
-                "{name} names {} module directories: {}",
-                all.len(),
-                all.iter()
-                    .map(ModuleRef::shown_path)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-            .with_hint(format!(
-                "name one by its path as `ck-cgroup list` shows it (PATH, e.g. `{}`)",
-                all[all.len() - 1].shown_path()
-            ))),
-        }
-    }
-
-    /// Whether our module `subc-modules/<id>` exists: the one `create`, `exec`, `run` and
-    /// `set` make or change (the daemon's own directories of that id are not it).
-    pub fn has_module(&self, id: &ModuleId) -> Result<bool> {
-        self.dir.is_dir(&ModuleRef::ck(id).rel())
-    }
-
-    /// Every existing module `name` names: for a path (`daemon/subc-modules/<name>`), that
-    /// directory; for a name, the directory of that name, ours (`subc-modules/<name>`) then the
-    /// daemon's (`daemon/subc-modules/<name>`), then each of the daemon's directories whose name
-    /// decodes to it (`m-<escaped id>_<launch>`, `m-<escaped id>_swap_<launch>`), in name
-    /// order. Any name the kernel takes is looked for (`memory.evil` too): only a directory is a
-    /// module, so the kernel's own files (`cgroup.procs`) are found by none.
-    pub fn find_all(&self, name: impl ToModuleName) -> Result<Vec<ModuleRef>> {
-        let name = name.to_module_name()?;
-        let layouts = match name.layout {
-            Some(l) => vec![l],
-            None => vec![Layout::Ck, Layout::Daemon],
-        };
-        let mut found = Vec::new();
-        for layout in layouts {
-            let m = ModuleRef {
-                layout,
-                name: name.name.clone(),
-            };
-            if self.dir.is_dir(&m.rel())? {
-                found.push(m);
-            }
-        }
-        // Mutation: an id finds no directory of the daemon's but one of its own name.
-        if name.layout.is_some()
-            || mutation::active(Control::IdBlindToDaemonLayout)
-            || !self.dir.is_dir(Layout::Daemon.dir())?
-        {
-            return Ok(found);
-        }
-        let mut decoded: Vec<ModuleRef> = self
-            .dir
-            .subdirs(Layout::Daemon.dir())?
-            .into_iter()
-            .filter_map(|n| DirName::from_text(&n).ok())
-            .map(|name| ModuleRef {
-                layout: Layout::Daemon,
-                name,
-            })
-            .filter(|m| m.module_name().as_ref() == Some(&name.name) && !found.contains(m))
-            .collect();
-        decoded.sort_by(|a, b| a.name.cmp(&b.name));
-        found.extend(decoded);
-        Ok(found)
-    }
-
     /// Move existing processes into the module (made if needed). Every pid is checked before
     /// anything is made or moved (`placeable`): it must name a running process that is not
     /// PID 1, not this process, not a kernel thread, not a zombie, and not a thread that is not
@@ -506,9 +436,9 @@ impl Root {
                 errno,
             )
         })?;
-        crate::cgroup::stops_here::spawned();
-        let stops_here = crate::cgroup::stops_here::cgroup_id(&dir)
-            .map(|id| (id, crate::cgroup::stops_here::seq()));
+        crate::cause::stops_here::spawned();
+        let stops_here = crate::cause::stops_here::cgroup_id(&dir)
+            .map(|id| (id, crate::cause::stops_here::seq()));
         child.baseline = Some(Box::new(crate::spawn::Baseline {
             rel,
             dir,

@@ -5,11 +5,19 @@
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 
+use rustix::io::Errno;
+use rustix::process::Signal;
 use serde::{Deserialize, Serialize};
 
-use super::*;
-use crate::cgroup::death_cause::{self, Cause};
+use super::{Root, StopReport};
+use crate::cause::death_cause::{self, Cause};
+use crate::cgroup::dir::CgroupDir;
+use crate::error::{Error, Result};
+use crate::id::DirName;
+use crate::layout::{Layout, ModuleName};
+use crate::mutation::{self, Control};
 use crate::spawn::ModuleChild;
+use crate::stop::StopOptions;
 
 /// How a module's main process died, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,7 +38,7 @@ pub struct Death {
     pub charged: Option<bool>,
     /// The processes still in the module when the death was read (children and orphans it left;
     /// the init of its PID namespace not counted: it lives on until the namespace is empty, and
-    /// the stop that follows counts it in [`TreeStop::killed`]); `null` where they could not be
+    /// the stop that follows counts it in [`TreeStop::killed`](crate::stop::TreeStop::killed)); `null` where they could not be
     /// listed.
     pub survivors: Option<Vec<u32>>,
     /// The marks that rose but that the death does not agree with (a module of the daemon's uid
@@ -98,7 +106,7 @@ impl Root {
                 "the child was not spawned by Root::spawn: no baseline to tell its death against",
             ));
         };
-        let now = crate::cgroup::death_cause::DeathCounters::read(
+        let now = crate::cause::death_cause::DeathCounters::read(
             &self.dir,
             &base.rel,
             &base.dir,
@@ -115,7 +123,7 @@ impl Root {
         };
         // A stop of this process's that began while the main process was in the module.
         let stopped_here = base.stops_here.is_some_and(|(id, since)| {
-            crate::cgroup::stops_here::stopped_while_in(id, since, child.id())
+            crate::cause::stops_here::stopped_while_in(id, since, child.id())
         });
         let mount = self.mount();
         let mut survivor_under = |path: &str| self.survivor_under(mount.as_ref(), path, base);
@@ -196,7 +204,7 @@ impl Root {
             }
             // Removed already: by a stop of this process (an operator thread's), whose report
             // is the whole stop; else by another process.
-            Some(base) => match crate::cgroup::stops_here::cgroup_id(&base.dir)
+            Some(base) => match crate::cause::stops_here::cgroup_id(&base.dir)
                 .filter(|_| !mutation::active(Control::StopsSplitReport))
                 .and_then(super::stop_once::finished)
             {

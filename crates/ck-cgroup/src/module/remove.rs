@@ -1,15 +1,16 @@
 //! `remove`: an empty module's directory and every sub-cgroup below it, deepest first.
 
-use super::*;
+use std::os::unix::io::OwnedFd;
+use std::path::PathBuf;
 
-/// What [`Root::remove_module`] found or did.
-pub(super) enum Removal {
-    Gone,
-    Removed(PathBuf),
-    Populated(usize, PathBuf),
-}
+use rustix::io::Errno;
 
-pub(super) use crate::cgroup::tree::Rmdir;
+use super::{RemoveReport, Root};
+use crate::cgroup::dir::CgroupDir;
+use crate::cgroup::tree::{Removal, members};
+use crate::error::{Error, Result};
+use crate::layout::{Layout, ModuleName, ModuleRef, ToModuleName};
+use crate::mutation::{self, Control};
 
 /// The entry `name` in the directory `parent` is the directory `dir` (same device and inode).
 pub(super) fn same_dir(parent: &OwnedFd, name: &str, dir: &CgroupDir) -> bool {
@@ -31,19 +32,19 @@ impl Root {
     pub fn remove(&self, name: impl ToModuleName) -> Result<RemoveReport> {
         let name = name.to_module_name()?;
         match self.remove_module(&name)? {
-            Removal::Gone => Ok(RemoveReport {
+            None | Some((_, Removal::Gone)) => Ok(RemoveReport {
                 module: name.clone(),
                 path: None,
                 removed: false,
                 already_gone: true,
             }),
-            Removal::Removed(path) => Ok(RemoveReport {
+            Some((path, Removal::Removed)) => Ok(RemoveReport {
                 module: name.clone(),
                 path: Some(path),
                 removed: true,
                 already_gone: false,
             }),
-            Removal::Populated(n, path) => Err(Error::failed(format!(
+            Some((path, Removal::Populated(n))) => Err(Error::failed(format!(
                 "module {name} is not empty: {n} process{} in {}",
                 if n == 1 { "" } else { "es" },
                 path.display()
@@ -55,46 +56,47 @@ impl Root {
         }
     }
 
-    /// [`Root::remove`]'s work: gone, removed, or populated (with how many processes).
-    pub(super) fn remove_module(&self, name: &ModuleName) -> Result<Removal> {
+    /// [`Root::remove`]'s work: `None` where `name` names no module; else the module's path and
+    /// what its removal did (removed, gone meanwhile, or populated with how many processes).
+    pub(super) fn remove_module(&self, name: &ModuleName) -> Result<Option<(PathBuf, Removal)>> {
         self.restore_layout_modes();
         let Some(m) = self.find(name)? else {
-            return Ok(Removal::Gone);
+            return Ok(None);
         };
         let rel = m.rel();
         let path = self.dir.display_path(&rel);
         crate::cgroup::tree::restore_modes(&self.dir, &rel);
         let mdir = match self.dir.open_dir(&rel) {
             Ok(d) => d,
-            Err(e) if crate::cgroup::gone::is_gone(e) => return Ok(Removal::Gone),
+            Err(e) if crate::cgroup::gone::is_gone(e) => return Ok(Some((path, Removal::Gone))),
             Err(e) => return Err(Error::io("open", &path, e)),
         };
         let procs = members(&mdir, "")?;
         if !procs.is_empty() {
-            return Ok(Removal::Populated(procs.len(), path));
+            return Ok(Some((path, Removal::Populated(procs.len()))));
         }
-        match self.remove_dir(&m, &mdir) {
-            Ok(Rmdir::Removed) => Ok(Removal::Removed(path)),
-            Ok(Rmdir::Vanished) => Ok(Removal::Gone),
+        let removal = match self.remove_dir(&m, &mdir) {
             Err(e) if e.errno() == Some(Errno::BUSY) => {
                 // Filled since it was read: not empty (any more).
                 let n = crate::cgroup::tree::members(&mdir, "").map_or(0, |p| p.len());
                 if n > 0 {
-                    Ok(Removal::Populated(n, path))
+                    Removal::Populated(n)
                 } else {
-                    Err(e)
+                    return Err(e);
                 }
             }
-            Err(e) => Err(e),
-        }
+            other => other?,
+        };
+        Ok(Some((path, removal)))
     }
 
     /// Remove module `m`, open as `mdir`: its sub-cgroups (relative to `mdir`), then its
     /// directory by name in its layout's directory, only while that name still is `mdir` (a
-    /// module of the same name made after ours was removed is not ours to remove).
-    pub(super) fn remove_dir(&self, m: &ModuleRef, mdir: &CgroupDir) -> Result<Rmdir> {
+    /// module of the same name made after ours was removed is not ours to remove): removed, or
+    /// gone.
+    pub(super) fn remove_dir(&self, m: &ModuleRef, mdir: &CgroupDir) -> Result<Removal> {
         if mutation::active(Control::NoRmdir) {
-            return Ok(Rmdir::Removed);
+            return Ok(Removal::Removed);
         }
         let parent_rel = m.layout.dir();
         let parent = self
@@ -107,10 +109,10 @@ impl Root {
         let name = m.name.text();
         crate::cgroup::tree::remove_subtree_then(mdir, "", |deadline| {
             if !same_dir(&parent, name, mdir) {
-                return Ok(Rmdir::Vanished);
+                return Ok(Removal::Gone);
             }
             crate::cgroup::tree::rmdir_at(std::os::unix::io::AsFd::as_fd(&parent), name, deadline)
-                .map(|()| Rmdir::Removed)
+                .map(|()| Removal::Removed)
         })
     }
 

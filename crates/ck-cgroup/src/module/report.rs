@@ -1,7 +1,17 @@
 //! What the service root's operations report (the JSON the CLI prints).
 
-use super::*;
-use crate::error::{Class, ErrorKind, io_kind};
+use std::path::PathBuf;
+
+use rustix::io::Errno;
+use rustix::process::Signal;
+use serde::Serialize;
+
+use super::{signal_from_name, signal_name};
+use crate::cgroup::oomd::OomdMark;
+use crate::error::{Class, Error, ErrorKind, Result, io_kind};
+use crate::id::{DirName, ModuleId};
+use crate::layout::{Layout, ModuleName, ToModuleName};
+use crate::stop::{StopOptions, TreeStop};
 
 /// What `init` did.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
@@ -83,7 +93,7 @@ pub struct ModuleEntry {
     pub module: Option<DirName>,
     /// Which placement made it.
     pub layout: Layout,
-    /// Path relative to the root, as shown ([`ModuleRef::shown_path`]): it names this
+    /// Path relative to the root, as shown ([`ModuleRef::shown_path`](crate::layout::ModuleRef::shown_path)): it names this
     /// directory alone.
     pub path: String,
     /// `cgroup.events` `populated`; `null` when it could not be read.
@@ -159,18 +169,18 @@ pub struct StopReport {
     /// (`memory.events`) and systemd-oomd (`user.oomd_ooms`, `user.oomd_kill`), read after the
     /// stop and before the `rmdir` (each `null` where it could not be read; all `null` when the
     /// module was already gone).
-    pub kills: crate::cgroup::oomd::KillCounters,
+    pub kills: crate::cause::counters::KillCounters,
     /// What stayed charged to the module once its processes were gone, read before the `rmdir`
     /// (`memory.stat` `shmem` and `file`; each `null` where it could not be read, all `null`
     /// when the module was already gone): shared memory a kill cannot free.
     #[serde(default)]
-    pub memory_left: crate::cgroup::memory_left::MemoryLeft,
+    pub memory_left: crate::cause::memory_left::MemoryLeft,
     /// Marks on the module that this stop found no agreement for: `user.oomd_ooms` raised while
     /// processes ran unkilled when the stop began (systemd-oomd kills every process of the cgroup
     /// it picks; a module that owns its directory can raise the mark itself). Left out of the
     /// JSON when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub marks_unconfirmed: Vec<crate::cgroup::death_cause::UnconfirmedMark>,
+    pub marks_unconfirmed: Vec<crate::cause::death_cause::UnconfirmedMark>,
 }
 
 impl StopReport {
@@ -197,8 +207,8 @@ impl StopReport {
             removed: false,
             restored: Vec::new(),
             error: None,
-            kills: crate::cgroup::oomd::KillCounters::default(),
-            memory_left: crate::cgroup::memory_left::MemoryLeft::default(),
+            kills: crate::cause::counters::KillCounters::default(),
+            memory_left: crate::cause::memory_left::MemoryLeft::default(),
             marks_unconfirmed: Vec::new(),
         }
     }

@@ -1,9 +1,12 @@
 //! [`Root::signal_member`]: one process of a module signalled through a pidfd, never a bare pid.
 
-use rustix::process::{Pid, PidfdFlags, pidfd_open, pidfd_send_signal};
+use rustix::io::Errno;
+use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
 
-use super::*;
+use super::Root;
 use crate::cgroup::tree::members;
+use crate::error::{Error, Result};
+use crate::layout::ToModuleName;
 
 impl Root {
     /// Send `sig` to the process `pid` of the module `name` (`pidfd_send_signal(2)`): the pidfd

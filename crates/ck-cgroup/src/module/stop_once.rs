@@ -3,7 +3,7 @@
 //! operator thread's stop) waits for that stop and returns its report, so that both say the
 //! whole stop (what was signalled, killed, removed) instead of each a half of it ("killed 3"
 //! and "killed 0"). Keyed by the module directory's cgroup id; only in a process that spawned
-//! modules (`cgroup::stops_here`), where the library's threads can race a stop and a reap. A
+//! modules (`cause::stops_here`), where the library's threads can race a stop and a reap. A
 //! reap that comes when the other stop has already removed the module takes that stop's report
 //! ([`finished`]).
 

@@ -44,9 +44,9 @@ pub(crate) struct Baseline {
     /// The module's directory, held open: its marks stay readable after it is removed.
     pub(crate) dir: crate::cgroup::CgroupDir,
     /// The counters at the spawn.
-    pub(crate) counters: crate::cgroup::death_cause::DeathCounters,
+    pub(crate) counters: crate::cause::death_cause::DeathCounters,
     /// The module's cgroup id and the number of stops this process had recorded at the spawn
-    /// (`cgroup::stops_here`): a stop of its own is known without any mark.
+    /// (`cause::stops_here`): a stop of its own is known without any mark.
     pub(crate) stops_here: Option<(u64, u64)>,
     /// The spawn's moment, in the clock ticks of `/proc/<pid>/stat`'s start time: a process
     /// that started before it and still runs under an ancestor outlived that ancestor.

@@ -36,7 +36,7 @@
 //!
 //! Files: the public surface here; [`ModuleCommand`] in `command.rs`, [`ModuleChild`] in
 //! `child.rs`, the `PATH` search in `path_search.rs`, what the clone3 child borrows in `prepare.rs`,
-//! the fallback and its hooks in `pre_exec.rs`, the wait on many in `wait_any.rs`, and in `clone3.rs` (with `clone3/pidns_init.rs`, the
+//! the fallback and its hooks in `pre_exec.rs`, the wait on many in `wait_any.rs`, and in `clone3/mod.rs` (with `clone3/pidns_init.rs`, the
 //! PID namespace's init) all the `unsafe` code of the crate, every block with a `SAFETY:`
 //! argument. The signal relay of `ck-cgroup run` is `signals`.
 //!

@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use rustix::process::Signal;
 use serde::Serialize;
 
+use crate::cause::witness::Witness;
 use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::tree::members;
 use crate::cgroup::wait::{Waited, wait_events};
@@ -42,7 +43,6 @@ mod freeze_kill;
 mutation::alternative_module!("grace-first-pid", grace_first_pid);
 mod signal;
 mod why;
-pub(crate) mod witness;
 
 pub(crate) use signal::signal_members;
 pub(crate) use why::not_ended;
@@ -239,7 +239,7 @@ pub(crate) fn stop_tree_by(
         .with_hint("run `ck-cgroup kill` from outside the module, e.g. from the daemon")
         .with_kind(crate::error::ErrorKind::ModuleHoldsCaller)
     };
-    let mut seen = witness::Witness::default();
+    let mut seen = Witness::default();
     let before = match members(dir, rel) {
         Ok(p) if p.contains(&me) => return Err(refuse()),
         Ok(p) => {
@@ -316,7 +316,7 @@ pub(crate) fn stop_tree_by(
     };
     if out.empty {
         // Re-checked after the last write: `populated 0` is not yet "every process it listed
-        // has exited" (witness.rs).
+        // has exited" (cause/witness.rs).
         out.outside = seen.still_running(deadline);
         out.empty = out.outside.is_empty();
     }

@@ -28,6 +28,7 @@ use rustix::process::Signal;
 
 use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::parse;
+use crate::cgroup::tree::Removal;
 use crate::cgroup::tree::members;
 use crate::discover::cgroup2_mount;
 use crate::error::{Error, Result};
@@ -35,7 +36,7 @@ use crate::gpu::{GpuCensus, GpuProbe};
 use crate::id::{DirName, ModuleId};
 use crate::layout::{Layout, ModuleName, ModuleRef};
 use crate::limits::{Limits, Skipped};
-use crate::module::{ModuleEntry, PruneEntry, Removed, StopReport, prune_entries};
+use crate::module::{ModuleEntry, PruneEntry, StopReport, prune_entries};
 use crate::mutation::{self, Control};
 use crate::stop::{KillMethod, StopOptions, stop_tree_by};
 pub mod manager;
@@ -321,7 +322,7 @@ impl Scopes {
                 let id = id_of(r)?;
                 m.stop_unit(&scope_unit(&id), opts.timeout)?;
                 m.stop_unit(&slice_unit(&id), opts.timeout)?;
-                Ok(Removed::Done)
+                Ok(Removal::Removed)
             },
         ))
     }

@@ -1,8 +1,14 @@
 //! The members of a subtree: `cgroup.procs` of each cgroup, `cgroup.threads` of a threaded one.
 
-use super::*;
+use std::collections::HashSet;
+use std::os::unix::io::{AsFd, BorrowedFd};
 
+use rustix::io::Errno;
+
+use super::{Cursor, Visitor, open_child, read_at, walk};
+use crate::cgroup::dir::CgroupDir;
 use crate::cgroup::gone::is_gone;
+use crate::error::{Error, Result};
 use crate::mutation::{self, Control};
 
 /// The processes of a subtree: each cgroup's `cgroup.procs`; where that is `EOPNOTSUPP` (a

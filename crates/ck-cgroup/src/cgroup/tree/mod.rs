@@ -13,12 +13,10 @@
 //! subtree is done (children first: where removal happens, relative to the parent's fd).
 //! A directory that disappears during the walk (removed by someone else) is skipped.
 
-use std::collections::HashSet;
 use std::os::unix::io::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
-use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+use rustix::fs::{Dir, FileType, OFlags};
 use rustix::io::Errno;
 
 use crate::cgroup::dir::{CgroupDir, open_beneath_at, read_fd};
@@ -374,7 +372,7 @@ mod remove_tree;
 use members::populated_at;
 pub(crate) use members::{members, members_of};
 pub(crate) use modes::{Thawer, restore_modes, restore_path_modes};
-pub(crate) use remove_tree::{Rmdir, remove_subtree_then, remove_tree, rmdir_at};
+pub(crate) use remove_tree::{Removal, remove_subtree_then, remove_tree, rmdir_at};
 
 #[cfg(test)]
 mod tests {

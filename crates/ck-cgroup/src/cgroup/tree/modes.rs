@@ -1,8 +1,13 @@
 //! Thawing a subtree, and restoring the modes this uid owns where a module took them away.
 
-use super::*;
+use std::os::unix::io::{AsFd, BorrowedFd, OwnedFd};
 
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+
+use super::{Cursor, Visitor, read_at, walk, write_at};
+use crate::cgroup::dir::{CgroupDir, open_beneath_at};
 use crate::cgroup::gone::is_gone;
+use crate::error::{Error, Result};
 use crate::mutation::{self, Control};
 
 /// Thaws every cgroup of a subtree whose own `cgroup.freeze` is `1` (the module's, or one it

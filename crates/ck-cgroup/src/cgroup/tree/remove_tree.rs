@@ -1,6 +1,14 @@
 //! Removing a subtree deepest first.
 
-use super::*;
+use std::os::unix::io::BorrowedFd;
+use std::time::{Duration, Instant};
+
+use rustix::fs::AtFlags;
+use rustix::io::Errno;
+
+use super::{Cursor, Visitor, members, populated_at, walk};
+use crate::cgroup::dir::CgroupDir;
+use crate::error::{Error, Result};
 
 /// `rmdir` of the cgroup `name` in the directory `at`. `EBUSY` of a cgroup that holds no
 /// process (its last one still exiting, or a child cgroup made meanwhile) is retried until
@@ -41,11 +49,17 @@ impl Visitor for Remover {
     }
 }
 
-/// What the `rmdir` of a subtree's top did: removed it, or found it no longer the directory the
-/// walk removed below (someone removed it, or made another of its name).
-pub(crate) enum Rmdir {
+/// What the removal of a directory found or did: one outcome for the `rmdir` of a subtree's top,
+/// `remove`, `prune`, a stop's removal and the systemd backend's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Removal {
+    /// Removed.
     Removed,
-    Vanished,
+    /// Not there: never, or no longer the directory the walk removed below (someone removed
+    /// it, or made another of its name).
+    Gone,
+    /// Not removed: it holds processes (how many).
+    Populated(usize),
 }
 
 /// Remove every cgroup below `rel` under `dir`, deepest first, each relative to its parent's fd,
@@ -55,8 +69,8 @@ pub(crate) enum Rmdir {
 pub(crate) fn remove_subtree_then(
     dir: &CgroupDir,
     rel: &str,
-    mut rmdir_top: impl FnMut(Instant) -> std::result::Result<Rmdir, Errno>,
-) -> Result<Rmdir> {
+    mut rmdir_top: impl FnMut(Instant) -> std::result::Result<Removal, Errno>,
+) -> Result<Removal> {
     let deadline = Instant::now() + Duration::from_secs(1);
     loop {
         walk(dir, rel, &mut Remover { deadline })?;
@@ -76,7 +90,7 @@ pub(crate) fn remove_subtree_then(
 /// ([`remove_subtree_then`]). A cgroup that is already gone is fine.
 pub(crate) fn remove_tree(dir: &CgroupDir, rel: &str) -> Result<()> {
     remove_subtree_then(dir, rel, |_| match dir.rmdir_raw(rel) {
-        Ok(()) | Err(Errno::NOENT) => Ok(Rmdir::Removed),
+        Ok(()) | Err(Errno::NOENT) => Ok(Removal::Removed),
         Err(e) => Err(e),
     })
     .map(|_| ())

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::*;
+use crate::doctor::gather::UnitFacts;
 
 fn fixture(name: &str) -> String {
     std::fs::read_to_string(
@@ -14,7 +15,7 @@ fn fixture(name: &str) -> String {
     .unwrap()
 }
 
-fn strings(s: &str) -> Option<Vec<String>> {
+pub(super) fn strings(s: &str) -> Option<Vec<String>> {
     Some(s.split_whitespace().map(str::to_string).collect())
 }
 
@@ -33,7 +34,7 @@ fn root() -> RootFacts {
 }
 
 /// The packaged unit, on systemd 254.
-fn unit() -> UnitFacts {
+pub(super) fn unit() -> UnitFacts {
     UnitFacts {
         version: "254.5-1".into(),
         unit: "ck-subc.service".into(),
@@ -47,7 +48,7 @@ fn unit() -> UnitFacts {
 }
 
 /// A ready host: unified cgroup2 with nsdelegate, the root above, the unit above.
-fn facts() -> Facts {
+pub(super) fn facts() -> Facts {
     Facts {
         mountinfo: Some(fixture("mountinfo.unified")),
         kernel_release: "6.1.0-26-amd64".into(),
@@ -138,7 +139,7 @@ fn failure(error: &str, hint: Option<&str>) -> Failure {
 }
 
 /// A check in one string: `<outcome>: <detail>`, then `\nfix: <fix>` where it has one.
-fn seen(c: &Check) -> String {
+pub(super) fn seen(c: &Check) -> String {
     let outcome = format!("{:?}", c.outcome).to_lowercase();
     let fix = c
         .fix
@@ -147,7 +148,7 @@ fn seen(c: &Check) -> String {
     format!("{outcome}: {}{fix}", c.detail)
 }
 
-fn names(checks: &[Check]) -> Vec<&str> {
+pub(super) fn names(checks: &[Check]) -> Vec<&str> {
     checks.iter().map(|c| c.name.as_str()).collect()
 }
 
@@ -260,48 +261,6 @@ fn kernel_versions() {
     assert!(kernel_at_least("5.7.0", 5, 7));
     assert!(!kernel_at_least("5.4.0-150-generic", 5, 7));
     assert!(kernel_at_least("6.18.44-fc-v769", 5, 14));
-}
-
-#[test]
-fn delegate_no_fails_with_both_ways_out_but_is_fine_for_the_systemd_backend() {
-    // The incident's unit: systemd 252, nothing as packaged.
-    let f = UnitFacts {
-        version: "252.38-1~deb12u1".into(),
-        delegate: Some(false),
-        delegate_controllers: strings(""),
-        oom_policy: Some("stop".into()),
-        kill_mode: Some("control-group".into()),
-        timeout_stop_usec: Some(90_000_000),
-        ..unit()
-    };
-    let failed = |c: &[Check]| -> Vec<String> {
-        let fail = c.iter().filter(|c| c.outcome == Outcome::Fail);
-        fail.map(|c| format!("{} {}", c.name, c.detail)).collect()
-    };
-    let c = unit_checks(&f, false);
-    assert_eq!(
-        failed(&c),
-        [
-            "Delegate= no: the service's cgroup is systemd's; modules cannot get cgroups of their own",
-            "OOMPolicy= stop",
-            "KillMode= control-group",
-            "TimeoutStopSec= 90 s"
-        ]
-    );
-    let fix = c[1].fix.as_deref().unwrap();
-    assert!(fix.starts_with("add a drop-in (systemctl edit ck-subc.service):\n[Service]\nDelegate=memory pids cpu io\n(where"));
-    assert!(fix.contains("`ck-cgroup exec --backend systemd`"), "{fix}");
-    assert!(
-        c[5].detail
-            .contains("is older than 254: the daemon runs `ck-cgroup init`")
-    );
-    // With the systemd backend, Delegate=no is fine; the rest still fails.
-    let c = unit_checks(&f, true);
-    assert_eq!(failed(&c)[..], failed(&unit_checks(&f, false))[1..]);
-    assert_eq!(
-        seen(&c[1]),
-        "ok: no: not needed, the modules are systemd's scopes (--backend systemd)"
-    );
 }
 
 #[test]
@@ -572,91 +531,5 @@ fn clone_into_cgroup_warns_before_5_7() {
     assert_eq!(
         seen(&clone_into_cgroup("5.4.0-150-generic")),
         "warn: kernel 5.4.0-150-generic: before 5.7: spawn falls back to a pre-exec write to cgroup.procs"
-    );
-}
-
-#[test]
-fn without_systemd_the_unit_is_one_visible_warning() {
-    let checks = judge(&Facts {
-        unit: Err(Unavailable::NoBus("no socket".into())),
-        ..facts()
-    });
-    let last = checks.last().unwrap();
-    assert_eq!(last.name, "systemd");
-    assert_eq!(
-        seen(last),
-        "warn: systemd is not on the bus (no socket); the unit's settings were not checked"
-    );
-    assert!(!names(&checks).contains(&"OOMPolicy="));
-    assert_eq!(
-        seen(&systemd_unavailable(&Unavailable::Failed(
-            "no unit x is loaded".into()
-        ))),
-        "warn: systemd did not answer: no unit x is loaded\nfix: name the unit with --unit ck-subc.service"
-    );
-}
-
-#[test]
-fn each_unit_setting_passes_as_packaged_and_fails_with_its_drop_in() {
-    let c = unit_checks(&unit(), false);
-    assert_eq!(
-        seen(&c[0]),
-        "ok: ck-subc.service (systemd 254.5-1), cgroup /system.slice/ck-subc.service"
-    );
-    assert_eq!(seen(&c[1]), "ok: yes, controllers: cpu io memory pids");
-    assert_eq!(seen(&c[2]), "ok: continue");
-    assert_eq!(seen(&c[3]), "ok: mixed");
-    assert_eq!(seen(&c[4]), "ok: 35 s");
-    assert_eq!(
-        seen(&c[5]),
-        "ok: systemd 254.5-1 has it: DelegateSubgroup=daemon puts the daemon in its leaf"
-    );
-    let drop_in =
-        |line: &str| format!("add a drop-in (systemctl edit ck-subc.service):\n[Service]\n{line}");
-    let unknown = UnitFacts {
-        delegate: None,
-        delegate_controllers: None,
-        oom_policy: None,
-        kill_mode: None,
-        timeout_stop_usec: None,
-        control_group: None,
-        ..unit()
-    };
-    let c = unit_checks(&unknown, false);
-    assert!(c[0].detail.ends_with("cgroup -"), "{}", c[0].detail);
-    let want = [
-        ("Delegate=", drop_in("Delegate=memory pids cpu io")),
-        ("OOMPolicy=", drop_in("OOMPolicy=continue")),
-        ("KillMode=", drop_in("KillMode=mixed")),
-        ("TimeoutStopSec=", drop_in("TimeoutStopSec=35")),
-    ];
-    for (c, (name, fix)) in c[1..5].iter().zip(want) {
-        assert_eq!(c.name, name);
-        assert_eq!(seen(c), format!("fail: unknown\nfix: {fix}"));
-    }
-    // Delegated, but not every controller: the fix is the drop-in alone.
-    let short = UnitFacts {
-        delegate_controllers: strings("memory pids"),
-        ..unit()
-    };
-    let d = delegate(&short);
-    assert_eq!(
-        seen(&d),
-        format!(
-            "fail: yes, controllers: memory pids\nfix: {}",
-            drop_in("Delegate=memory pids cpu io")
-        )
-    );
-    assert_eq!(
-        delegate(&UnitFacts {
-            delegate_controllers: strings(""),
-            ..unit()
-        })
-        .detail,
-        "yes, controllers: -"
-    );
-    assert_eq!(
-        delegate_for_scopes(&unknown).detail,
-        "unknown: not needed, the modules are systemd's scopes (--backend systemd)"
     );
 }

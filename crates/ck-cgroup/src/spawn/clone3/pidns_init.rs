@@ -7,7 +7,18 @@
 //! `PR_SET_PDEATHSIG` (kill-on-close), and a program of another uid can then neither signal nor
 //! trace it. Only the program it starts takes the identity, in [`child_exec`].
 
-use super::*;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+
+use libc::c_int;
+use rustix::io::Errno;
+use rustix::process::Signal;
+
+use super::{
+    ChildCtx, CloneArgs, child_exec, child_fail, clone3_fork, errno, nsmaps, raw_clone3,
+    reset_signal_handlers,
+};
+use crate::spawn::CHILD_FAILURE_EXIT;
 
 /// Signals the init passes on to the program when they carry the tag.
 const FORWARDED: [c_int; 8] = [

@@ -4,7 +4,7 @@
 //! parent has no other way to read it on a kernel before 6.15 (a pidfd's exit information), and
 //! `watch` needs it to check a stop mark: `user.ck_cgroup_stops` can be raised by any process
 //! that owns the module's directory, and a process that exits with a code or crashes after it
-//! rose was not ended by a stop of ck-cgroup's (`telemetry::attribution`).
+//! rose was not ended by a stop of ck-cgroup's (`cause::attribution`).
 //!
 //! Listening takes `CAP_NET_ADMIN` in the initial user namespace (root): elsewhere
 //! [`Exits::open`] fails, and `watch` takes a stop mark as it reads, as before. The socket is not
@@ -61,7 +61,7 @@ impl Ended {
         } else {
             (None, Some(sig))
         };
-        crate::cgroup::death_cause::end_no_stop_causes(code, signal)
+        crate::cause::death_cause::end_no_stop_causes(code, signal)
             .map(|how| format!("pid {} {how}", self.pid))
     }
 }

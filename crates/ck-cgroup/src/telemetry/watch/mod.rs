@@ -10,7 +10,7 @@
 //! `/proc/self/fd/<fd>` of directories opened beneath the root, so no path outside it is used.
 //!
 //! A module is followed by identity, not by name, one lifetime per directory made under its
-//! name (`modules.rs`): the inotify queue is read whole and handled one event at a time in the
+//! name (`modules/`): the inotify queue is read whole and handled one event at a time in the
 //! kernel's order, so every `appeared`, `populated`, `emptied` and `removed` of every module comes
 //! in the order it happened, a module removed and made again between two reads included; what
 //! the kernel guarantees fills in what could not be read (a module removed while last seen
@@ -113,10 +113,10 @@ pub struct WatchEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inferred: Option<bool>,
     /// `memory_oom_kill`: which limit made the kernel kill
-    /// ([`OomCause`](crate::cgroup::oom_cause::OomCause): the module's own, an ancestor's,
+    /// ([`OomCause`](crate::cause::oom_cause::OomCause): the module's own, an ancestor's,
     /// the machine's); absent where it could not be told (`oom_cause_unknown`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub oom_cause: Option<crate::cgroup::oom_cause::OomCause>,
+    pub oom_cause: Option<crate::cause::oom_cause::OomCause>,
     /// `memory_oom_kill`: why its cause could not be told (a counter that could not be read);
     /// absent where it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -180,7 +180,7 @@ pub fn watch(
         // kernel reports.
         let sampling = mutation::active(Control::PressureSampling) && !opts.pressure.is_empty();
         // The thresholds are read every second; a rise of user.oomd_ooms to check
-        // (attribution.rs) wakes the loop when it is due; otherwise no timeout.
+        // (cause/attribution.rs) wakes the loop when it is due; otherwise no timeout.
         let due = w
             .next_due()
             .map(|d| d.saturating_duration_since(std::time::Instant::now()));

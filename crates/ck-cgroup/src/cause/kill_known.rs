@@ -1,9 +1,9 @@
 //! [`KillCounters`]' answers that say where a counter could not be read: `Some(true)` where one
 //! rose, `Some(false)` where every one read 0, `None` where none rose and one could not be read
-//! (no memory controller, an xattr refused). The `bool` answers of `oomd.rs` (`by_kernel`,
+//! (no memory controller, an xattr refused). The `bool` answers of `counters.rs` (`by_kernel`,
 //! `by_oomd`, `by_ck`) read an unreadable counter as "no".
 
-use super::oomd::KillCounters;
+use super::counters::KillCounters;
 
 /// `Some(true)` where a counter is above 0; else `None` where one is unknown; else `Some(false)`.
 fn known(counters: &[Option<u64>]) -> Option<bool> {

@@ -1,5 +1,5 @@
 //! Who killed a module, for `watch`: the kill counters of its directory
-//! ([`crate::cgroup::oomd::kill_counters`]: the kernel's `oom_kill` and `oom_group_kill`,
+//! ([`crate::cause::counters::kill_counters`]: the kernel's `oom_kill` and `oom_group_kill`,
 //! systemd-oomd's `user.oomd_ooms`) followed from one read to the next. An `oomd_kill` event when
 //! `user.oomd_ooms` grows (systemd-oomd increments it before it kills; the `setxattr` fires
 //! `IN_ATTRIB` on the directory, which `watch` watches), and the `killed_by` of `emptied`: the
@@ -21,7 +21,7 @@
 //! process events connector, `watch/exits.rs`), an exit with a code or a crash after the rise
 //! ([`Kills::against_stop`]) makes a `stop_unconfirmed` event and the rise no longer names
 //! `ck-cgroup` in `emptied` ([`Kills::stop_doubt`]), as the death report's rule
-//! (`cgroup::death_cause`).
+//! (`cause::death_cause`).
 //!
 //! Kept apart from watch/ so that its event loop calls in at a few points only:
 //! [`Kills::observe`] on each re-read, [`Kills::expect_kill`] at a rise, [`Kills::confirm`] when
@@ -29,9 +29,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::cgroup::oomd::{self, KillCounters};
+use super::counters::KillCounters;
+use super::witness::Witness;
+use crate::cgroup::oomd;
 use crate::mutation::{self, Control};
-use crate::stop::witness::Witness;
 
 /// How long after a rise of `user.oomd_ooms` every process that was in the module then must
 /// have exited for the kill it claims to be taken as systemd-oomd's: its `SIGKILL` to the whole
@@ -39,13 +40,13 @@ use crate::stop::witness::Witness;
 pub const OOMD_CONFIRM: Duration = Duration::from_secs(10);
 
 /// How many of the module's processes are held to check a rise (one that lives on is enough).
-pub(super) const CONFIRM_HOLD: usize = 8;
+pub(crate) const CONFIRM_HOLD: usize = 8;
 
 /// The name of `watch`'s event for a rise that was not followed by the kill it claims.
-pub(super) const OOMD_KILL_UNCONFIRMED: &str = "oomd_kill_unconfirmed";
+pub(crate) const OOMD_KILL_UNCONFIRMED: &str = "oomd_kill_unconfirmed";
 
 /// The source of that event.
-pub(super) const OOMD_UNCONFIRMED_SOURCE: &str =
+pub(crate) const OOMD_UNCONFIRMED_SOURCE: &str =
     "user.oomd_ooms rose, and processes that were in the module then still run";
 
 /// A rise whose kill is to be checked: when, the processes held, and the rise's moment in the
@@ -64,7 +65,7 @@ impl std::fmt::Debug for Pending {
 
 /// A module's kill counters: as last read, and as they were when it was last populated.
 #[derive(Debug, Default)]
-pub(super) struct Kills {
+pub(crate) struct Kills {
     last: Option<KillCounters>,
     since: Option<KillCounters>,
     pending: Vec<Pending>,
@@ -79,24 +80,24 @@ pub(super) struct Kills {
 }
 
 /// The growth of `user.oomd_ooms` from one read to the next: `(value, previous)`.
-pub(super) type OomdRise = (u64, Option<u64>);
+pub(crate) type OomdRise = (u64, Option<u64>);
 
 /// The name of `watch`'s event for a rise of `user.ck_cgroup_stops` that a process's end
 /// contradicts (said before the `emptied` that then names no `ck-cgroup`).
-pub(super) const STOP_UNCONFIRMED: &str = "stop_unconfirmed";
+pub(crate) const STOP_UNCONFIRMED: &str = "stop_unconfirmed";
 
 /// The name of `watch`'s event for a rise of `user.oomd_ooms`.
-pub(super) const OOMD_KILL: &str = "oomd_kill";
+pub(crate) const OOMD_KILL: &str = "oomd_kill";
 
 /// The source of that event.
-pub(super) const OOMD_KILL_SOURCE: &str = oomd::OOMS;
+pub(crate) const OOMD_KILL_SOURCE: &str = oomd::OOMS;
 
 impl Kills {
-    /// The counters read now (`now`, [`oomd::kill_counters`] of the module's directory);
+    /// The counters read now (`now`, [`kill_counters`](super::counters::kill_counters) of the module's directory);
     /// `populated_now` says the module just became populated (the baseline of
     /// [`Kills::killed_by`] starts here). Returns the rise of `user.oomd_ooms` since the last
     /// read, if it grew.
-    pub(super) fn observe(&mut self, now: KillCounters, populated_now: bool) -> Option<OomdRise> {
+    pub(crate) fn observe(&mut self, now: KillCounters, populated_now: bool) -> Option<OomdRise> {
         if populated_now {
             self.against_stop.clear();
             self.stop_rose_after = None;
@@ -126,7 +127,7 @@ impl Kills {
     /// The counters read through the fd of a directory already removed: its files are gone
     /// (`memory.events`: `None`), its xattrs are not; what could not be read now keeps its last
     /// reading.
-    pub(super) fn observe_removed(&mut self, now: KillCounters) {
+    pub(crate) fn observe_removed(&mut self, now: KillCounters) {
         let last = self.last.unwrap_or_default();
         let or = |a: Option<u64>, b: Option<u64>| a.or(b);
         let mut merged = now;
@@ -141,7 +142,7 @@ impl Kills {
     /// A rise of `user.oomd_ooms` was just reported while `pids` were the module's processes:
     /// hold some of them, to check at [`Kills::confirm`] that they were killed. Queued behind
     /// any check still pending (mutation `oomd-rise-replaces`: it replaces it).
-    pub(super) fn expect_kill(&mut self, pids: &[u32]) {
+    pub(crate) fn expect_kill(&mut self, pids: &[u32]) {
         let mut witness = Witness::default();
         witness.saw(&pids[..pids.len().min(CONFIRM_HOLD)]);
         if mutation::active(Control::OomdRiseReplaces) {
@@ -155,12 +156,12 @@ impl Kills {
     }
 
     /// How many pidfds the pending checks hold (`watch`'s descriptor budget counts them).
-    pub(super) fn held(&self) -> usize {
+    pub(crate) fn held(&self) -> usize {
         self.pending.iter().map(|p| p.witness.len()).sum()
     }
 
     /// When the next pending check is due, if there is one.
-    pub(super) fn due(&self) -> Option<Instant> {
+    pub(crate) fn due(&self) -> Option<Instant> {
         self.pending.iter().map(|p| p.due).min()
     }
 
@@ -169,7 +170,7 @@ impl Kills {
     /// module's processes now, from its directory and below; `None` where it is gone) that
     /// started before the rise (the mark was not followed by systemd-oomd's kill; that rise then
     /// no longer counts for `killed_by`); `None` when all were killed or nothing is due.
-    pub(super) fn confirm(
+    pub(crate) fn confirm(
         &mut self,
         now: Instant,
         members: impl FnOnce() -> Option<Vec<u32>>,
@@ -215,7 +216,7 @@ impl Kills {
 
     /// A process of the module ended in a way no stop of ck-cgroup's causes (`why`: `pid 7
     /// exited with code 1`), as the process events connector told it (`watch::exits`).
-    pub(super) fn against_stop(&mut self, why: String) {
+    pub(crate) fn against_stop(&mut self, why: String) {
         self.against_stop.push((self.reads, why));
     }
 
@@ -223,7 +224,7 @@ impl Kills {
     /// the module ended after it (after the read before the one that saw it) with an exit code
     /// or a crash, which no stop of ck-cgroup's causes. `None`: it is believed (or no end was
     /// told: without the connector every rise is taken at its word).
-    pub(super) fn stop_doubt(&self) -> Option<&str> {
+    pub(crate) fn stop_doubt(&self) -> Option<&str> {
         // Mutation: every stop mark is taken at its word.
         if mutation::active(Control::WatchStopMarkTrusted) {
             return None;
@@ -238,7 +239,7 @@ impl Kills {
     /// The killers whose counters grew since the module was last populated: `systemd-oomd`
     /// (`user.oomd_ooms`), `kernel` (`oom_kill` or `oom_group_kill`) and `ck-cgroup` (its own
     /// stop: `user.ck_cgroup_stops`). Empty when none did (or a counter could not be read).
-    pub(super) fn killed_by(&self) -> Vec<String> {
+    pub(crate) fn killed_by(&self) -> Vec<String> {
         let (Some(now), Some(then)) = (self.last, self.since) else {
             return Vec::new();
         };

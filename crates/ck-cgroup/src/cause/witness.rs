@@ -67,7 +67,7 @@ impl Witness {
 
     /// Wait until every process held has exited, or `deadline`; the pids of those that still
     /// run then (sorted). A pidfd polls readable once its process has exited (a zombie too).
-    pub(super) fn still_running(&self, deadline: Instant) -> Vec<u32> {
+    pub(crate) fn still_running(&self, deadline: Instant) -> Vec<u32> {
         if mutation::active(Control::StopTrustsPopulated) {
             return Vec::new();
         }

@@ -16,7 +16,7 @@ use std::os::fd::AsFd;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::dir::CgroupDir;
+use crate::cgroup::dir::CgroupDir;
 
 /// How many stops are remembered.
 pub(crate) const KEPT: usize = 4096;
@@ -70,7 +70,7 @@ pub(crate) fn record(dir: &CgroupDir) {
     let Some(id) = cgroup_id(dir) else {
         return;
     };
-    let members = super::tree::members(dir, "").unwrap_or_default();
+    let members = crate::cgroup::tree::members(dir, "").unwrap_or_default();
     let mut s = stops();
     s.seq += 1;
     let seq = s.seq;

@@ -1,10 +1,12 @@
-//! The checks, judged from [`Facts`] alone: pure functions, one per check, no I/O.
+//! The checks, judged from [`Facts`] alone: pure functions, one per check, no I/O. The unit's
+//! checks are in `unit`.
 
 use super::gather::{
-    Bus, Facts, Failure, MODULES_SLICE, RootFacts, ScopeFacts, ServiceRoot, Unavailable, UnitFacts,
-    WANTED_CONTROLLERS, parse,
+    Bus, Facts, Failure, MODULES_SLICE, RootFacts, ScopeFacts, ServiceRoot, WANTED_CONTROLLERS,
+    parse,
 };
 use super::{Check, Outcome};
+use unit::{systemd_unavailable, unit_checks};
 
 fn check(name: &str, outcome: Outcome, detail: String, fix: Option<String>) -> Check {
     Check {
@@ -487,170 +489,7 @@ fn clone_into_cgroup(release: &str) -> Check {
     )
 }
 
-/// `systemd`: why the unit's settings were not checked, as a warning.
-fn systemd_unavailable(u: &Unavailable) -> Check {
-    match u {
-        Unavailable::NoBus(e) => check(
-            "systemd",
-            Outcome::Warn,
-            format!("systemd is not on the bus ({e}); the unit's settings were not checked"),
-            None,
-        ),
-        Unavailable::Failed(e) => check(
-            "systemd",
-            Outcome::Warn,
-            format!("systemd did not answer: {e}"),
-            Some("name the unit with --unit ck-subc.service".into()),
-        ),
-        Unavailable::NotBuilt => check(
-            "systemd",
-            Outcome::Warn,
-            "this build of the ck-cgroup library has no systemd support; the unit's settings were not checked".into(),
-            Some("build the ck-cgroup crate with its `systemd` feature (the ck-cgroup binary has it)".into()),
-        ),
-    }
-}
-
-/// The checks of the unit's settings; `scopes`: the systemd backend, where `Delegate=` does not
-/// matter.
-fn unit_checks(f: &UnitFacts, scopes: bool) -> Vec<Check> {
-    vec![
-        systemd_unit(f),
-        if scopes {
-            delegate_for_scopes(f)
-        } else {
-            delegate(f)
-        },
-        setting(f, "OOMPolicy=", f.oom_policy.as_deref(), "continue"),
-        setting(f, "KillMode=", f.kill_mode.as_deref(), "mixed"),
-        timeout_stop(f),
-        delegate_subgroup(f),
-    ]
-}
-
-/// The fix for a unit setting: a drop-in with `line`.
-fn edit(f: &UnitFacts, line: &str) -> String {
-    format!(
-        "add a drop-in (systemctl edit {}):\n[Service]\n{line}",
-        f.unit
-    )
-}
-
-/// `systemd unit`: which unit, which systemd, which cgroup; always ok.
-fn systemd_unit(f: &UnitFacts) -> Check {
-    check(
-        "systemd unit",
-        Outcome::Ok,
-        format!(
-            "{} (systemd {}), cgroup {}",
-            f.unit,
-            f.version,
-            f.control_group.as_deref().unwrap_or("-")
-        ),
-        None,
-    )
-}
-
-/// `Delegate=` with the systemd backend: ok whatever it is.
-fn delegate_for_scopes(f: &UnitFacts) -> Check {
-    check(
-        "Delegate=",
-        Outcome::Ok,
-        format!(
-            "{}: not needed, the modules are systemd's scopes (--backend systemd)",
-            match f.delegate {
-                Some(true) => "yes",
-                Some(false) => "no",
-                None => "unknown",
-            }
-        ),
-        None,
-    )
-}
-
-/// `Delegate=`: yes, with every controller the helper uses. Where it is `no` the fix also names
-/// the way out for a service that must stay undelegated: the systemd backend.
-fn delegate(f: &UnitFacts) -> Check {
-    let ctl = f.delegate_controllers.as_deref().unwrap_or_default();
-    let ok = f.delegate == Some(true)
-        && WANTED_CONTROLLERS
-            .iter()
-            .all(|c| ctl.iter().any(|x| x == c));
-    check(
-        "Delegate=",
-        if ok { Outcome::Ok } else { Outcome::Fail },
-        match f.delegate {
-            Some(true) => format!(
-                "yes, controllers: {}",
-                if ctl.is_empty() {
-                    "-".into()
-                } else {
-                    ctl.join(" ")
-                }
-            ),
-            Some(false) => {
-                "no: the service's cgroup is systemd's; modules cannot get cgroups of their own"
-                    .into()
-            }
-            None => "unknown".into(),
-        },
-        (!ok).then(|| {
-            let fix = edit(f, "Delegate=memory pids cpu io");
-            if f.delegate == Some(false) {
-                // The incident's host: delegation may be forbidden by local policy.
-                format!(
-                    "{fix}\n(where the service must stay undelegated: run its modules as systemd scopes, `ck-cgroup exec --backend systemd`, e.g. Environment=CK_CGROUP_BACKEND=systemd in the same drop-in instead)"
-                )
-            } else {
-                fix
-            }
-        }),
-    )
-}
-
-/// A string setting (`OOMPolicy=`, `KillMode=`) that must be `wanted`.
-fn setting(f: &UnitFacts, name: &str, value: Option<&str>, wanted: &str) -> Check {
-    let ok = value == Some(wanted);
-    check(
-        name,
-        if ok { Outcome::Ok } else { Outcome::Fail },
-        value.unwrap_or("unknown").to_string(),
-        (!ok).then(|| edit(f, &format!("{name}{wanted}"))),
-    )
-}
-
-/// `TimeoutStopSec=`: 35 s, as the packaged unit sets it.
-fn timeout_stop(f: &UnitFacts) -> Check {
-    let ok = f.timeout_stop_usec == Some(35_000_000);
-    check(
-        "TimeoutStopSec=",
-        if ok { Outcome::Ok } else { Outcome::Fail },
-        f.timeout_stop_usec
-            .map_or("unknown".into(), |u| format!("{} s", u as f64 / 1e6)),
-        (!ok).then(|| edit(f, "TimeoutStopSec=35")),
-    )
-}
-
-/// `DelegateSubgroup=`: informational; systemd 254 has it, older ones need `init` first.
-fn delegate_subgroup(f: &UnitFacts) -> Check {
-    let sub = f.major().is_some_and(|v| v >= 254);
-    check(
-        "DelegateSubgroup=",
-        Outcome::Ok,
-        if sub {
-            format!(
-                "systemd {} has it: DelegateSubgroup=daemon puts the daemon in its leaf",
-                f.version
-            )
-        } else {
-            format!(
-                "systemd {} is older than 254: the daemon runs `ck-cgroup init` before its first spawn",
-                f.version
-            )
-        },
-        None,
-    )
-}
+mod unit;
 
 #[cfg(test)]
 mod tests;
