@@ -15,7 +15,7 @@ use ck_cgroup::limits::{
 use ck_cgroup::policy::Policy;
 use ck_duration::parse_duration;
 
-/// Kernel files (crates/ck-cgroup/src/cgroup/parse.rs): every parser takes any text.
+/// Kernel files (crates/ck-cgroup/src/cgroup/parse/mod.rs): every parser takes any text.
 pub fn kernel_files(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let t = text.as_ref();
