@@ -99,13 +99,36 @@ impl CgroupDir {
     /// Open the directory `rel` beneath this one as a handle of its own (checked to be on
     /// cgroup2), so that what is done through it stays with that directory even if another
     /// one of the same name is made after it was removed. `EXDEV` when it is not on cgroup2.
+    ///
+    /// The check costs no `fstatfs(2)` where `openat2` resolves it with `RESOLVE_NO_XDEV`: a
+    /// path that crosses no mount is on this directory's filesystem, cgroup2 (`status` opens
+    /// one directory per module). Where it crosses one, or on a kernel without `openat2`, the
+    /// directory's filesystem is asked.
     pub fn open_dir(&self, rel: &str) -> std::result::Result<CgroupDir, Errno> {
-        let fd = self.open_beneath(rel, OFlags::RDONLY | OFlags::DIRECTORY)?;
-        let st = rfs::fstatfs(&fd)?;
-        #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
-        if st.f_type as i64 != CGROUP2_SUPER_MAGIC {
-            return Err(Errno::XDEV);
-        }
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        let same_mount = rfs::openat2(
+            self.fd.as_fd(),
+            &*bytes_of(if rel.is_empty() { "." } else { rel }),
+            flags,
+            Mode::empty(),
+            ResolveFlags::BENEATH
+                | ResolveFlags::NO_SYMLINKS
+                | ResolveFlags::NO_MAGICLINKS
+                | ResolveFlags::NO_XDEV,
+        );
+        let fd = match same_mount {
+            Ok(fd) => fd,
+            Err(Errno::XDEV | Errno::NOSYS) => {
+                let fd = self.open_beneath(rel, OFlags::RDONLY | OFlags::DIRECTORY)?;
+                let st = rfs::fstatfs(&fd)?;
+                #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
+                if st.f_type as i64 != CGROUP2_SUPER_MAGIC {
+                    return Err(Errno::XDEV);
+                }
+                fd
+            }
+            Err(e) => return Err(e),
+        };
         Ok(CgroupDir {
             fd,
             path: self.display_path(rel),
@@ -121,7 +144,7 @@ impl CgroupDir {
     /// Read a whole kernel file, returning the bare errno (callers map `ENOENT` to "absent").
     pub fn read_raw(&self, rel: &str) -> std::result::Result<String, Errno> {
         let fd = self.open_beneath(rel, OFlags::RDONLY)?;
-        read_fd(&fd)
+        read_cgroup_file(&fd, rel)
     }
 
     /// A flat-keyed kernel file beneath this directory (`memory.events`, `memory.stat`: a
@@ -280,12 +303,30 @@ fn split_parent(rel: &str) -> (&str, &str) {
 /// Read an fd to its end from offset 0 (kernel files are small), into the buffer's spare
 /// capacity (no zeroed scratch buffer per read: `status` reads nine files per module).
 pub(crate) fn read_fd(fd: &OwnedFd) -> std::result::Result<String, Errno> {
+    read_until(fd, false)
+}
+
+/// Read the cgroup file `rel` (its last component names it) open at `fd`: as [`read_fd`], but a
+/// read that returns less than it asked for is the end for every file but `cgroup.procs` and
+/// `cgroup.threads`. Those list one record per pid (their own `seq_file` iterator), and a read
+/// ends short where the next record does not fit; every other cgroup2 file is written by one
+/// `show` call (kernfs's single-record `seq_file`), which the kernel copies out up to the
+/// size asked, so a short read left nothing behind. One `pread` per file instead of two: `exec`
+/// reads six files, `status` nine per module.
+pub(crate) fn read_cgroup_file(fd: &OwnedFd, rel: &str) -> std::result::Result<String, Errno> {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    read_until(fd, !matches!(name, "cgroup.procs" | "cgroup.threads"))
+}
+
+/// [`read_fd`]; with `short_is_end`, up to the first read that returns less than it asked for.
+fn read_until(fd: &OwnedFd, short_is_end: bool) -> std::result::Result<String, Errno> {
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let mut off = 0u64;
     loop {
         if buf.capacity() - buf.len() < 1024 {
             buf.reserve(4096);
         }
+        let asked = buf.capacity() - buf.len();
         let n = match rustix::io::pread(fd, rustix::buffer::spare_capacity(&mut buf), off) {
             Ok(n) => n,
             Err(Errno::INTR) => continue,
@@ -295,6 +336,9 @@ pub(crate) fn read_fd(fd: &OwnedFd) -> std::result::Result<String, Errno> {
             break;
         }
         off += n as u64;
+        if short_is_end && n < asked {
+            break;
+        }
     }
     Ok(match String::from_utf8(buf) {
         Ok(s) => s,

@@ -20,7 +20,7 @@ use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::fs::OFlags;
 use rustix::io::Errno;
 
-use crate::cgroup::dir::{CgroupDir, read_fd};
+use crate::cgroup::dir::{CgroupDir, read_cgroup_file};
 use crate::cgroup::gone::is_gone;
 use crate::cgroup::parse;
 use crate::error::{Error, Result};
@@ -121,7 +121,7 @@ fn wait_fd_with(
     let deadline = Instant::now() + timeout;
     loop {
         // Reading re-arms the notification: read first, then poll.
-        let text = match read_fd(fd) {
+        let text = match read_cgroup_file(fd, "cgroup.events") {
             Ok(t) => t,
             // The cgroup was removed under us.
             Err(e) if is_gone(e) => return Ok(Waited::Empty),
@@ -224,7 +224,7 @@ pub(crate) fn wait_events_or_gone(
     let deadline = Instant::now() + timeout;
     let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
     loop {
-        let text = match read_fd(&fd) {
+        let text = match read_cgroup_file(&fd, "cgroup.events") {
             Ok(t) => t,
             Err(e) if is_gone(e) => return Ok(Until::Gone),
             Err(e) => return Err(Error::io("read", dir.display_path(&events_rel), e)),

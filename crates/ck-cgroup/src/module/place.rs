@@ -338,16 +338,22 @@ impl Root {
                 .read_raw(&join(anc, "cgroup.events"))
                 .is_ok_and(|t| parse::events(&t).frozen == Some(true))
         };
+        // A frozen root has every cgroup below it frozen (the kernel sets a cgroup's `frozen`
+        // once all of its descendants are): where `subc-modules/` says it is not, the root is
+        // not either, and its file is not read (exec's common case).
+        let modules_events = self
+            .dir
+            .read_raw(&join(MODULES_DIR, "cgroup.events"))
+            .map(|t| parse::events(&t).frozen == Some(true));
         let ancestors = ["", MODULES_DIR];
         let found = ancestors
             .iter()
             .find(|a| own(a))
             .map(|a| (*a, true))
-            .or_else(|| {
-                ancestors
-                    .iter()
-                    .find(|a| events_frozen(a))
-                    .map(|a| (*a, false))
+            .or_else(|| match modules_events {
+                Ok(false) => None,
+                Ok(true) if !events_frozen("") => Some((MODULES_DIR, false)),
+                _ => events_frozen("").then_some(("", false)),
             });
         if let Some((anc, own)) = found {
             let path = self.dir.display_path(anc);

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use rustix::fs::{Dir, FileType, OFlags};
 use rustix::io::Errno;
 
-use crate::cgroup::dir::{CgroupDir, open_beneath_at, read_fd};
+use crate::cgroup::dir::{CgroupDir, open_beneath_at, read_cgroup_file};
 use crate::cgroup::gone::is_gone;
 use crate::error::{Error, Result};
 use crate::mutation::{self, Control};
@@ -114,7 +114,7 @@ pub(crate) fn open_child(at: BorrowedFd<'_>, name: &str) -> std::result::Result<
 
 /// Read the file `name` in the directory `at`.
 pub(crate) fn read_at(at: BorrowedFd<'_>, name: &str) -> std::result::Result<String, Errno> {
-    read_fd(&open_beneath_at(at, name, OFlags::RDONLY)?)
+    read_cgroup_file(&open_beneath_at(at, name, OFlags::RDONLY)?, name)
 }
 
 /// The names of the sub-directories of the directory `fd` (child cgroups), unsorted.
