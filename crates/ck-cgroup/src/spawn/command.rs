@@ -250,7 +250,10 @@ impl ModuleCommand {
     /// the kernel (`malloc_trim(3)`) right before the init is forked (off by default). The init
     /// is a copy of the caller for as long as the module runs, so a caller that stays resident
     /// only to wait for the module (the helper's `run`) keeps less so. A daemon with a large heap
-    /// leaves it off: the trim walks the whole heap, on every spawn.
+    /// leaves it off: the trim walks the whole heap, on every spawn. With it, the init also gives
+    /// back its copy of the caller's `brk` heap once the program is started (where the thread's
+    /// control block lies on that heap, as in a static binary; the init never reads the heap
+    /// again), so that the pages the caller writes while the module runs are not kept twice.
     pub fn trim_heap(&mut self, on: bool) -> &mut Self {
         self.trim_heap = on;
         self

@@ -57,6 +57,41 @@ pub(in crate::spawn) struct InitCtx<'a> {
     pub(in crate::spawn) trim_heap: bool,
 }
 
+/// How far around the thread pointer the init keeps the heap's pages: a static glibc puts the
+/// main thread's control block and static TLS (`errno` included) at the start of the `brk`
+/// heap, a few KiB on each side of the thread pointer; the init, which calls libc after it gave
+/// its heap back, keeps them.
+const TCB_WINDOW: usize = 16 << 10;
+
+/// The part of the caller's `brk` heap (from `/proc/self/stat`'s `start_brk` to the break) above
+/// [`TCB_WINDOW`] past the thread pointer, page-aligned: what the init gives back of its copy
+/// once the program is started (it never reads the heap again: its loop works on its stack).
+/// The caller keeps writing its own heap while the module runs, and each page it writes would
+/// otherwise be kept twice, its copy and the init's. `None` where the thread's control block is
+/// not on the `brk` heap (a dynamically linked caller: the loader maps it elsewhere), or where
+/// nothing is left above the window. Called by the parent right before the fork (it allocates;
+/// after the trim, which moves the break).
+fn heap_above_tcb() -> Option<(usize, usize)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Field 47 (`start_brk`); the fields after the command's closing `)` start at 3.
+    let start: usize = stat
+        .rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(47 - 3)?
+        .parse()
+        .ok()?;
+    // SAFETY: sbrk(0) only reads the current break; pthread_self() reads the thread pointer.
+    let (brk, tp) = unsafe { (libc::sbrk(0) as usize, libc::pthread_self() as usize) };
+    if start == 0 || !(start..brk).contains(&tp) {
+        return None;
+    }
+    let page = rustix::param::page_size();
+    let from = (tp + TCB_WINDOW).next_multiple_of(page);
+    let end = brk.next_multiple_of(page);
+    (from < end).then(|| (from, end - from))
+}
+
 /// Clone the init with `flags` (`CLONE_NEWPID`, and `CLONE_INTO_CGROUP` unless `no-placement`;
 /// `CLONE_NEWUSER` when `ctx.user_ns` is set) into the cgroup of `cgroup_dir`; its pid and pidfd.
 pub(in crate::spawn) fn fork_init(
@@ -64,11 +99,11 @@ pub(in crate::spawn) fn fork_init(
     flags: u64,
     ctx: &InitCtx<'_>,
 ) -> io::Result<(u32, OwnedFd)> {
-    let init = || {
+    let init = |heap_copy| {
         // SAFETY: run only by clone3_fork in the freshly cloned child, PID 1 of the new
         // namespace, with every signal blocked; `ctx` borrows what the parent prepared (alive
         // in the child's copy of its memory too).
-        unsafe { ns_init(ctx) }
+        unsafe { ns_init(ctx, heap_copy) }
     };
     // The init is a copy of this process for as long as the module runs, and so is what it
     // copies: where the caller asked, give the heap's free pages back first, so that neither
@@ -78,16 +113,23 @@ pub(in crate::spawn) fn fork_init(
         // allocation in use moves or is invalidated, and this thread holds no allocator lock.
         unsafe { libc::malloc_trim(0) };
     }
+    // With the trim, the init gives its copy of the heap back too, once the program is started.
+    let heap_copy = if ctx.trim_heap {
+        heap_above_tcb()
+    } else {
+        None
+    };
     // SAFETY: `init` makes only async-signal-safe calls on prepared data and never returns.
-    unsafe { clone3_fork(cgroup_dir, flags, init) }
+    unsafe { clone3_fork(cgroup_dir, flags, || init(heap_copy)) }
 }
 
-/// The init: see [`crate::spawn::pidns`]. Never returns.
+/// The init: see [`crate::spawn::pidns`]. Never returns. `heap_copy`: the part of its copy of
+/// the caller's heap it gives back once the program is started ([`heap_above_tcb`]).
 ///
 /// # Safety
 /// Only in the child right after `clone3` with `CLONE_NEWPID` (fork semantics), with every
 /// signal blocked and `ctx`'s pointers valid.
-unsafe fn ns_init(ctx: &InitCtx<'_>) -> ! {
+unsafe fn ns_init(ctx: &InitCtx<'_>, heap_copy: Option<(usize, usize)>) -> ! {
     let fail = |e: c_int| -> ! { child_fail(ctx.cmd.report_fd, e) };
     // SAFETY: we are the child with every signal blocked.
     if let Err(e) = unsafe { reset_signal_handlers() } {
@@ -141,6 +183,14 @@ unsafe fn ns_init(ctx: &InitCtx<'_>) -> ! {
     // extra fds, whatever else the caller had open) would keep pipes and sockets open for the
     // namespace's whole life: the program has its own now, and the init keeps only its two.
     close_all_but(sfd, ctx.status_wr);
+    if let Some((addr, len)) = heap_copy {
+        // SAFETY: madvise(2) MADV_DONTNEED of a page-aligned range of this process's own `brk`
+        // heap that holds neither its stack nor its thread's control block (heap_above_tcb):
+        // the init reads none of it again (`ctx` and serve's state are on its stack), and a
+        // page touched after all the same would read as zeros, not fault. The program has its
+        // own copy (forked above).
+        unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTNEED) };
+    }
     serve(ctx, sfd, ret as libc::pid_t)
 }
 
