@@ -23,8 +23,7 @@
 //!   pidfds opened after the walk), wait until each of them has exited. `missed` is how many
 //!   processes were still in the module afterwards; a `cgroup.kill` then cleans up (untimed).
 
-#[path = "common/mod.rs"]
-mod common;
+use ck_bench::common;
 
 use std::collections::HashMap;
 use std::fs;

@@ -31,8 +31,7 @@
 //! - `binary --json` (b): the release binary `ck-cgroup --root <sandbox> --json status` spawned
 //!   as a process, from the spawn until it has exited and its stdout (a pipe) is read to the end.
 
-#[path = "common/mod.rs"]
-mod common;
+use ck_bench::common;
 
 use std::ffi::CStr;
 use std::fs;
@@ -172,7 +171,7 @@ struct Opens {
 fn main() -> Res<()> {
     rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
     let mount = cgroup2_mount()?;
-    let bin = binary();
+    let bin = binary(env!("CARGO_BIN_EXE_ck-cgroup"));
     print_header(&mount, &bin)?;
 
     let sandbox = Sandbox::create(&mount)?;

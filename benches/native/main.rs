@@ -25,24 +25,22 @@
 //!   `ru_utime + ru_stime`, `ru_minflt + ru_majflt`).
 //! - [`resident`]: what a `run` module keeps resident (both helper processes' `Pss_Anon` and page
 //!   tables) at 1, 100 and 1,000 modules.
+//! - [`storm`]: `Root::spawn`, `run`, `exec` and the dash placement while other (sandbox)
+//!   cgroups fork as fast as they can, against the same idle, in alternating blocks.
 //!
 //! Peak RSS is `wait4`'s `ru_maxrss` of each run (the largest over its runs): for `exec` the
 //! helper's own peak, kept across its `execve` of `/bin/true`.
 //!
 //! Knobs: `CK_BENCH_PAIRS` (start-up pairs, default 100), `CK_BENCH_STATUS_10K=1`.
 
-#[path = "../common/mod.rs"]
-mod common;
-#[allow(dead_code)] // the vm bench's; this one uses add and drain
-#[path = "../vm/inotify.rs"]
-mod inotify;
-#[path = "../vm/scale/limit.rs"]
-mod limit;
 mod proc;
 mod report;
 mod resident;
 mod scale;
 mod startup;
+mod storm;
+
+use ck_bench::{common, limit};
 
 use std::path::Path;
 
@@ -61,9 +59,12 @@ fn main() -> Res<()> {
     if args.get(1).map(String::as_str) == Some("limit-loop") {
         return limit::limit_main(&args[2..]);
     }
+    if args.get(1).map(String::as_str) == Some("storm-fork") {
+        return storm::storm_main();
+    }
     rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
     let mount = cgroup2_mount()?;
-    let bin = binary();
+    let bin = binary(env!("CARGO_BIN_EXE_ck-cgroup"));
     let pairs: usize = match std::env::var("CK_BENCH_PAIRS") {
         Ok(v) => v.parse().map_err(|e| format!("CK_BENCH_PAIRS={v}: {e}"))?,
         Err(_) => 100,
@@ -96,7 +97,7 @@ fn main() -> Res<()> {
     let measured = measure(sandbox.root(), &sandbox_path, &bin, pairs, &sizes);
     let destroyed = sandbox.destroy();
     reap_all();
-    let (starts, resident, scales) = match measured {
+    let (starts, resident, scales, storm) = match measured {
         Ok(m) => m,
         Err(e) => {
             report_cleanup(&mount, &sandbox_path)?;
@@ -104,11 +105,16 @@ fn main() -> Res<()> {
         }
     };
     destroyed?;
-    report::print(&starts, &resident, &scales);
+    report::print(&starts, &resident, &scales, &storm);
     report_cleanup(&mount, &sandbox_path)
 }
 
-type Measured = (startup::Starts, Vec<resident::Resident>, Vec<scale::Scale>);
+type Measured = (
+    startup::Starts,
+    Vec<resident::Resident>,
+    Vec<scale::Scale>,
+    storm::Storm,
+);
 
 fn measure(
     root: &Root,
@@ -120,5 +126,6 @@ fn measure(
     let starts = startup::measure(root, sandbox, bin, pairs)?;
     let resident = resident::measure(sandbox, bin, &RUN_MODULES)?;
     let (scales, _seen) = scale::measure(root, sandbox, bin, sizes)?;
-    Ok((starts, resident, scales))
+    let storm = storm::measure(root, sandbox, bin)?;
+    Ok((starts, resident, scales, storm))
 }

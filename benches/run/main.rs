@@ -49,12 +49,12 @@
 //! lines), `cleanup` (the second try at removing the sandbox).
 
 mod cleanup;
-#[path = "../common/mod.rs"]
-mod common;
 mod report;
 mod startup;
 mod teardown;
 mod tree;
+
+use ck_bench::common;
 
 use std::fs;
 use std::path::Path;
@@ -88,7 +88,7 @@ struct Measured {
 fn main() -> Res<()> {
     rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
     let mount = cgroup2_mount()?;
-    let bin = binary();
+    let bin = binary(env!("CARGO_BIN_EXE_ck-cgroup"));
     print_header(&mount, &bin)?;
 
     let sandbox = Sandbox::create(&mount)?;

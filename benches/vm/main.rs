@@ -34,26 +34,25 @@
 //! `inotify` the rest they use.
 
 mod churn;
-#[path = "../common/mod.rs"]
-mod common;
 mod config;
 mod helpers;
-mod inotify;
 mod memory;
 mod mount;
 mod scale;
 mod spawn;
 mod watch;
 
+use ck_bench::{common, inotify};
+
 use std::fs;
 use std::time::Instant;
 
+use ck_bench::limit::limit_main;
 use ck_cgroup::Sandbox;
 use ck_cgroup::discover::cgroup2_mount;
 use common::{Res, binary, print_cgroup_and_binary, print_machine, reap_all, report_cleanup};
 use config::{Cfg, Ctx};
 use mount::super_opts;
-use scale::limit::limit_main;
 
 fn main() -> Res<()> {
     let args: Vec<String> = std::env::args().collect();
@@ -69,7 +68,7 @@ fn main() -> Res<()> {
     rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
     let cfg = Cfg::from_env()?;
     let mount = cgroup2_mount()?;
-    let bin = binary();
+    let bin = binary(env!("CARGO_BIN_EXE_ck-cgroup"));
     print_machine("ck-cgroup guest bench (make vm-bench)")?;
     print_cgroup_and_binary(&mount, &bin)?;
     println!("cgroup2 mount options: {}", super_opts(&mount)?.1);

@@ -3,7 +3,6 @@
 //! opening; the table and its goals are [`report`]'s. Section 4 (`watch`) runs at the size
 //! `VM_BENCH_WATCH_AT`, among these modules.
 
-pub mod limit;
 mod report;
 
 use std::fs;
@@ -16,7 +15,7 @@ use crate::common::{Res, dev_null, ms_since, reap_all};
 use crate::config::{Ctx, TIMEOUT};
 use crate::helpers::{ck, id, peak_rss, run_proc};
 use crate::watch::section_watch;
-use limit::{Seen, limit};
+use ck_bench::limit::{self, Seen, limit};
 use report::print_scale;
 
 fn see_status_files(ctx: &Ctx, populated: &str, empty: &str) -> Res<Seen> {

@@ -1,6 +1,5 @@
 //! What the benchmarks share: the machine line of the header, the statistics, the child reaping
-//! of a subreaper, and the check that no sandbox is left. (`benches/*/mod.rs` is not a bench
-//! target of its own.)
+//! of a subreaper, and the check that no sandbox is left.
 
 use std::error::Error;
 use std::fs::{self, File};
@@ -38,7 +37,6 @@ pub fn dev_null() -> Res<OwnedFd> {
 }
 
 /// The process runs `sleep` (the shell that forked it is done with it).
-#[allow(dead_code)] // the vm bench does not use it
 pub fn is_sleep(pid: u32) -> bool {
     fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == "sleep")
 }
@@ -46,7 +44,6 @@ pub fn is_sleep(pid: u32) -> bool {
 /// Make the modules `names(i)` for `i` in `range` (those that exist are kept), spawn a `sleep
 /// 600` into every `every`th (by `i`), and wait at most `timeout` until each is `sleep`. Returns
 /// how many were spawned; they are reaped with everything else once the sandbox is destroyed.
-#[allow(dead_code)] // the kill, run and vm benches do not use it
 pub fn populate(
     root: &ck_cgroup::Root,
     range: std::ops::Range<usize>,
@@ -95,7 +92,6 @@ pub fn median(v: &[f64]) -> f64 {
     }
 }
 
-#[allow(dead_code)] // the native bench quotes medians only
 pub fn min(v: &[f64]) -> f64 {
     v.iter().copied().fold(f64::INFINITY, f64::min)
 }
@@ -133,16 +129,15 @@ fn leftovers(mount: &Path, sandbox: &Path) -> Res<Vec<PathBuf>> {
     Ok(left)
 }
 
-/// The release binary: `CK_CGROUP_BIN` when set, else the one cargo built beside this bench.
-#[allow(dead_code)] // the kill bench uses the library only
-pub fn binary() -> PathBuf {
+/// The helper to time: `CK_CGROUP_BIN` when set, else `built`, the one cargo built beside the
+/// bench (its `env!("CARGO_BIN_EXE_ck-cgroup")`).
+pub fn binary(built: &str) -> PathBuf {
     std::env::var_os("CK_CGROUP_BIN")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ck-cgroup")))
+        .unwrap_or_else(|| PathBuf::from(built))
 }
 
 /// Print the header's cgroup2 line (the mount and its controllers) and the binary's.
-#[allow(dead_code)] // the kill bench uses the library only
 pub fn print_cgroup_and_binary(mount: &Path, bin: &Path) -> Res<()> {
     let controllers = fs::read_to_string(mount.join("cgroup.controllers"))?;
     println!(
@@ -159,19 +154,16 @@ pub fn print_cgroup_and_binary(mount: &Path, bin: &Path) -> Res<()> {
 }
 
 /// Milliseconds since `t0`.
-#[allow(dead_code)] // the status, run and vm benches use it
 pub fn ms_since(t0: std::time::Instant) -> f64 {
     t0.elapsed().as_secs_f64() * 1e3
 }
 
 /// wait4(pid): the raw wait status and ru_maxrss (KiB).
-#[allow(dead_code)] // the vm and native benches use it
 pub fn wait4(pid: i32) -> Res<(i32, u64)> {
     wait4_usage(pid).map(|(status, u)| (status, u.kib))
 }
 
 /// What `wait4` says a process used: peak RSS, page faults, CPU time.
-#[allow(dead_code)] // the native bench uses it
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Usage {
     /// `ru_maxrss`, KiB.
@@ -183,7 +175,6 @@ pub struct Usage {
 }
 
 /// wait4(pid): the raw wait status and what the process used.
-#[allow(dead_code)] // the vm and native benches use it
 pub fn wait4_usage(pid: i32) -> Res<(i32, Usage)> {
     let mut status = 0;
     // SAFETY: rusage is plain data; wait4 fills it.
