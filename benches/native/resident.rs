@@ -2,8 +2,8 @@
 //! parent, which reports and removes the module at the end) and the PID namespace's init (which
 //! takes the namespace down with it). Per module: both processes' `Pss_Anon`
 //! (`/proc/<pid>/smaps_rollup`: their anonymous memory, what they share with each other counted
-//! once) and page tables (`VmPTE` of `/proc/<pid>/status`), summed, at 1, 100 and 1,000 modules
-//! of `run rN -- sleep 600` at once.
+//! once), which the goal is for, and their page tables (`VmPTE` of `/proc/<pid>/status`), each
+//! summed over the two, at 1, 100 and 1,000 modules of `run rN -- sleep 600` at once.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -11,11 +11,14 @@ use std::time::{Duration, Instant};
 
 use crate::common::{Res, median};
 
-/// One size: how many modules, and the median of their resident KiB (both helpers together).
+/// One size: how many modules, and the medians of their KiB (both helpers together).
 pub struct Resident {
     pub modules: usize,
-    pub kib: f64,
-    /// The medians of the parent's and the init's, KiB.
+    /// `Pss_Anon` of both.
+    pub anon_kib: f64,
+    /// `VmPTE` of both.
+    pub pte_kib: f64,
+    /// The medians of the parent's and the init's `Pss_Anon`, KiB.
     pub parent_kib: f64,
     pub init_kib: f64,
 }
@@ -30,9 +33,12 @@ fn kb(pid: u32, file: &str, key: &str) -> Res<u64> {
         .ok_or_else(|| format!("no {key} in /proc/{pid}/{file}").into())
 }
 
-/// A process's unique memory, KiB: `Pss_Anon` and page tables.
-fn unique_kib(pid: u32) -> Res<u64> {
-    Ok(kb(pid, "smaps_rollup", "Pss_Anon:")? + kb(pid, "status", "VmPTE:")?)
+/// A process's `Pss_Anon` and page tables, KiB.
+fn anon_and_pte(pid: u32) -> Res<(f64, f64)> {
+    Ok((
+        kb(pid, "smaps_rollup", "Pss_Anon:")? as f64,
+        kb(pid, "status", "VmPTE:")? as f64,
+    ))
 }
 
 /// The child of `pid` (the init `run` made), once there is one with its own child (the command).
@@ -84,17 +90,20 @@ fn one(sandbox: &Path, bin: &Path, n: usize) -> Res<Resident> {
             children.push(c);
         }
         let deadline = Instant::now() + Duration::from_secs(60);
-        let (mut sums, mut parents, mut inits) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut anons, mut ptes, mut parents, mut inits) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for c in &children {
             let init = init_of(c.id(), deadline)?;
-            let (p, i) = (unique_kib(c.id())? as f64, unique_kib(init)? as f64);
-            parents.push(p);
-            inits.push(i);
-            sums.push(p + i);
+            let ((pa, pp), (ia, ip)) = (anon_and_pte(c.id())?, anon_and_pte(init)?);
+            parents.push(pa);
+            inits.push(ia);
+            anons.push(pa + ia);
+            ptes.push(pp + ip);
         }
         Ok(Resident {
             modules: n,
-            kib: median(&sums),
+            anon_kib: median(&anons),
+            pte_kib: median(&ptes),
             parent_kib: median(&parents),
             init_kib: median(&inits),
         })
