@@ -424,3 +424,63 @@ fn no_spawn_or_kill_path_touches_the_multi_gen_lru_and_status_does() {
     }
     let _ = placed.wait();
 }
+
+/// `status` and `exec` read each cgroup file in one `pread`: every cgroup2 file but
+/// `cgroup.procs` and `cgroup.threads` is written by one `show` call, so a short read is its
+/// end, and a second `pread` to see 0 is a system call per file for nothing (`status` reads
+/// seven files per module here, `exec` five). `strace` counts the `pread`s against the files
+/// opened for reading; and a module's directory opened by `openat2` needs no `fstatfs`.
+#[test]
+fn status_and_exec_read_each_cgroup_file_in_one_pread() {
+    if std::process::Command::new("strace")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        skip("no strace here (CI installs it)");
+        return;
+    }
+    let w = World::new();
+    ok(w.run(&["create", "m"]));
+    for args in [&["--json", "status"][..], &["exec", "m", "--", "true"]] {
+        let log = w.tmp("trace");
+        let _ = std::fs::remove_file(&log);
+        let o = std::process::Command::new("strace")
+            .args(["-qq", "-e", "trace=openat2,pread64,fstatfs,close", "-o"])
+            .arg(&log)
+            .arg(bin())
+            .arg("--root")
+            .arg(w.root())
+            .args(args)
+            .env("CK_CGROUP_POLICY", "/dev/null")
+            .env_remove("CK_CGROUP_ROOT")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let t = std::fs::read_to_string(&log).unwrap();
+        // The `pread`s of the cgroup files opened for reading (not the loader's of a dynamic
+        // build, on descriptors opened otherwise), by descriptor while it is open.
+        let (mut open, mut opened, mut preads) = (Vec::<String>::new(), 0, 0);
+        for l in t.lines() {
+            let fd = |l: &str| l.split(['(', ',']).nth(1).unwrap_or("").trim().to_string();
+            let ret = l.rsplit("= ").next().unwrap_or("").trim().to_string();
+            if l.starts_with("openat2(")
+                && l.contains("O_RDONLY")
+                && !l.contains("O_DIRECTORY")
+                && !l.contains("O_PATH")
+                && !ret.starts_with('-')
+            {
+                opened += 1;
+                open.push(ret);
+            } else if l.starts_with("close(") {
+                open.retain(|f| *f != fd(l));
+            } else if l.starts_with("pread64(") && open.contains(&fd(l)) {
+                preads += 1;
+            }
+        }
+        assert!(opened > 0, "{args:?} opened no cgroup file: {t}");
+        assert_eq!(preads, opened, "{args:?}: one pread per file read: {t}");
+        let statfs = t.lines().filter(|l| l.starts_with("fstatfs(")).count();
+        assert_eq!(statfs, 1, "{args:?}: only the root's fstatfs: {t}");
+    }
+}

@@ -15,6 +15,7 @@ use rustix::io::Errno;
 
 use crate::error::{Error, Result};
 use crate::id::name_bytes::{self, bytes_of};
+use crate::mutation::{self, Control};
 
 /// `CGROUP2_SUPER_MAGIC` from `linux/magic.h` (rustix has no constant for it).
 pub const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
@@ -336,7 +337,8 @@ fn read_until(fd: &OwnedFd, short_is_end: bool) -> std::result::Result<String, E
             break;
         }
         off += n as u64;
-        if short_is_end && n < asked {
+        // Mutation control (`CK_MUTATION=read-to-end`): every file read to its end.
+        if short_is_end && n < asked && !mutation::active(Control::ReadToEnd) {
             break;
         }
     }
