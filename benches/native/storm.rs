@@ -8,7 +8,7 @@
 //! sandbox cgroup of its own (modules `storm-N` of the bench's sandbox, removed with it), each a
 //! loop of `fork(2)` and a child that exits at once, at nice 19, so that what the rows pay is
 //! the lock more than the CPU (the plain `Command` row, no cgroup, shows what the CPU costs).
-//! Blocks alternate, idle then storm, [`BLOCKS`] of each; in a block each row runs [`PER_BLOCK`]
+//! Blocks alternate, idle and storm, [`BLOCKS`] of each (in turn idle first and storm first); in a block each row runs [`PER_BLOCK`]
 //! times, the rows interleaved; each row's figure is its median per phase. Each row that writes
 //! `cgroup.procs` (the dash placement, `exec`) starts [`PAUSE`] after the row before it: a write
 //! right after another finds the lock still in its writer mode (the kernel keeps it so for a
@@ -28,8 +28,9 @@ use crate::startup::SHELL;
 
 /// Storm processes (forking loops), each in a cgroup of its own.
 const STORMS: usize = 4;
-/// Idle and storm blocks, alternating.
-const BLOCKS: usize = 3;
+/// Idle and storm blocks, alternating (idle first, then storm first, and so on, so that a trend
+/// in the host's own load falls on both alike).
+const BLOCKS: usize = 4;
 /// Runs of each row in a block.
 const PER_BLOCK: usize = 8;
 /// The untimed pause before a row that writes `cgroup.procs`.
@@ -204,8 +205,13 @@ pub fn measure(root: &Root, sandbox: &Path, bin: &Path) -> Res<Storm> {
         })
         .collect();
     let (mut forks, mut storm_ms) = (0u64, 0.0);
-    for _ in 0..BLOCKS {
-        for stormy in [false, true] {
+    for block in 0..BLOCKS {
+        let order = if block % 2 == 0 {
+            [false, true]
+        } else {
+            [true, false]
+        };
+        for stormy in order {
             let storms = if stormy { Some(start(root)?) } else { None };
             let t0 = Instant::now();
             let mut result = Ok(());
