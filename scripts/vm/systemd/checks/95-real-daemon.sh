@@ -35,10 +35,12 @@ expect "hog's module has memory.oom.group 1 ($(cat "$SVC/subc-modules/hog/memory
   [ "$(cat "$SVC/subc-modules/hog/memory.oom.group")" = 1 ]
 echo "(sleep 1004 &); exec $MEMHOG 256" > "$T/hog.once"
 kill "$(mod_pid hog)"  # the daemon restarts hog, whose next command is the hog
-hog_oom() { dmesg | grep -q 'oom_memcg=/.*/subc-modules/hog,'; }
+# grep reads all of dmesg (no -q): under pipefail, `dmesg | grep -q` fails when grep's early exit
+# cuts dmesg's write ("dmesg: write error"), and a line that is there reads as not there.
+hog_oom() { dmesg | grep 'oom_memcg=/.*/subc-modules/hog,' > /dev/null; }
 expect "hog past its memory.max met the OOM killer" wait_until 60 hog_oom
 # The kernel writes its group line right after the kill's (mem_cgroup_print_oom_group).
-group_kill() { dmesg | grep -q 'subc-modules/hog are going to be killed due to memory.oom.group set'; }
+group_kill() { dmesg | grep 'subc-modules/hog are going to be killed due to memory.oom.group set' > /dev/null; }
 expect "the kernel killed hog's whole module by memory.oom.group" wait_until 2 group_kill
 dmesg | grep -E 'oom-kill:|Memory cgroup out of memory|memory.oom.group' | tail -n 4 || true
 expect "the daemon restarted hog after the OOM kill (starts $sh0 -> $(starts hog))" \
