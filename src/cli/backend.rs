@@ -14,10 +14,7 @@ use ck_cgroup::{Error, Sandbox};
 use super::args::{self, BackendArgs, Cli, ManagerArg};
 use super::promises::RootUse;
 
-/// The variable that names the backend (`CK_CGROUP_BACKEND=systemd`): `--backend`'s (through
-/// clap) for a command that has the flag; read here, by [`from_env`] and [`cgroupfs`], for one
-/// that has not.
-pub const ENV_BACKEND: &str = "CK_CGROUP_BACKEND";
+pub use super::args::values::ENV_BACKEND;
 
 /// Whether the variable says systemd, for a command without `--backend`: only `systemd` does
 /// (any other value is cgroupfs, as it always was for these commands).

@@ -12,9 +12,9 @@ use std::str::FromStr;
 
 use ck_cgroup::{Class, Error, ErrorKind, ModuleId, ModuleName};
 
-use super::promises::GivenModule;
+use super::promises::types::GivenModule;
 #[cfg(test)]
-use super::promises::Modules;
+use super::promises::types::Modules;
 
 /// A `T` as given on the command line (`ModuleArg<ModuleId>`, `ModuleArg<ModuleName>`): read once.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,7 +11,7 @@
 //! (`cmd_<name>`) and its renderer; a row without its arguments' type, its `Promise` or its arm
 //! does not compile.
 
-use crate::cli::promises::{Given, Promise, Promises};
+use crate::cli::promises::types::{Given, Promise, Promises};
 
 use super::opts::*;
 

@@ -11,12 +11,12 @@ use clap::Parser;
 use crate::cli::promises;
 pub use crate::cli::status::{Col, SortKey};
 
-mod commands;
+pub(crate) mod commands;
 pub mod lazy;
 mod limit_flags;
 mod opts;
 mod stop_flags;
-mod values;
+pub(crate) mod values;
 
 pub use commands::{Command, Kind};
 pub use limit_flags::LimitArgs;

@@ -15,6 +15,11 @@ pub(super) fn pressure_trigger(s: &str) -> Result<PressureTrigger, String> {
     s.parse().map_err(|e: ck_cgroup::Error| e.to_string())
 }
 
+/// The variable that names the backend (`CK_CGROUP_BACKEND=systemd`): `--backend`'s (through
+/// clap) for a command that has the flag; read by `cli::backend` (`from_env`, `cgroupfs`) for
+/// one that has not.
+pub const ENV_BACKEND: &str = "CK_CGROUP_BACKEND";
+
 /// Where modules live.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BackendArgs {
@@ -26,7 +31,7 @@ pub struct BackendArgs {
         long,
         value_enum,
         default_value = "cgroupfs",
-        env = crate::cli::backend::ENV_BACKEND,
+        env = ENV_BACKEND,
         value_name = "BACKEND"
     )]
     pub backend: BackendArg,
