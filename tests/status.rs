@@ -375,23 +375,7 @@ fn no_spawn_or_kill_path_touches_the_multi_gen_lru_and_status_does() {
         return;
     }
     let w = World::new();
-    let traced = |args: &[&str]| -> String {
-        let log = w.tmp("trace");
-        let _ = std::fs::remove_file(&log);
-        let o = std::process::Command::new("strace")
-            .args(["-f", "-qq", "-e", "trace=%file", "-o"])
-            .arg(&log)
-            .arg(bin())
-            .arg("--root")
-            .arg(w.root())
-            .args(args)
-            .env("CK_CGROUP_POLICY", "/dev/null")
-            .env_remove("CK_CGROUP_ROOT")
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
-        std::fs::read_to_string(&log).unwrap()
-    };
+    let traced = |args: &[&str]| strace(&w, &["-f", "-e", "trace=%file"], args);
     let lru = |t: &str| -> Vec<String> {
         t.lines()
             .filter(|l| l.contains("lru_gen"))
@@ -443,21 +427,7 @@ fn status_and_exec_read_each_cgroup_file_in_one_pread() {
     let w = World::new();
     ok(w.run(&["create", "m"]));
     for args in [&["--json", "status"][..], &["exec", "m", "--", "true"]] {
-        let log = w.tmp("trace");
-        let _ = std::fs::remove_file(&log);
-        let o = std::process::Command::new("strace")
-            .args(["-qq", "-e", "trace=openat2,pread64,fstatfs,close", "-o"])
-            .arg(&log)
-            .arg(bin())
-            .arg("--root")
-            .arg(w.root())
-            .args(args)
-            .env("CK_CGROUP_POLICY", "/dev/null")
-            .env_remove("CK_CGROUP_ROOT")
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
-        let t = std::fs::read_to_string(&log).unwrap();
+        let t = strace(&w, &["-e", "trace=openat2,pread64,fstatfs,close"], args);
         // The `pread`s of the cgroup files opened for reading (not the loader's of a dynamic
         // build, on descriptors opened otherwise), by descriptor while it is open.
         let (mut open, mut opened, mut preads) = (Vec::<String>::new(), 0, 0);
@@ -483,4 +453,26 @@ fn status_and_exec_read_each_cgroup_file_in_one_pread() {
         let statfs = t.lines().filter(|l| l.starts_with("fstatfs(")).count();
         assert_eq!(statfs, 1, "{args:?}: only the root's fstatfs: {t}");
     }
+}
+
+/// The helper run on `w`'s root with `args` under `strace -qq` and `how` (its filter, `-f`):
+/// the trace, once the command succeeded.
+fn strace(w: &World, how: &[&str], args: &[&str]) -> String {
+    let log = w.tmp("trace");
+    let _ = std::fs::remove_file(&log);
+    let o = std::process::Command::new("strace")
+        .arg("-qq")
+        .args(how)
+        .arg("-o")
+        .arg(&log)
+        .arg(bin())
+        .arg("--root")
+        .arg(w.root())
+        .args(args)
+        .env("CK_CGROUP_POLICY", "/dev/null")
+        .env_remove("CK_CGROUP_ROOT")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    std::fs::read_to_string(&log).unwrap()
 }
