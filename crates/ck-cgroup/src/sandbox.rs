@@ -128,12 +128,30 @@ impl Sandbox {
             part_of: None,
             limits: crate::limits::Limits::default(),
         };
-        Manager::connect(bus)?.start_scope(&spec, crate::backend::systemd::START_TIMEOUT)?;
+        // The connection is closed before this process moves: its runtime's thread ends then.
+        let manager = Manager::connect(bus)?;
+        manager.start_scope(&spec, crate::backend::systemd::START_TIMEOUT)?;
+        drop(manager);
         let cg = crate::backend::systemd::placed_in(&unit, &format!("/{unit}"))?;
         let scope = CgroupDir::open(&cgroup2_mount()?.join(cg.trim_start_matches('/')))?;
         scope.mkdir(HELPER_LEAF)?;
         scope.write(&format!("{HELPER_LEAF}/cgroup.procs"), &me.to_string())?;
-        Sandbox::fill(scope, None, Some(unit))
+        // A thread that was exiting as the process moved stays in the scope until it has left,
+        // and the scope cannot enable controllers while it is there (cgroup/own_threads.rs).
+        let left = crate::cgroup::own_threads::wait_left_behind(
+            &scope,
+            std::time::Instant::now() + Duration::from_secs(2),
+        )?;
+        let path = scope.path().to_path_buf();
+        Sandbox::fill(scope, None, Some(unit)).map_err(|e| {
+            if left.is_empty() || e.errno() != Some(Errno::BUSY) {
+                return e;
+            }
+            e.with_hint(format!(
+                "{} still holds threads {left:?} after this process moved into {HELPER_LEAF}/",
+                path.display()
+            ))
+        })
     }
 
     /// In `outer` (locked by this process, or a scope's cgroup whose processes sit in leaves):
