@@ -14,10 +14,11 @@
 //! while every thread the cgroup holds is one of this process's (`/proc/self/task/<tid>`), and
 //! at most until a deadline.
 
+#[cfg(feature = "systemd")]
 use std::time::{Duration, Instant};
 
-use crate::cgroup::dir::CgroupDir;
-use crate::cgroup::parse;
+#[cfg(feature = "systemd")]
+use crate::cgroup::{dir::CgroupDir, parse};
 use crate::error::Result;
 use crate::mutation::{self, Control};
 
@@ -25,6 +26,7 @@ use crate::mutation::{self, Control};
 /// when the process moved out), at most until `deadline`. Returns the threads it holds then:
 /// none, as a rule; a thread of another process at once, without a wait (that is not ours to
 /// wait for: the caller's next write says what it makes of it); ours still there at the deadline.
+#[cfg(feature = "systemd")]
 pub(crate) fn wait_left_behind(dir: &CgroupDir, deadline: Instant) -> Result<Vec<u32>> {
     let mut read = || Ok(parse::pids(&dir.read("cgroup.threads")?));
     let own = |tid: u32| std::path::Path::new(&format!("/proc/self/task/{tid}")).exists();
