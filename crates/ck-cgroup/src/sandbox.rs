@@ -128,7 +128,8 @@ impl Sandbox {
             part_of: None,
             limits: crate::limits::Limits::default(),
         };
-        // The connection is closed before this process moves: its runtime's thread ends then.
+        // The connection is closed before this process moves; its runtime's last thread ends
+        // within milliseconds of that, possibly while the process moves (waited for below).
         let manager = Manager::connect(bus)?;
         manager.start_scope(&spec, crate::backend::systemd::START_TIMEOUT)?;
         drop(manager);
