@@ -129,7 +129,8 @@ impl Sandbox {
             limits: crate::limits::Limits::default(),
         };
         // The connection is closed before this process moves; its runtime's last thread ends
-        // within milliseconds of that, possibly while the process moves (waited for below).
+        // within milliseconds of that, possibly while the process moves (`fill` enables the
+        // controllers once it has left: cgroup/own_threads.rs).
         let manager = Manager::connect(bus)?;
         manager.start_scope(&spec, crate::backend::systemd::START_TIMEOUT)?;
         drop(manager);
@@ -137,22 +138,7 @@ impl Sandbox {
         let scope = CgroupDir::open(&cgroup2_mount()?.join(cg.trim_start_matches('/')))?;
         scope.mkdir(HELPER_LEAF)?;
         scope.write(&format!("{HELPER_LEAF}/cgroup.procs"), &me.to_string())?;
-        // A thread that was exiting as the process moved stays in the scope until it has left,
-        // and the scope cannot enable controllers while it is there (cgroup/own_threads.rs).
-        let left = crate::cgroup::own_threads::wait_left_behind(
-            &scope,
-            std::time::Instant::now() + Duration::from_secs(2),
-        )?;
-        let path = scope.path().to_path_buf();
-        Sandbox::fill(scope, None, Some(unit)).map_err(|e| {
-            if left.is_empty() || e.errno() != Some(Errno::BUSY) {
-                return e;
-            }
-            e.with_hint(format!(
-                "{} still holds threads {left:?} after this process moved into {HELPER_LEAF}/",
-                path.display()
-            ))
-        })
+        Sandbox::fill(scope, None, Some(unit))
     }
 
     /// In `outer` (locked by this process, or a scope's cgroup whose processes sit in leaves):
@@ -172,7 +158,7 @@ impl Sandbox {
                 .map(|c| format!("+{c}"))
                 .collect();
             if !enable.is_empty() {
-                outer.write("cgroup.subtree_control", &enable.join(" "))?;
+                crate::cgroup::own_threads::enable_controllers(&outer, "", &enable.join(" "))?;
             }
             outer.mkdir(CMD_LEAF)?;
             if !outer.mkdir(ROOT_DIR)? {

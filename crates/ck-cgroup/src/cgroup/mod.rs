@@ -11,8 +11,8 @@
 //!   (`ENODEV`, `ENOENT`): the one rule every reader racing an `rmdir` follows.
 //! - [`wait`]: waits on `cgroup.events` (`populated 0`, `frozen 1`), never sleeps.
 //! - [`mount`]: where cgroup2 is mounted.
-//! - `own_threads` (crate-private, feature `systemd`): a thread of this process that was exiting when the process
-//!   moved out of a cgroup, and stays counted there until it has left (waited for, bounded).
+//! - `own_threads` (crate-private): controllers enabled in a cgroup this process has just left,
+//!   where a thread of its own that was exiting stays counted (`EBUSY`) until it has left.
 //! - [`oomd`]: the marks on a directory, systemd-oomd's xattrs and ck-cgroup's own: a
 //!   directory's preference set and read back, each counter mark read as the kernel keeps it,
 //!   a stop's mark raised. What a mark means for a death is judged a layer up, in `cause`.
@@ -21,7 +21,6 @@ pub mod dir;
 pub(crate) mod gone;
 pub mod mount;
 pub mod oomd;
-#[cfg(any(feature = "systemd", test))]
 pub(crate) mod own_threads;
 pub mod parse;
 pub mod procfs;

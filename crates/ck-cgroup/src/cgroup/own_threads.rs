@@ -1,35 +1,42 @@
-//! Threads of this process left behind in a cgroup it has just left.
+//! Enabling controllers in a cgroup this process has just left, where a thread of its own may
+//! still be on its way out.
 //!
 //! A pid written to `cgroup.procs` moves the whole process, every thread, except a thread that is
 //! exiting: the kernel skips a task with `PF_EXITING` (`cgroup_migrate_add_task`), and it stays
 //! counted in the old cgroup until it has passed `cgroup_exit`. Until then the old cgroup has
 //! tasks, and a write of `+controller` to its `cgroup.subtree_control` fails with `EBUSY`
-//! (`cgroup_vet_subtree_control_enable`). zbus's runtime runs its work on a short-lived helper
-//! thread (`zruntime`) that ends once it is idle: right after a D-Bus call, one may be on its
-//! way out just as the process moves (lane 2's `user-suite-isolation` in CI: a scope sandbox's
-//! `cgroup.subtree_control` answered `EBUSY`).
+//! (`cgroup_vet_subtree_control_enable`). A short-lived thread is common: zbus's runtime runs its
+//! work on one (`zruntime`) that ends once it is idle, right after a D-Bus call (lane 2's
+//! `user-suite-isolation` in CI: a scope sandbox's `cgroup.subtree_control` answered `EBUSY`);
+//! a daemon's thread pool ends idle threads the same way before it calls `Root::init`, which
+//! moves it into `daemon/` and then enables the root's controllers.
 //!
 //! Linux 6.1 has no fd that polls readable when a thread (not a process) ends (`PIDFD_THREAD`
-//! came with 6.9), so this is the one wait of the layer that looks again after a pause: only
-//! while every thread the cgroup holds is one of this process's (`/proc/self/task/<tid>`), and
-//! at most until a deadline.
+//! came with 6.9), so the wait here looks again after a pause: only after an `EBUSY`, only while
+//! every thread the cgroup holds is one of this process's (`/proc/self/task/<tid>`), and at most
+//! for [`WAIT`]. The write is then tried once more; any other errno is the write's own.
 
-#[cfg(feature = "systemd")]
 use std::time::{Duration, Instant};
 
-#[cfg(feature = "systemd")]
+use rustix::io::Errno;
+
 use crate::cgroup::{dir::CgroupDir, parse};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::mutation::{self, Control};
 
-/// Wait until `dir`'s own `cgroup.threads` holds no thread of this process (one that was exiting
-/// when the process moved out), at most until `deadline`. Returns the threads it holds then:
-/// none, as a rule; a thread of another process at once, without a wait (that is not ours to
-/// wait for: the caller's next write says what it makes of it); ours still there at the deadline.
-#[cfg(feature = "systemd")]
-pub(crate) fn wait_left_behind(dir: &CgroupDir, deadline: Instant) -> Result<Vec<u32>> {
-    let mut read = || Ok(parse::pids(&dir.read("cgroup.threads")?));
-    let own = |tid: u32| std::path::Path::new(&format!("/proc/self/task/{tid}")).exists();
+/// The longest wait for this process's exiting threads to leave a cgroup.
+pub const WAIT: Duration = Duration::from_secs(2);
+
+/// Write `line` (`+memory +pids`) to the `cgroup.subtree_control` of `dir`'s sub-directory `sub`
+/// (`""`: `dir` itself). On `EBUSY` while the cgroup holds only threads of this process (ones
+/// that were exiting when it moved out), wait until they have left (at most [`WAIT`]) and write
+/// once more. Where a thread of another process is there the `EBUSY` is returned as it is; where
+/// ours outlast the wait, naming them.
+pub(crate) fn enable_controllers(dir: &CgroupDir, sub: &str, line: &str) -> Result<()> {
+    let file = format!("{sub}{}cgroup.subtree_control", slash(sub));
+    let threads = format!("{sub}{}cgroup.threads", slash(sub));
+    let deadline = Instant::now() + WAIT;
+    let mut read = || Ok(parse::pids(&dir.read(&threads)?));
     let pause = |round: u32| {
         if Instant::now() >= deadline {
             return false;
@@ -37,11 +44,59 @@ pub(crate) fn wait_left_behind(dir: &CgroupDir, deadline: Instant) -> Result<Vec
         std::thread::sleep(Duration::from_millis(1 << round.min(4)));
         true
     };
-    wait_while_own(&mut read, own, pause)
+    write_after_own_threads(
+        &mut || dir.write(&file, line),
+        &mut || wait_while_own(&mut read, is_own, pause),
+    )
+    .map_err(|e| match e {
+        // Another process's: the caller's hint says what it knows of the cgroup.
+        Busy::Left(e, left) if !left.iter().all(|&t| is_own(t)) => e,
+        Busy::Left(e, left) => e.with_hint(format!(
+            "{} still holds threads {left:?} of this process, which were exiting when it moved out, after {} s",
+            dir.display_path(sub).display(),
+            WAIT.as_secs()
+        )),
+        Busy::Other(e) => e,
+    })
 }
 
-/// [`wait_left_behind`]'s rule, over its three acts: `read` the cgroup's threads, tell whether
-/// one is `own`, and `pause` before the next look (`false`: the deadline has passed).
+/// Whether thread `tid` is one of this process's (`/proc/self/task/<tid>`).
+fn is_own(tid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/self/task/{tid}")).exists()
+}
+
+fn slash(sub: &str) -> &'static str {
+    if sub.is_empty() { "" } else { "/" }
+}
+
+/// How [`write_after_own_threads`] failed: with `EBUSY` while these threads were still there,
+/// or otherwise (the write's own error, or the read's).
+enum Busy {
+    Left(Error, Vec<u32>),
+    Other(Error),
+}
+
+/// [`enable_controllers`]'s rule over its two acts: `write`, and on `EBUSY` `wait` (the threads
+/// still there when it ends) and `write` once more where none is left.
+fn write_after_own_threads(
+    write: &mut dyn FnMut() -> Result<()>,
+    wait: &mut dyn FnMut() -> Result<Vec<u32>>,
+) -> std::result::Result<(), Busy> {
+    match write() {
+        Err(e) if e.errno() == Some(Errno::BUSY) => {
+            let left = wait().map_err(Busy::Other)?;
+            if !left.is_empty() {
+                return Err(Busy::Left(e, left));
+            }
+            write().map_err(Busy::Other)
+        }
+        r => r.map_err(Busy::Other),
+    }
+}
+
+/// The wait: `read` the cgroup's threads, tell whether one is `own`, and `pause` before the next
+/// look (`false`: the deadline has passed). Returns the threads there at the end: none, as a
+/// rule; a thread of another process at once (not ours to wait for); ours at the deadline.
 fn wait_while_own(
     read: &mut dyn FnMut() -> Result<Vec<u32>>,
     own: impl Fn(u32) -> bool,
@@ -66,12 +121,12 @@ fn wait_while_own(
 mod tests {
     use super::*;
     use std::cell::Cell;
+    use std::rc::Rc;
 
-    /// What `read` answers, look by look (the last one again once they run out).
-    fn looks(
-        answers: Vec<Vec<u32>>,
-    ) -> (impl FnMut() -> Result<Vec<u32>>, std::rc::Rc<Cell<usize>>) {
-        let n = std::rc::Rc::new(Cell::new(0));
+    /// What `read` answers, look by look (the last one again once they run out), and a count of
+    /// the looks.
+    fn looks(answers: Vec<Vec<u32>>) -> (impl FnMut() -> Result<Vec<u32>>, Rc<Cell<usize>>) {
+        let n = Rc::new(Cell::new(0));
         let seen = n.clone();
         let read = move || {
             let i = seen.get();
@@ -79,6 +134,21 @@ mod tests {
             Ok(answers[i.min(answers.len() - 1)].clone())
         };
         (read, n)
+    }
+
+    /// A write that answers each errno of `answers` in turn (`None`: it succeeds), and a count.
+    fn writes(answers: Vec<Option<Errno>>) -> (impl FnMut() -> Result<()>, Rc<Cell<usize>>) {
+        let n = Rc::new(Cell::new(0));
+        let seen = n.clone();
+        let write = move || {
+            let i = seen.get();
+            seen.set(i + 1);
+            match answers[i.min(answers.len() - 1)] {
+                None => Ok(()),
+                Some(e) => Err(Error::io("write", "cgroup.subtree_control", e)),
+            }
+        };
+        (write, n)
     }
 
     #[test]
@@ -115,5 +185,46 @@ mod tests {
         let left = wait_while_own(&mut read, |_| true, |_| panic!("no pause")).unwrap();
         assert!(left.is_empty());
         assert_eq!(reads.get(), 1);
+    }
+
+    #[test]
+    fn an_ebusy_from_our_exiting_thread_is_written_again_once_it_has_left() {
+        let (mut write, wrote) = writes(vec![Some(Errno::BUSY), None]);
+        let (mut read, _) = looks(vec![vec![41], vec![]]);
+        let r = write_after_own_threads(&mut write, &mut || {
+            wait_while_own(&mut read, |_| true, |_| true)
+        });
+        assert!(
+            r.is_ok(),
+            "the second write, after the thread left, succeeds"
+        );
+        assert_eq!(wrote.get(), 2);
+    }
+
+    #[test]
+    fn an_ebusy_with_another_process_there_is_the_writes_own_error_naming_it() {
+        let (mut write, wrote) = writes(vec![Some(Errno::BUSY), None]);
+        let (mut read, _) = looks(vec![vec![7]]);
+        let r = write_after_own_threads(&mut write, &mut || {
+            wait_while_own(&mut read, |_| false, |_| panic!("no pause"))
+        });
+        match r {
+            Err(Busy::Left(e, left)) => {
+                assert_eq!(e.errno(), Some(Errno::BUSY));
+                assert_eq!(left, vec![7]);
+            }
+            _ => panic!("the EBUSY stays, with the thread named"),
+        }
+        assert_eq!(wrote.get(), 1, "no second write");
+    }
+
+    #[test]
+    fn a_write_that_succeeds_or_fails_otherwise_waits_for_nothing() {
+        for first in [None, Some(Errno::NOENT)] {
+            let (mut write, wrote) = writes(vec![first]);
+            let r = write_after_own_threads(&mut write, &mut || panic!("no wait"));
+            assert_eq!(r.is_ok(), first.is_none());
+            assert_eq!(wrote.get(), 1);
+        }
     }
 }

@@ -243,15 +243,17 @@ impl Root {
                 .map(|c| format!("+{c}"))
                 .collect::<Vec<_>>()
                 .join(" ");
-            for rel in [
-                "cgroup.subtree_control",
-                "subc-modules/cgroup.subtree_control",
-            ] {
-                self.dir.write(rel, &line).map_err(|e| {
-                    e.with_hint(
-                        "a cgroup with processes in it cannot enable controllers for its children: run `ck-cgroup init` to move them into daemon/",
-                    )
-                })?;
+            // A thread of this process that was exiting when `init` moved it into daemon/
+            // stays counted in the root until it has left: waited for (cgroup/own_threads.rs).
+            for sub in ["", MODULES_DIR] {
+                crate::cgroup::own_threads::enable_controllers(&self.dir, sub, &line).map_err(
+                    |e| match e.hint() {
+                        Some(_) => e,
+                        None => e.with_hint(
+                            "a cgroup with processes in it cannot enable controllers for its children: run `ck-cgroup init` to move them into daemon/",
+                        ),
+                    },
+                )?;
             }
         }
         Ok(parse::controllers(
