@@ -70,7 +70,7 @@ fn slash(sub: &str) -> &'static str {
 }
 
 /// How [`write_after_own_threads`] failed: with `EBUSY` while these threads were still there,
-/// or otherwise (the write's own error, or the read's).
+/// or otherwise (the write's own error).
 enum Busy {
     Left(Error, Vec<u32>),
     Other(Error),
@@ -84,7 +84,10 @@ fn write_after_own_threads(
 ) -> std::result::Result<(), Busy> {
     match write() {
         Err(e) if e.errno() == Some(Errno::BUSY) => {
-            let left = wait().map_err(Busy::Other)?;
+            // The write's errno is the one kept where the wait cannot look.
+            let Ok(left) = wait() else {
+                return Err(Busy::Other(e));
+            };
             if !left.is_empty() {
                 return Err(Busy::Left(e, left));
             }
@@ -216,6 +219,19 @@ mod tests {
             _ => panic!("the EBUSY stays, with the thread named"),
         }
         assert_eq!(wrote.get(), 1, "no second write");
+    }
+
+    #[test]
+    fn an_ebusy_whose_threads_cannot_be_read_is_the_writes_own_error() {
+        let (mut write, wrote) = writes(vec![Some(Errno::BUSY), None]);
+        let r = write_after_own_threads(&mut write, &mut || {
+            Err(Error::io("read", "cgroup.threads", Errno::NOENT))
+        });
+        match r {
+            Err(Busy::Other(e)) => assert_eq!(e.errno(), Some(Errno::BUSY)),
+            _ => panic!("the write's EBUSY is kept"),
+        }
+        assert_eq!(wrote.get(), 1);
     }
 
     #[test]
